@@ -1,0 +1,425 @@
+"""The Python API over the native library: numpy arrays in, numpy arrays out.
+
+Arrays are FP16 (numpy.float16). A 2-D operand may be a strided view whose
+rows are further apart than their length: its row stride becomes lda/ldb/ldc.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidArgument
+from .native import Native, load
+
+BACKENDS = ("scalar", "neon", "sme")
+ISA_LEVELS = ("scalar", "neon", "fhm", "sme", "sme2")
+ACCUM = ("fp32", "fp16")
+OPS = ("gemm", "conv2d")
+BFORMS = {1: "plain", 2: "packed", 4: "native"}
+LAYOUTS = {1: "portable", 2: "scalar_f16p16x1b", 3: "neon", 4: "sme_x16p2vlx2b"}
+CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2"}
+
+
+def backend_id(name: str) -> int:
+    if name not in BACKENDS:
+        raise InvalidArgument(f"backend: {name!r} is not one of {', '.join(BACKENDS)}", "backend")
+    return BACKENDS.index(name)
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Which realizations a call may use."""
+
+    disabled: frozenset[str] = frozenset()
+    isa_cap: str | None = None  # one of ISA_LEVELS; None = no cap (KBENCH_ISA_CAP still applies)
+    force: str | None = None  # realization name
+    threads: int = 1
+    trust_payload: bool = False
+
+    def to_c(self, nat: Native) -> tuple[Any, list[Any]]:
+        """Returns the kb_selector* and the objects that must outlive it."""
+        sel = nat.ffi.new("kb_selector *")
+        nat.lib.kb_selector_default(sel)
+        keep: list[Any] = []
+        for b in self.disabled:
+            sel.disabled_backends |= 1 << backend_id(b)
+        if self.isa_cap is not None:
+            if self.isa_cap not in ISA_LEVELS:
+                raise InvalidArgument(
+                    f"selector.isa_cap: {self.isa_cap!r} is not one of {', '.join(ISA_LEVELS)}",
+                    "selector.isa_cap",
+                )
+            sel.isa_cap = min(sel.isa_cap, ISA_LEVELS.index(self.isa_cap))
+        if self.force is not None:
+            name = nat.ffi.new("char[]", self.force.encode())
+            keep.append(name)
+            sel.force = name
+        if self.threads < 0:
+            raise InvalidArgument("selector.threads: must not be negative", "selector.threads")
+        sel.threads = self.threads
+        sel.trust_payload = int(self.trust_payload)
+        return sel, keep
+
+
+@dataclass(frozen=True)
+class Realization:
+    """A way the library computes an operator, and what it declares."""
+
+    name: str
+    backend: str
+    kernel: str
+    op: str
+    isa: str
+    accum: str
+    k_per_rounding: int
+    bforms: tuple[str, ...]
+    vector_bits: int
+    threads: int
+
+    @classmethod
+    def from_c(cls, nat: Native, r: Any) -> Realization:
+        s = nat.ffi.string
+        return cls(
+            name=s(r.name).decode(),
+            backend=s(r.backend).decode(),
+            kernel=s(r.kernel).decode(),
+            op=OPS[r.op],
+            isa=ISA_LEVELS[r.isa],
+            accum=ACCUM[r.accum],
+            k_per_rounding=int(r.k_per_rounding) or 1,
+            bforms=tuple(v for k, v in BFORMS.items() if r.bforms & k),
+            vector_bits=int(r.vector_bits),
+            threads=int(r.threads),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "backend": self.backend, "kernel": self.kernel, "op": self.op,
+            "isa": self.isa, "accum": self.accum, "k_per_rounding": self.k_per_rounding,
+            "bforms": list(self.bforms), "vector_bits": self.vector_bits, "threads": self.threads,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Realization:
+        return cls(**{**d, "bforms": tuple(d["bforms"])})
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    arch: str
+    features: tuple[str, ...]
+    sme_vector_bits: int
+    isa: str
+
+
+@dataclass(frozen=True)
+class PackedB:
+    """A packed B buffer (header + payload) as bytes, with what it was packed for."""
+
+    data: np.ndarray = field(repr=False)  # uint8
+    n: int
+    k: int
+    native: bool
+    backend: str
+    layout: str
+    vector_bits: int
+
+
+@dataclass(frozen=True)
+class GemmResult:
+    c: list[np.ndarray]
+    realization: Realization
+
+
+@dataclass(frozen=True)
+class ConvResult:
+    output: np.ndarray
+    realization: Realization
+
+
+# ---- helpers -----------------------------------------------------------------
+
+
+def _matrix(x: np.ndarray, name: str, writable: bool = False) -> tuple[np.ndarray, int]:
+    """Checks an FP16 matrix view; returns it with its leading dimension."""
+    if not isinstance(x, np.ndarray):
+        raise InvalidArgument(f"{name}: expected a numpy array, got {type(x).__name__}", name)
+    if x.dtype != np.float16:
+        raise InvalidArgument(f"{name}: dtype must be float16, got {x.dtype}", name)
+    if x.ndim != 2:
+        raise InvalidArgument(f"{name}: must be 2-D, got {x.ndim}-D", name)
+    rows, cols = x.shape
+    if rows == 0 or cols == 0:
+        raise InvalidArgument(f"{name}: dimensions must be positive, got {x.shape}", name)
+    if x.strides[1] != 2 or x.strides[0] <= 0 or x.strides[0] % 2:
+        raise InvalidArgument(
+            f"{name}: rows must be contiguous with a positive row stride, strides {x.strides}", name
+        )
+    if writable and not x.flags.writeable:
+        raise InvalidArgument(f"{name}: must be writable", name)
+    return x, x.strides[0] // 2
+
+
+def _ptr(nat: Native, x: np.ndarray, ctype: str = "kb_f16 *") -> Any:
+    return nat.ffi.cast(ctype, x.__array_interface__["data"][0])
+
+
+def _vector(x: np.ndarray | None, n: int, name: str) -> np.ndarray | None:
+    if x is None:
+        return None
+    if not isinstance(x, np.ndarray) or x.dtype != np.float16:
+        raise InvalidArgument(f"{name}: must be a float16 numpy array", name)
+    if x.shape != (n,):
+        raise InvalidArgument(f"{name}: shape must be ({n},), got {x.shape}", name)
+    return np.ascontiguousarray(x)
+
+
+def _clamp(clamp: tuple[float, float] | None) -> tuple[float, float]:
+    if clamp is None:
+        return float("-inf"), float("inf")
+    lo, hi = clamp
+    return float(lo), float(hi)
+
+
+# ---- public API ---------------------------------------------------------------
+
+
+def cpu_info(nat: Native | None = None) -> CpuInfo:
+    nat = nat or load()
+    c = nat.ffi.new("kb_cpu_info *")
+    nat.lib.kb_cpu_detect(c)
+    return CpuInfo(
+        arch=nat.ffi.string(c.arch).decode(),
+        features=tuple(v for k, v in CPU_FEATURES.items() if c.features & k),
+        sme_vector_bits=int(c.sme_vector_bits),
+        isa=ISA_LEVELS[c.isa],
+    )
+
+
+def version(nat: Native | None = None) -> str:
+    nat = nat or load()
+    return nat.ffi.string(nat.lib.kb_version()).decode()
+
+
+def realizations(selector: Selector | None = None, nat: Native | None = None) -> list[Realization]:
+    nat = nat or load()
+    sel, keep = (selector or Selector()).to_c(nat)
+    count = nat.lib.kb_list_realizations(sel, nat.ffi.NULL, 0)
+    arr = nat.ffi.new("kb_realization[]", max(count, 1))
+    nat.lib.kb_list_realizations(sel, arr, count)
+    del keep
+    return [Realization.from_c(nat, arr[i]) for i in range(count)]
+
+
+def backends(selector: Selector | None = None, nat: Native | None = None) -> list[str]:
+    """Backends with at least one realization usable on this CPU."""
+    seen: list[str] = []
+    for r in realizations(selector, nat):
+        if r.backend not in seen:
+            seen.append(r.backend)
+    return seen
+
+
+def pack_b(b: np.ndarray, *, backend: str | None = None, bias: np.ndarray | None = None,
+           selector: Selector | None = None, nat: Native | None = None) -> PackedB:
+    """Packs B [K, N] in the portable layout, or in `backend`'s native layout
+    (which carries the bias inside)."""
+    nat = nat or load()
+    b, ldb = _matrix(b, "B")
+    k, n = b.shape
+    err = nat.new_error()
+    size = nat.ffi.new("size_t *")
+    if backend is None:
+        if bias is not None:
+            raise InvalidArgument("bias: the portable layout carries no bias; pass it to gemm()",
+                                  "bias")
+        nat.check(nat.lib.kb_pack_b_size(n, k, size, err), err)
+        out = np.zeros(size[0], dtype=np.uint8)
+        nat.check(nat.lib.kb_pack_b(n, k, _ptr(nat, b), ldb, _ptr(nat, out, "void *"), out.size,
+                                    err), err)
+    else:
+        bid = backend_id(backend)
+        bias = _vector(bias, n, "bias")
+        sel, keep = (selector or Selector()).to_c(nat)
+        nat.check(nat.lib.kb_pack_b_native_size(bid, n, k, sel, size, err), err)
+        out = np.zeros(size[0], dtype=np.uint8)
+        bias_p = _ptr(nat, bias) if bias is not None else nat.ffi.NULL
+        nat.check(nat.lib.kb_pack_b_native(bid, n, k, _ptr(nat, b), ldb, bias_p,
+                                           _ptr(nat, out, "void *"), out.size, sel, err), err)
+        del keep
+    return describe_packed(out, nat)
+
+
+def describe_packed(data: np.ndarray, nat: Native | None = None) -> PackedB:
+    """Reads the header of a packed buffer (no validation)."""
+    nat = nat or load()
+    hsize = nat.ffi.sizeof("kb_packed_header")
+    if data.dtype != np.uint8 or data.ndim != 1 or data.size < hsize:
+        raise InvalidArgument("B: not a packed buffer (uint8, at least the header)", "B")
+    h = nat.ffi.cast("kb_packed_header *", data.__array_interface__["data"][0])
+    return PackedB(
+        data=data, n=int(h.n), k=int(h.k), native=int(h.layout) != 1,
+        backend=BACKENDS[h.backend] if h.backend < len(BACKENDS) else str(int(h.backend)),
+        layout=LAYOUTS.get(int(h.layout), str(int(h.layout))), vector_bits=int(h.vector_bits),
+    )
+
+
+@dataclass
+class GemmOperands:
+    """One problem of a batch."""
+
+    a: np.ndarray
+    b: np.ndarray | PackedB
+    c: np.ndarray | None = None  # output view; allocated when None
+    bias: np.ndarray | None = None
+    clamp: tuple[float, float] | None = None
+
+
+def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None,
+               nat: Native | None = None) -> GemmResult:
+    """Runs a batch of problems that share M, N, K. Outputs are written into
+    each problem's `c` view (allocated if missing) and returned."""
+    nat = nat or load()
+    if not problems:
+        raise InvalidArgument("problems: the batch is empty", "problems")
+    first_a, _ = _matrix(problems[0].a, "problems[0].a")
+    m, k = first_a.shape
+    n = problems[0].b.n if isinstance(problems[0].b, PackedB) else _matrix(problems[0].b,
+                                                                          "problems[0].b")[0].shape[1]
+    arr = nat.ffi.new("kb_gemm_problem[]", len(problems))
+    keep: list[Any] = []
+    outs: list[np.ndarray] = []
+    for i, p in enumerate(problems):
+        a, lda = _matrix(p.a, f"problems[{i}].a")
+        if a.shape != (m, k):
+            raise InvalidArgument(f"problems[{i}].a: shape {a.shape}, batch has ({m}, {k})",
+                                  f"problems[{i}].a")
+        q = arr[i]
+        q.A = _ptr(nat, a)
+        q.lda = lda
+        if isinstance(p.b, PackedB):
+            q.B = _ptr(nat, p.b.data, "void *")
+            q.b_size = p.b.data.size
+            q.b_is_packed = 1
+            q.b_is_backend_native_packed = int(p.b.native)
+            keep.append(p.b.data)
+        else:
+            b, ldb = _matrix(p.b, f"problems[{i}].b")
+            if b.shape != (k, n):
+                raise InvalidArgument(f"problems[{i}].b: shape {b.shape}, expected ({k}, {n})",
+                                      f"problems[{i}].b")
+            q.B = _ptr(nat, b, "void *")
+            q.ldb = ldb
+            keep.append(b)
+        c = p.c if p.c is not None else np.empty((m, n), dtype=np.float16)
+        c, ldc = _matrix(c, f"problems[{i}].c", writable=True)
+        if c.shape != (m, n):
+            raise InvalidArgument(f"problems[{i}].c: shape {c.shape}, expected ({m}, {n})",
+                                  f"problems[{i}].c")
+        q.C = _ptr(nat, c)
+        q.ldc = ldc
+        outs.append(c)
+        bias = _vector(p.bias, n, f"problems[{i}].bias")
+        if bias is not None:
+            keep.append(bias)
+            q.bias = _ptr(nat, bias)
+        q.clamp_min, q.clamp_max = _clamp(p.clamp)
+        keep.append(a)
+    sel, sel_keep = (selector or Selector()).to_c(nat)
+    ran = nat.ffi.new("kb_realization *")
+    err = nat.new_error()
+    status = nat.lib.kb_gemm_batch(m, n, k, arr, len(problems), sel, ran, err)
+    del sel_keep, keep
+    nat.check(status, err)
+    return GemmResult(outs, Realization.from_c(nat, ran))
+
+
+def gemm(a: np.ndarray, b: np.ndarray | PackedB, bias: np.ndarray | None = None, *,
+         clamp: tuple[float, float] | None = None, out: np.ndarray | None = None,
+         selector: Selector | None = None, nat: Native | None = None) -> GemmResult:
+    """C = clamp(A @ B + bias). B is a [K, N] array or a PackedB."""
+    return gemm_batch([GemmOperands(a, b, out, bias, clamp)], selector=selector, nat=nat)
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    stride: tuple[int, int] = (1, 1)
+    pad: tuple[int, int, int, int] = (0, 0, 0, 0)  # top, bottom, left, right
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    clamp: tuple[float, float] | None = None
+
+
+def conv_desc(nat: Native, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+              p: ConvParams) -> Any:
+    """Fills a kb_conv_desc from NHWC / HWIO shapes."""
+    d = nat.ffi.new("kb_conv_desc *")
+    vals = {
+        "n": x_shape[0], "h": x_shape[1], "w": x_shape[2], "c_in": x_shape[3],
+        "c_out": w_shape[3], "kh": w_shape[0], "kw": w_shape[1],
+        "stride_h": p.stride[0], "stride_w": p.stride[1],
+        "pad_top": p.pad[0], "pad_bottom": p.pad[1], "pad_left": p.pad[2], "pad_right": p.pad[3],
+        "dil_h": p.dilation[0], "dil_w": p.dilation[1], "groups": p.groups,
+    }
+    for key, v in vals.items():
+        if not isinstance(v, (int, np.integer)) or v < 0:
+            raise InvalidArgument(f"desc.{key}: must be a non-negative integer, got {v!r}",
+                                  f"desc.{key}")
+        setattr(d, key, int(v))
+    d.clamp_min, d.clamp_max = _clamp(p.clamp)
+    return d
+
+
+def conv2d_output_shape(x_shape: tuple[int, ...], w_shape: tuple[int, ...], params: ConvParams,
+                        nat: Native | None = None) -> tuple[int, int, int, int]:
+    nat = nat or load()
+    d = conv_desc(nat, x_shape, w_shape, params)
+    oh = nat.ffi.new("size_t *")
+    ow = nat.ffi.new("size_t *")
+    err = nat.new_error()
+    nat.check(nat.lib.kb_conv2d_output_shape(d, oh, ow, err), err)
+    return (x_shape[0], int(oh[0]), int(ow[0]), w_shape[3])
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
+           params: ConvParams | None = None, *, out: np.ndarray | None = None,
+           selector: Selector | None = None, nat: Native | None = None) -> ConvResult:
+    """NHWC x [n, h, w, c_in], HWIO w [kh, kw, c_in/groups, c_out]."""
+    nat = nat or load()
+    params = params or ConvParams()
+    for name, arr, nd in (("input", x, 4), ("filter", w, 4)):
+        if not isinstance(arr, np.ndarray) or arr.dtype != np.float16 or arr.ndim != nd:
+            raise InvalidArgument(f"{name}: must be a {nd}-D float16 numpy array", name)
+    x = np.ascontiguousarray(x)
+    w = np.ascontiguousarray(w)
+    groups = params.groups
+    if groups <= 0 or x.shape[3] % groups or w.shape[2] * groups != x.shape[3]:
+        raise InvalidArgument(
+            f"filter: shape {w.shape} does not fit c_in = {x.shape[3]} with groups = {groups}",
+            "filter",
+        )
+    shape = conv2d_output_shape(x.shape, w.shape, params, nat)
+    if out is None:
+        out = np.empty(shape, dtype=np.float16)
+    if out.dtype != np.float16 or out.shape != shape or not out.flags.c_contiguous:
+        raise InvalidArgument(f"output: must be a contiguous float16 array of shape {shape}",
+                              "output")
+    bias = _vector(bias, w.shape[3], "bias")
+    d = conv_desc(nat, x.shape, w.shape, params)
+    sel, keep = (selector or Selector()).to_c(nat)
+    ran = nat.ffi.new("kb_realization *")
+    err = nat.new_error()
+    status = nat.lib.kb_conv2d(d, _ptr(nat, x), _ptr(nat, w),
+                               _ptr(nat, bias) if bias is not None else nat.ffi.NULL,
+                               _ptr(nat, out), sel, ran, err)
+    del keep
+    nat.check(status, err)
+    return ConvResult(out, Realization.from_c(nat, ran))
+
+
+def scratch_retained_bytes(nat: Native | None = None) -> int:
+    nat = nat or load()
+    return int(nat.lib.kb_scratch_retained_bytes())

@@ -1,0 +1,66 @@
+"""Exceptions raised by kbench. Every native error code maps to one class."""
+
+from __future__ import annotations
+
+
+class KbenchError(Exception):
+    """A call was refused. `field` names the offending argument or header field."""
+
+    code = "error"
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+class InvalidArgument(KbenchError):
+    code = "invalid_argument"
+
+
+class ContractViolation(KbenchError):
+    """The packed-B contract was violated (wrong backend, SVL, shape, corruption...)."""
+
+    code = "contract_violation"
+
+
+class Unsupported(KbenchError):
+    code = "unsupported"
+
+
+class OutOfMemory(KbenchError):
+    code = "out_of_memory"
+
+
+class SizeOverflow(KbenchError):
+    code = "overflow"
+
+
+class InternalError(KbenchError):
+    code = "internal"
+
+
+class WorkerCrashed(KbenchError):
+    """A worker target died while running a problem (signal or broken pipe)."""
+
+    code = "worker_crashed"
+
+
+BY_STATUS: dict[int, type[KbenchError]] = {
+    1: InvalidArgument,
+    2: ContractViolation,
+    3: Unsupported,
+    4: OutOfMemory,
+    5: SizeOverflow,
+    6: InternalError,
+}
+
+BY_CODE: dict[str, type[KbenchError]] = {
+    cls.code: cls
+    for cls in (InvalidArgument, ContractViolation, Unsupported, OutOfMemory, SizeOverflow,
+                InternalError, WorkerCrashed)
+}
+
+
+def from_status(status: int, field: str, message: str) -> KbenchError:
+    return BY_STATUS.get(status, InternalError)(message, field)

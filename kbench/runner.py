@@ -1,0 +1,109 @@
+"""One tester for every kernel: runs a case with an input kind on a target
+with a forced realization, judges the result, returns a Verdict.
+
+A new realization needs no new test code: the suites parametrize over
+whatever realizations a target lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import api, inputs
+from .problems import Case, ConvCase, GemmCase
+from .targets import Target
+from .tolerance import AccumModel
+from .verdict import ERROR, FAIL, MISTRUSTED, PASS, SKIP, Verdict, combine, judge
+
+
+@dataclass(frozen=True)
+class Job:
+    case: Case
+    kind: str
+    realization: api.Realization
+    target: str
+    catalog: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.target}-{self.realization.name}-{self.case.name}-{self.kind}"
+
+
+def applicable(case: Case, r: api.Realization) -> bool:
+    if r.op != case.op:
+        return False
+    return not (isinstance(case, GemmCase) and case.b_form not in r.bforms)
+
+
+def _verdict(job: Job, status: str, message: str = "", ran: api.Realization | None = None
+             ) -> Verdict:
+    case, r = job.case, ran or job.realization
+    m, n = (case.m, case.n) if isinstance(case, GemmCase) else (
+        case.n * case.out_h * case.out_w, case.c_out)
+    return Verdict(
+        case=case.name, op=case.op, shape=case.shape_str(), kind=job.kind, target=job.target,
+        backend=r.backend, realization=r.name, kernel=r.kernel, accum=r.accum,
+        k=case.reduction, m=m, n=n,
+        b_form=case.b_form if isinstance(case, GemmCase) else "",
+        vector_bits=r.vector_bits, status=status, message=message, catalog=job.catalog,
+        tags=list(case.tags),
+    )
+
+
+def run_job(target: Target, job: Job, selector: api.Selector | None = None) -> Verdict:
+    case, want = job.case, job.realization
+    if not applicable(case, want):
+        return _verdict(job, SKIP, f"{want.name} does not take this case")
+    if isinstance(case, GemmCase):
+        inp = inputs.gemm_inputs(case, job.kind)
+        outcome = target.run_gemm(case, inp, want.name, selector)
+        refs = inp.refs
+        has_bias = case.bias
+    else:
+        assert isinstance(case, ConvCase)
+        cinp = inputs.conv_inputs(case, job.kind)
+        outcome = target.run_conv(case, cinp, want.name, selector)
+        refs = [cinp.ref]
+        has_bias = case.bias
+    if outcome.error is not None:
+        msg = f"{type(outcome.error).__name__}: {outcome.error}"
+        if outcome.guard_detail:
+            msg += f"; {outcome.guard_detail}"
+        return _verdict(job, ERROR, msg)
+    ran = outcome.ran
+    assert ran is not None
+    if ran.name != want.name:
+        return _verdict(job, FAIL, f"asked for {want.name} but {ran.name} ran", ran)
+    model = AccumModel(ran.accum, ran.k_per_rounding)
+    j = combine([judge(out, ref, model, case.reduction, has_bias, job.kind == "exact")
+                 for out, ref in zip(outcome.outputs, refs, strict=True)])
+    status = PASS
+    message = j.detail
+    if outcome.guard_detail:
+        status, message = FAIL, outcome.guard_detail
+    elif not j.ok:
+        status = FAIL
+    elif j.mistrusted:
+        status = MISTRUSTED
+    v = _verdict(job, status, message, ran)
+    v.max_err_bound, v.max_ulp, v.rms_rel = j.max_ratio, j.max_ulp, j.rms_rel
+    v.exact, v.total = j.exact, j.total
+    return v
+
+
+def random_kind(case: Case) -> str:
+    """The real-valued kind a case runs besides `exact` (stable per case)."""
+    return ("uniform", "normal", "specials")[inputs.seed_for(case.name, "kind") % 3]
+
+
+def jobs_for(cases: list[Case], realizations: list[api.Realization], target: str,
+             catalog: str = "", kinds: tuple[str, ...] | None = None) -> list[Job]:
+    """Every case x input kind x applicable realization."""
+    out = []
+    for case in cases:
+        ks = kinds or ("exact", random_kind(case))
+        for r in realizations:
+            if not applicable(case, r):
+                continue
+            for k in ks:
+                out.append(Job(case, k, r, target, catalog))
+    return out

@@ -1,0 +1,151 @@
+"""Judging one output against the oracle under a realization's declared
+error model, and the verdict that results."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .oracle import Reference
+from .tolerance import FP16_OVERFLOW, AccumModel, ulp16
+
+PASS, FAIL, MISTRUSTED, ERROR, SKIP = "pass", "fail", "mistrusted", "error", "skip"
+
+
+@dataclass
+class Judgement:
+    """Error statistics of one output array."""
+
+    ok: bool
+    total: int
+    exact: int  # elements equal to the correctly rounded result
+    violations: int
+    max_ratio: float  # max |C - c| / bound over finite elements
+    max_ulp: float  # max |C - fl16(c)| in ulps of fl16(c)
+    rms_rel: float
+    mistrusted: bool
+    detail: str
+
+
+def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: bool,
+          exact_by_design: bool) -> Judgement:
+    impl = out.astype(np.float64)
+    c = ref.exact
+    total = c.size
+    ref_nan = np.isnan(c)
+    impl_nan = np.isnan(impl)
+    err_acc = model.accumulation_error(ref.s, k, has_bias)
+    bound = model.bound(c, ref.s, k, has_bias)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(impl - c)
+        ratio = np.where(np.isfinite(c) & np.isfinite(impl), diff / bound, 0.0)
+        within = diff <= bound
+    # Finite exact value: within the bound. An inf of the right sign is allowed
+    # where rounding may overflow; any non-finite value where the accumulator
+    # itself may overflow (sum |a*b| reaches its largest value).
+    may_overflow = np.abs(c) + err_acc >= FP16_OVERFLOW
+    acc_overflow = ref.s * (1.0 + model.unit_roundoff) >= model.overflow_threshold
+    inf_allowed = may_overflow & (np.sign(impl) == np.sign(c))
+    fin_ok = np.where(impl_nan, acc_overflow,
+                      np.where(np.isinf(impl), inf_allowed | acc_overflow, within))
+    # NaN exactly where the oracle has NaN; an infinite exact value (inf input)
+    # needs the same inf.
+    ok = np.where(ref_nan, impl_nan, np.where(np.isinf(c), impl == c, fin_ok))
+
+    rounded = ref.rounded.astype(np.float64)
+    both_nan = ref_nan & impl_nan
+    same = (impl == rounded) | both_nan
+    exact_count = int(same.sum())
+    detail = ""
+    if exact_by_design:
+        mism = ~same
+        if mism.any():
+            ok &= ~mism
+            detail = f"exact-by-design mismatch in {int(mism.sum())} element(s)"
+
+    fin = np.isfinite(rounded) & np.isfinite(impl)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ulps = np.where(fin, np.abs(impl - rounded) / ulp16(rounded), 0.0)
+        rel = np.where(fin & np.isfinite(c), (impl - c) / np.maximum(np.abs(c), 2.0**-14), 0.0)
+    violations = int((~ok).sum())
+    max_ratio = float(ratio.max()) if total else 0.0
+    if violations and not detail:
+        idx = np.unravel_index(int(np.argmax(~ok)), c.shape)
+        detail = (f"{violations} element(s) outside the bound; first at {tuple(map(int, idx))}: "
+                  f"got {impl[idx]!r}, exact {c[idx]!r}, bound {bound[idx]:.3g}")
+
+    # A case that cannot tell a right kernel from a wrong one is mistrusted.
+    r16 = ref.rounded
+    zero_frac = float((r16 == 0).mean()) if total else 0.0
+    all_equal = total >= 4 and (bool(np.all(r16 == r16.flat[0])) or bool(np.isnan(r16).all()))
+    mistrusted = (total >= 2 and zero_frac > 0.5) or all_equal
+    if mistrusted and not detail:
+        detail = "reference is all equal" if all_equal else f"{zero_frac:.0%} of the reference is 0"
+    return Judgement(
+        ok=violations == 0, total=total, exact=exact_count, violations=violations,
+        max_ratio=max_ratio, max_ulp=float(ulps.max()) if total else 0.0,
+        rms_rel=float(np.sqrt(np.mean(rel**2))) if total else 0.0,
+        mistrusted=mistrusted, detail=detail,
+    )
+
+
+@dataclass
+class Verdict:
+    """One line of a run: a case, an input kind, a realization, on a target."""
+
+    case: str
+    op: str
+    shape: str
+    kind: str
+    target: str
+    backend: str
+    realization: str
+    kernel: str
+    accum: str
+    k: int
+    m: int
+    n: int
+    b_form: str
+    vector_bits: int
+    status: str
+    max_err_bound: float = 0.0
+    max_ulp: float = 0.0
+    rms_rel: float = 0.0
+    exact: int = 0
+    total: int = 0
+    message: str = ""
+    catalog: str = ""
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def exact_fraction(self) -> float:
+        return self.exact / self.total if self.total else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["exact_fraction"] = self.exact_fraction
+        d["tags"] = " ".join(self.tags)
+        return d
+
+    def line(self) -> str:
+        return (f"{self.status.upper():10s} {self.target:14s} {self.realization:34s} "
+                f"{self.case:28s} {self.kind:8s} err/bound={self.max_err_bound:.3g} "
+                f"ulp={self.max_ulp:.3g} exact={self.exact_fraction:.1%}"
+                + (f"  {self.message}" if self.message else ""))
+
+
+def combine(judgements: list[Judgement]) -> Judgement:
+    """Worst-of over the problems of a batch."""
+    total = sum(j.total for j in judgements)
+    detail = "; ".join(f"problem {i}: {j.detail}" for i, j in enumerate(judgements) if j.detail)
+    rms = float(np.sqrt(sum(j.rms_rel**2 * j.total for j in judgements) / total)) if total else 0.0
+    return Judgement(
+        ok=all(j.ok for j in judgements), total=total,
+        exact=sum(j.exact for j in judgements),
+        violations=sum(j.violations for j in judgements),
+        max_ratio=max(j.max_ratio for j in judgements),
+        max_ulp=max(j.max_ulp for j in judgements), rms_rel=rms,
+        mistrusted=any(j.mistrusted for j in judgements), detail=detail,
+    )

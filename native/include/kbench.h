@@ -1,0 +1,235 @@
+/*
+ * kbench.h — the one public header of the kbench native library.
+ *
+ * FP16 GEMM and 2-D convolution with several backends (scalar reference,
+ * NEON FP16, SME/SME2) behind one dispatch table. Every entry point returns
+ * a kb_status and, on failure, fills a kb_error with a message that names
+ * the offending field. No entry point writes any output when it fails.
+ *
+ * Values of type kb_f16 are raw IEEE 754 binary16 bit patterns.
+ */
+#ifndef KBENCH_H
+#define KBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KB_VERSION_MAJOR 0
+#define KB_VERSION_MINOR 1
+#define KB_VERSION_PATCH 0
+
+typedef uint16_t kb_f16;
+
+/* ---- status and errors ------------------------------------------------ */
+
+typedef enum kb_status {
+    KB_OK = 0,
+    KB_ERR_INVALID_ARGUMENT = 1, /* bad dimension, stride, pointer, flag    */
+    KB_ERR_CONTRACT = 2,         /* packed-B contract violated               */
+    KB_ERR_UNSUPPORTED = 3,      /* nothing enabled can run this request     */
+    KB_ERR_OUT_OF_MEMORY = 4,
+    KB_ERR_OVERFLOW = 5,         /* a byte count does not fit in size_t      */
+    KB_ERR_INTERNAL = 6
+} kb_status;
+
+#define KB_FIELD_LEN 64
+#define KB_MESSAGE_LEN 256
+
+typedef struct kb_error {
+    int code;                     /* a kb_status                            */
+    char field[KB_FIELD_LEN];     /* e.g. "problems[1].ldc", "B.checksum"   */
+    char message[KB_MESSAGE_LEN]; /* human-readable, names the field        */
+} kb_error;
+
+const char *kb_status_name(int status);
+
+/* ---- backends, ISA levels, realizations ------------------------------- */
+
+typedef enum kb_backend {
+    KB_BACKEND_SCALAR = 0,
+    KB_BACKEND_NEON = 1,
+    KB_BACKEND_SME = 2,
+    KB_BACKEND_COUNT = 3
+} kb_backend;
+
+/* ISA levels, ordered: a cap at level L hides every kernel needing more. */
+typedef enum kb_isa {
+    KB_ISA_SCALAR = 0,
+    KB_ISA_NEON_FP16 = 1,  /* FEAT_FP16 arithmetic on Advanced SIMD     */
+    KB_ISA_NEON_FHM = 2,   /* + FEAT_FHM (FMLAL/FMLAL2)                  */
+    KB_ISA_SME = 3,        /* + FEAT_SME                                 */
+    KB_ISA_SME2 = 4,       /* + FEAT_SME2                                */
+    KB_ISA_MAX = 4
+} kb_isa;
+
+typedef enum kb_accum {
+    KB_ACCUM_FP32 = 0,     /* products exact, sums rounded to binary32   */
+    KB_ACCUM_FP16 = 1      /* sums rounded to binary16                   */
+} kb_accum;
+
+typedef enum kb_op { KB_OP_GEMM = 0, KB_OP_CONV2D = 1 } kb_op;
+
+/* Forms of B a GEMM realization accepts (bit set). */
+#define KB_BFORM_PLAIN    1u
+#define KB_BFORM_PORTABLE 2u
+#define KB_BFORM_NATIVE   4u
+
+#define KB_NAME_LEN 96
+
+/* What ran (or what can run). */
+typedef struct kb_realization {
+    char name[KB_NAME_LEN];  /* unique realization name                  */
+    char backend[16];        /* "scalar", "neon", "sme"                  */
+    char kernel[KB_NAME_LEN];/* micro-kernel name                        */
+    int op;                  /* kb_op                                    */
+    int isa;                 /* kb_isa needed                            */
+    int accum;               /* kb_accum                                 */
+    uint32_t k_per_rounding; /* products summed exactly per rounding     */
+    uint32_t bforms;         /* KB_BFORM_* accepted (GEMM)               */
+    uint32_t vector_bits;    /* vector length it ran at, 0 if none       */
+    int threads;             /* threads used                             */
+} kb_realization;
+
+/* ---- CPU ---------------------------------------------------------------- */
+
+#define KB_CPU_FP16    (1u << 0)  /* FEAT_FP16 (scalar + SIMD arithmetic) */
+#define KB_CPU_FHM     (1u << 1)
+#define KB_CPU_SVE     (1u << 2)
+#define KB_CPU_SME     (1u << 3)
+#define KB_CPU_SME2    (1u << 4)
+
+typedef struct kb_cpu_info {
+    char arch[16];           /* "x86_64", "aarch64", ...                 */
+    uint32_t features;       /* KB_CPU_*                                 */
+    uint32_t sme_vector_bits;/* streaming vector length, 0 without SME   */
+    int isa;                 /* highest kb_isa this CPU supports         */
+} kb_cpu_info;
+
+void kb_cpu_detect(kb_cpu_info *out);
+
+/* ---- selector ---------------------------------------------------------- */
+
+typedef struct kb_selector {
+    uint32_t disabled_backends; /* bit (1 << kb_backend) disables one   */
+    int isa_cap;                /* kb_isa; KB_ISA_MAX for no cap         */
+    const char *force;          /* realization name or NULL              */
+    int threads;                /* 0 or 1: single-threaded               */
+    int trust_payload;          /* 1: skip the packed payload checksum   */
+} kb_selector;
+
+/* Fills *sel with the defaults (everything enabled, no cap, no force).
+ * The environment variable KBENCH_ISA_CAP (scalar, neon, fhm, sme, sme2)
+ * lowers the default cap. */
+void kb_selector_default(kb_selector *sel);
+
+/* Realizations the running CPU offers under sel (NULL = defaults).
+ * Writes up to cap entries and returns how many there are in all. */
+size_t kb_list_realizations(const kb_selector *sel, kb_realization *out,
+                            size_t cap);
+
+/* ---- GEMM ---------------------------------------------------------------
+ * C[M,N] = clamp(A[M,K] * B[K,N] + bias[N], clamp_min, clamp_max)
+ * Every problem in a batch shares M, N, K. */
+
+typedef struct kb_gemm_problem {
+    const kb_f16 *A; size_t lda;
+    const void *B;   size_t ldb;    /* ldb ignored when B is packed        */
+    size_t b_size;                  /* bytes at B; required when packed    */
+    kb_f16 *C;       size_t ldc;
+    const kb_f16 *bias;             /* N values or NULL                    */
+    float clamp_min, clamp_max;
+    int b_is_packed;
+    int b_is_backend_native_packed;
+} kb_gemm_problem;
+
+kb_status kb_gemm_batch(size_t M, size_t N, size_t K,
+                        const kb_gemm_problem *problems, size_t batch,
+                        const kb_selector *sel, kb_realization *ran,
+                        kb_error *err);
+
+/* ---- packed B -----------------------------------------------------------
+ * A packed buffer is a kb_packed_header followed by the payload. */
+
+#define KB_PACK_MAGIC 0x4b50424bu /* "KBPK" little endian */
+#define KB_PACK_VERSION 1
+
+typedef enum kb_layout {
+    KB_LAYOUT_PORTABLE = 1,        /* panels of 16 columns, no bias        */
+    KB_LAYOUT_SCALAR_F16P16X1B = 2,/* scalar native: panels of 16, bias in */
+    KB_LAYOUT_NEON = 3,            /* reserved for the NEON backend        */
+    KB_LAYOUT_SME_X16P2VLX2B = 4   /* reserved for the SME backend         */
+} kb_layout;
+
+typedef struct kb_packed_header {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t header_size;
+    uint16_t layout;          /* kb_layout                              */
+    uint16_t backend;         /* owning kb_backend (portable: scalar)   */
+    uint32_t vector_bits;     /* vector length at pack time, 0 if none  */
+    uint64_t n;
+    uint64_t k;
+    uint32_t flags;           /* KB_PACK_FLAG_*                         */
+    uint32_t block_n;         /* columns per panel                      */
+    uint64_t payload_size;    /* bytes after the header                 */
+    uint64_t payload_checksum;/* FNV-1a 64 of the payload               */
+    uint64_t header_checksum; /* FNV-1a 64 of the header, this field 0  */
+} kb_packed_header;
+
+#define KB_PACK_FLAG_BIAS 1u
+
+/* Portable layout. */
+kb_status kb_pack_b_size(size_t N, size_t K, size_t *size, kb_error *err);
+kb_status kb_pack_b(size_t N, size_t K, const kb_f16 *B, size_t ldb,
+                    void *dst, size_t dst_size, kb_error *err);
+
+/* A backend's native layout (bias inside; bias may be NULL = zeros). */
+kb_status kb_pack_b_native_size(int backend, size_t N, size_t K,
+                                const kb_selector *sel, size_t *size,
+                                kb_error *err);
+kb_status kb_pack_b_native(int backend, size_t N, size_t K, const kb_f16 *B,
+                           size_t ldb, const kb_f16 *bias, void *dst,
+                           size_t dst_size, const kb_selector *sel,
+                           kb_error *err);
+
+/* ---- convolution --------------------------------------------------------
+ * NHWC input [n][h][w][c_in], HWIO filter [kh][kw][c_in/groups][c_out],
+ * NHWC output [n][out_h][out_w][c_out]. */
+
+typedef struct kb_conv_desc {
+    size_t n, h, w, c_in, c_out;
+    size_t kh, kw;
+    size_t stride_h, stride_w;
+    size_t pad_top, pad_bottom, pad_left, pad_right;
+    size_t dil_h, dil_w;
+    size_t groups;
+    float clamp_min, clamp_max;
+} kb_conv_desc;
+
+kb_status kb_conv2d_output_shape(const kb_conv_desc *d, size_t *out_h,
+                                 size_t *out_w, kb_error *err);
+
+kb_status kb_conv2d(const kb_conv_desc *d, const kb_f16 *input,
+                    const kb_f16 *filter, const kb_f16 *bias, kb_f16 *output,
+                    const kb_selector *sel, kb_realization *ran,
+                    kb_error *err);
+
+/* Bytes of scratch the calling thread retains between calls. */
+size_t kb_scratch_retained_bytes(void);
+#define KB_SCRATCH_RETAIN_CAP ((size_t)8 << 20)
+
+/* ---- misc ----------------------------------------------------------------*/
+
+const char *kb_version(void);
+/* Round-trip helpers used by tests. */
+float kb_f16_to_f32(kb_f16 h);
+kb_f16 kb_f32_to_f16(float f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KBENCH_H */

@@ -1,0 +1,147 @@
+/* kb_conv.c — the convolution entry point and the backend-generic
+ * im2col + GEMM driver. */
+#include "kb_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static kb_status positive(size_t v, const char *field, kb_error *err) {
+    if (v == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, field, "must be positive, got 0");
+    return KB_OK;
+}
+
+static bool bytes_ok(size_t a, size_t b, size_t c, size_t d) {
+    size_t s;
+    return kb_mul_ok(a, b, &s) && kb_mul_ok(s, c, &s) && kb_mul_ok(s, d, &s) &&
+           kb_mul_ok(s, sizeof(kb_f16), &s);
+}
+
+kb_status kb_conv2d_output_shape(const kb_conv_desc *d, size_t *out_h, size_t *out_w,
+                                 kb_error *err) {
+    kb_clear_error(err);
+    if (!d) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc", "is NULL");
+    kb_status st;
+#define POS(f) if ((st = positive(d->f, "desc." #f, err)) != KB_OK) return st
+    POS(n); POS(h); POS(w); POS(c_in); POS(c_out); POS(kh); POS(kw);
+    POS(stride_h); POS(stride_w); POS(dil_h); POS(dil_w); POS(groups);
+#undef POS
+    if (d->c_in % d->groups)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.groups", "%zu does not divide c_in = %zu", d->groups, d->c_in);
+    if (d->c_out % d->groups)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.groups", "%zu does not divide c_out = %zu", d->groups, d->c_out);
+    size_t ekh, ekw, ph, pw;
+    if (!kb_mul_ok(d->dil_h, d->kh - 1, &ekh) || !kb_add_ok(ekh, 1, &ekh))
+        return kb_fail(err, KB_ERR_OVERFLOW, "desc.dil_h", "dilated kernel height overflows");
+    if (!kb_mul_ok(d->dil_w, d->kw - 1, &ekw) || !kb_add_ok(ekw, 1, &ekw))
+        return kb_fail(err, KB_ERR_OVERFLOW, "desc.dil_w", "dilated kernel width overflows");
+    if (!kb_add_ok(d->h, d->pad_top, &ph) || !kb_add_ok(ph, d->pad_bottom, &ph))
+        return kb_fail(err, KB_ERR_OVERFLOW, "desc.pad_top", "padded height overflows");
+    if (!kb_add_ok(d->w, d->pad_left, &pw) || !kb_add_ok(pw, d->pad_right, &pw))
+        return kb_fail(err, KB_ERR_OVERFLOW, "desc.pad_left", "padded width overflows");
+    if (ekh > ph)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.kh", "dilated kernel height %zu exceeds padded input height %zu", ekh, ph);
+    if (ekw > pw)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.kw", "dilated kernel width %zu exceeds padded input width %zu", ekw, pw);
+    size_t oh = (ph - ekh) / d->stride_h + 1, ow = (pw - ekw) / d->stride_w + 1;
+    if (!bytes_ok(d->n, d->h, d->w, d->c_in))
+        return kb_fail(err, KB_ERR_OVERFLOW, "desc.n", "input byte count overflows size_t");
+    if (!bytes_ok(d->kh, d->kw, d->c_in / d->groups, d->c_out))
+        return kb_fail(err, KB_ERR_OVERFLOW, "desc.kh", "filter byte count overflows size_t");
+    if (!bytes_ok(d->n, oh, ow, d->c_out))
+        return kb_fail(err, KB_ERR_OVERFLOW, "desc.n", "output byte count overflows size_t");
+    if (out_h) *out_h = oh;
+    if (out_w) *out_w = ow;
+    return KB_OK;
+}
+
+kb_status kb_conv2d(const kb_conv_desc *d, const kb_f16 *input, const kb_f16 *filter,
+                    const kb_f16 *bias, kb_f16 *output, const kb_selector *sel,
+                    kb_realization *ran, kb_error *err) {
+    kb_clear_error(err);
+    if (ran) memset(ran, 0, sizeof *ran);
+    size_t oh, ow;
+    kb_status st = kb_conv2d_output_shape(d, &oh, &ow, err);
+    if (st != KB_OK) return st;
+    if (!input) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "input", "is NULL");
+    if (!filter) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "filter", "is NULL");
+    if (!output) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "output", "is NULL");
+    if (isnan(d->clamp_min)) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.clamp_min", "is NaN");
+    if (isnan(d->clamp_max)) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.clamp_max", "is NaN");
+    if (d->clamp_min > d->clamp_max)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.clamp_min", "%g is greater than clamp_max %g", d->clamp_min, d->clamp_max);
+    kb_selector def;
+    if (!sel) { kb_selector_default(&def); sel = &def; }
+    if (sel->isa_cap < KB_ISA_SCALAR || sel->isa_cap > KB_ISA_MAX)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.isa_cap", "%d is not an ISA level", sel->isa_cap);
+    const kb_conv_impl *impl;
+    if ((st = kb_select_conv(sel, &impl, err)) != KB_OK) return st;
+    st = impl->run(impl, d, oh, ow, input, filter, bias, output, sel, err);
+    kb_scratch_release();
+    if (st != KB_OK) return st;
+    kb_fill_conv_realization(impl, sel->threads, ran);
+    return KB_OK;
+}
+
+/* ---- im2col + GEMM, for any backend with a plain-B GEMM -------------- */
+
+/* Rows of the patch matrix for one image and one group: row r = (oy, ox),
+ * column k = (ky * kw + kx) * cg + ci, zero where the tap is padding. */
+static void im2col_group(const kb_conv_desc *d, size_t oh, size_t ow, const kb_f16 *img,
+                         size_t g, kb_f16 *cols) {
+    size_t cg = d->c_in / d->groups;
+    size_t kdim = d->kh * d->kw * cg;
+    for (size_t oy = 0; oy < oh; oy++) {
+        for (size_t ox = 0; ox < ow; ox++) {
+            kb_f16 *row = cols + (oy * ow + ox) * kdim;
+            for (size_t ky = 0; ky < d->kh; ky++) {
+                /* iy = oy*sh + ky*dh - pad_top, computed without wrapping */
+                size_t iy_p = oy * d->stride_h + ky * d->dil_h;
+                bool yin = iy_p >= d->pad_top && iy_p - d->pad_top < d->h;
+                for (size_t kx = 0; kx < d->kw; kx++) {
+                    size_t ix_p = ox * d->stride_w + kx * d->dil_w;
+                    bool xin = ix_p >= d->pad_left && ix_p - d->pad_left < d->w;
+                    kb_f16 *dst = row + (ky * d->kw + kx) * cg;
+                    if (yin && xin) {
+                        const kb_f16 *src = img + ((iy_p - d->pad_top) * d->w + (ix_p - d->pad_left)) * d->c_in + g * cg;
+                        memcpy(dst, src, cg * sizeof(kb_f16));
+                    } else {
+                        memset(dst, 0, cg * sizeof(kb_f16));
+                    }
+                }
+            }
+        }
+    }
+}
+
+kb_status kb_conv_im2col_gemm_run(const kb_conv_impl *self, const kb_conv_desc *d, size_t oh,
+                                  size_t ow, const kb_f16 *input, const kb_f16 *filter,
+                                  const kb_f16 *bias, kb_f16 *output, const kb_selector *sel,
+                                  kb_error *err) {
+    size_t cg = d->c_in / d->groups, og = d->c_out / d->groups;
+    size_t kdim = d->kh * d->kw * cg, rows = oh * ow;
+    size_t bytes;
+    if (!kb_mul_ok(rows, kdim, &bytes) || !kb_mul_ok(bytes, sizeof(kb_f16), &bytes))
+        return kb_fail(err, KB_ERR_OVERFLOW, "desc", "im2col buffer size overflows size_t");
+    kb_f16 *cols = (kb_f16 *)kb_scratch_get(bytes);
+    if (!cols) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes for im2col", bytes);
+    for (size_t n = 0; n < d->n; n++) {
+        const kb_f16 *img = input + n * d->h * d->w * d->c_in;
+        kb_f16 *out = output + n * rows * d->c_out;
+        for (size_t g = 0; g < d->groups; g++) {
+            im2col_group(d, oh, ow, img, g, cols);
+            kb_gemm_call c;
+            memset(&c, 0, sizeof c);
+            c.M = rows; c.N = og; c.K = kdim;
+            c.A = cols; c.lda = kdim;
+            c.bform = KB_BFORM_PLAIN;
+            c.B = filter + g * og; c.ldb = d->c_out;
+            c.bias = bias ? bias + g * og : NULL;
+            c.C = out + g * og; c.ldc = d->c_out;
+            c.clamp_min = d->clamp_min; c.clamp_max = d->clamp_max;
+            c.threads = 1;
+            kb_status st = kb_gemm_plain_on_backend(self->backend, sel, &c, err);
+            if (st != KB_OK) return st;
+        }
+    }
+    return KB_OK;
+}

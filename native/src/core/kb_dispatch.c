@@ -1,0 +1,219 @@
+/* kb_dispatch.c — the dispatch table: which realizations exist, which the
+ * CPU and the selector allow, and which one runs a call. */
+#include "kb_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *kb_backend_name(int backend) {
+    switch (backend) {
+    case KB_BACKEND_SCALAR: return "scalar";
+    case KB_BACKEND_NEON: return "neon";
+    case KB_BACKEND_SME: return "sme";
+    default: return "unknown";
+    }
+}
+
+int kb_backend_native_layout(int backend) {
+    switch (backend) {
+    case KB_BACKEND_SCALAR: return KB_LAYOUT_SCALAR_F16P16X1B;
+    default: return 0;
+    }
+}
+
+uint32_t kb_backend_vector_bits(int backend) {
+    if (backend != KB_BACKEND_SME) return 0;
+    kb_cpu_info cpu;
+    kb_cpu_detect(&cpu);
+    return cpu.sme_vector_bits;
+}
+
+static int isa_from_env(void) {
+    const char *v = getenv("KBENCH_ISA_CAP");
+    if (!v || !v[0]) return KB_ISA_MAX;
+    if (!strcmp(v, "scalar")) return KB_ISA_SCALAR;
+    if (!strcmp(v, "neon")) return KB_ISA_NEON_FP16;
+    if (!strcmp(v, "fhm")) return KB_ISA_NEON_FHM;
+    if (!strcmp(v, "sme")) return KB_ISA_SME;
+    if (!strcmp(v, "sme2")) return KB_ISA_SME2;
+    return KB_ISA_MAX; /* unknown values are reported by the Python side */
+}
+
+void kb_selector_default(kb_selector *sel) {
+    memset(sel, 0, sizeof *sel);
+    sel->isa_cap = isa_from_env();
+    sel->threads = 1;
+}
+
+/* Does the CPU have what a kernel at this ISA level needs? */
+static bool cpu_has_isa(const kb_cpu_info *cpu, int isa) {
+    switch (isa) {
+    case KB_ISA_SCALAR: return true;
+    case KB_ISA_NEON_FP16: return (cpu->features & KB_CPU_FP16) != 0;
+    case KB_ISA_NEON_FHM: return (cpu->features & (KB_CPU_FP16 | KB_CPU_FHM)) == (KB_CPU_FP16 | KB_CPU_FHM);
+    case KB_ISA_SME: return (cpu->features & KB_CPU_SME) != 0;
+    case KB_ISA_SME2: return (cpu->features & (KB_CPU_SME | KB_CPU_SME2)) == (KB_CPU_SME | KB_CPU_SME2);
+    default: return false;
+    }
+}
+
+static bool impl_allowed(int backend, int isa, const kb_selector *sel,
+                         const kb_cpu_info *cpu) {
+    if (sel->disabled_backends & (1u << backend)) return false;
+    if (isa > sel->isa_cap) return false;
+    return cpu_has_isa(cpu, isa);
+}
+
+/* Lowest ISA level any kernel of the backend needs. */
+static int backend_min_isa(int backend) {
+    switch (backend) {
+    case KB_BACKEND_SCALAR: return KB_ISA_SCALAR;
+    case KB_BACKEND_NEON: return KB_ISA_NEON_FP16;
+    case KB_BACKEND_SME: return KB_ISA_SME;
+    default: return KB_ISA_MAX + 1;
+    }
+}
+
+bool kb_backend_usable(int backend, const kb_selector *sel, const kb_cpu_info *cpu) {
+    if (backend < 0 || backend >= KB_BACKEND_COUNT) return false;
+    return impl_allowed(backend, backend_min_isa(backend), sel, cpu);
+}
+
+/* The whole table, in priority order (best first). */
+typedef struct table {
+    const kb_gemm_impl *gemm[64];
+    size_t n_gemm;
+    const kb_conv_impl *conv[64];
+    size_t n_conv;
+} table;
+
+static void table_build(table *t) {
+    /* Backends append in priority order: SME, NEON, then scalar. */
+    size_t n;
+    const kb_gemm_impl *const *g;
+    const kb_conv_impl *const *c;
+    t->n_gemm = t->n_conv = 0;
+    g = kb_scalar_gemm_impls(&n);
+    for (size_t i = 0; i < n && t->n_gemm < 64; i++) t->gemm[t->n_gemm++] = g[i];
+    c = kb_scalar_conv_impls(&n);
+    for (size_t i = 0; i < n && t->n_conv < 64; i++) t->conv[t->n_conv++] = c[i];
+}
+
+void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads, kb_realization *r) {
+    if (!r) return;
+    memset(r, 0, sizeof *r);
+    strncpy(r->name, impl->name, sizeof r->name - 1);
+    strncpy(r->backend, kb_backend_name(impl->backend), sizeof r->backend - 1);
+    strncpy(r->kernel, impl->kernel, sizeof r->kernel - 1);
+    r->op = KB_OP_GEMM;
+    r->isa = impl->isa;
+    r->accum = impl->accum;
+    r->k_per_rounding = impl->k_per_rounding ? impl->k_per_rounding : 1;
+    r->bforms = impl->bforms;
+    r->vector_bits = kb_backend_vector_bits(impl->backend);
+    r->threads = (impl->threaded && threads > 0) ? threads : 1;
+}
+
+void kb_fill_conv_realization(const kb_conv_impl *impl, int threads, kb_realization *r) {
+    if (!r) return;
+    memset(r, 0, sizeof *r);
+    strncpy(r->name, impl->name, sizeof r->name - 1);
+    strncpy(r->backend, kb_backend_name(impl->backend), sizeof r->backend - 1);
+    strncpy(r->kernel, impl->kernel, sizeof r->kernel - 1);
+    r->op = KB_OP_CONV2D;
+    r->isa = impl->isa;
+    r->accum = impl->accum;
+    r->k_per_rounding = impl->k_per_rounding ? impl->k_per_rounding : 1;
+    r->vector_bits = kb_backend_vector_bits(impl->backend);
+    r->threads = (impl->threaded && threads > 0) ? threads : 1;
+}
+
+size_t kb_list_realizations(const kb_selector *sel, kb_realization *out, size_t cap) {
+    kb_selector def;
+    if (!sel) { kb_selector_default(&def); sel = &def; }
+    kb_cpu_info cpu;
+    kb_cpu_detect(&cpu);
+    table t;
+    table_build(&t);
+    size_t count = 0;
+    for (size_t i = 0; i < t.n_gemm; i++) {
+        const kb_gemm_impl *g = t.gemm[i];
+        if (!impl_allowed(g->backend, g->isa, sel, &cpu)) continue;
+        if (out && count < cap) kb_fill_gemm_realization(g, sel->threads, &out[count]);
+        count++;
+    }
+    for (size_t i = 0; i < t.n_conv; i++) {
+        const kb_conv_impl *c = t.conv[i];
+        if (!impl_allowed(c->backend, c->isa, sel, &cpu)) continue;
+        if (out && count < cap) kb_fill_conv_realization(c, sel->threads, &out[count]);
+        count++;
+    }
+    return count;
+}
+
+static bool name_known(const table *t, const char *name) {
+    for (size_t i = 0; i < t->n_gemm; i++) if (!strcmp(t->gemm[i]->name, name)) return true;
+    for (size_t i = 0; i < t->n_conv; i++) if (!strcmp(t->conv[i]->name, name)) return true;
+    return false;
+}
+
+kb_status kb_select_gemm(const kb_selector *sel, int bform, int native_layout,
+                         size_t M, const kb_gemm_impl **out, kb_error *err) {
+    (void)M; /* shape specialization (GEMV for M = 1) comes with SME */
+    kb_cpu_info cpu;
+    kb_cpu_detect(&cpu);
+    table t;
+    table_build(&t);
+    if (sel->force && !name_known(&t, sel->force))
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.force", "no realization is named '%s'", sel->force);
+    for (size_t i = 0; i < t.n_gemm; i++) {
+        const kb_gemm_impl *g = t.gemm[i];
+        if (sel->force && strcmp(g->name, sel->force)) continue;
+        if (!impl_allowed(g->backend, g->isa, sel, &cpu)) continue;
+        if (!(g->bforms & (uint32_t)bform)) continue;
+        if (bform == KB_BFORM_NATIVE && g->native_layout != native_layout) continue;
+        *out = g;
+        return KB_OK;
+    }
+    if (sel->force)
+        return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
+                       "realization '%s' is not a GEMM realization that this CPU, the selector and this form of B allow",
+                       sel->force);
+    return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "no enabled GEMM realization can run this call");
+}
+
+kb_status kb_select_conv(const kb_selector *sel, const kb_conv_impl **out, kb_error *err) {
+    kb_cpu_info cpu;
+    kb_cpu_detect(&cpu);
+    table t;
+    table_build(&t);
+    if (sel->force && !name_known(&t, sel->force))
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.force", "no realization is named '%s'", sel->force);
+    for (size_t i = 0; i < t.n_conv; i++) {
+        const kb_conv_impl *c = t.conv[i];
+        if (sel->force && strcmp(c->name, sel->force)) continue;
+        if (!impl_allowed(c->backend, c->isa, sel, &cpu)) continue;
+        *out = c;
+        return KB_OK;
+    }
+    if (sel->force)
+        return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
+                       "realization '%s' is not a convolution realization that this CPU and the selector allow",
+                       sel->force);
+    return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "no enabled convolution realization");
+}
+
+kb_status kb_gemm_plain_on_backend(int backend, const kb_selector *sel,
+                                   const kb_gemm_call *c, kb_error *err) {
+    kb_cpu_info cpu;
+    kb_cpu_detect(&cpu);
+    table t;
+    table_build(&t);
+    for (size_t i = 0; i < t.n_gemm; i++) {
+        const kb_gemm_impl *g = t.gemm[i];
+        if (g->backend != backend || !(g->bforms & KB_BFORM_PLAIN)) continue;
+        if (!impl_allowed(g->backend, g->isa, sel, &cpu)) continue;
+        return g->run(c, err);
+    }
+    return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "backend %s has no GEMM for plain B", kb_backend_name(backend));
+}

@@ -1,0 +1,201 @@
+/* kb_gemm.c — the GEMM entry point: validates every argument and the
+ * packed-B contract, picks a realization, runs it, reports it. Nothing is
+ * written to any C before every problem of the batch has been validated. */
+#include "kb_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FIELD(buf, i, name) (snprintf((buf), sizeof(buf), "problems[%zu].%s", (size_t)(i), (name)), (buf))
+
+/* Checks that rows x ld elements of FP16 have a byte count that fits. */
+static bool span_ok(size_t rows, size_t cols, size_t ld) {
+    size_t s;
+    return kb_mul_ok(rows - 1, ld, &s) && kb_add_ok(s, cols, &s) && kb_mul_ok(s, sizeof(kb_f16), &s);
+}
+
+static kb_status check_clamp(size_t i, float lo, float hi, kb_error *err) {
+    char f[KB_FIELD_LEN];
+    if (isnan(lo)) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "clamp_min"), "is NaN");
+    if (isnan(hi)) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "clamp_max"), "is NaN");
+    if (lo > hi)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "clamp_min"), "%g is greater than clamp_max %g", lo, hi);
+    return KB_OK;
+}
+
+/* Validates a packed B against the call and the running CPU. */
+static kb_status check_packed(size_t i, const kb_gemm_problem *p, size_t N, size_t K,
+                              const kb_selector *sel, const kb_cpu_info *cpu,
+                              const kb_packed_header **hdr_out, kb_error *err) {
+    char f[KB_FIELD_LEN];
+    const kb_packed_header *h = (const kb_packed_header *)p->B;
+    if (p->b_size < sizeof *h)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.size", "problem %zu: %zu bytes cannot hold the %zu-byte header (truncated buffer)",
+                       i, p->b_size, sizeof *h);
+    kb_packed_header hc;
+    memcpy(&hc, h, sizeof hc);
+    if (hc.magic != KB_PACK_MAGIC)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.magic", "problem %zu: 0x%08x is not a kbench packed buffer", i, hc.magic);
+    if (hc.version != KB_PACK_VERSION)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.version", "problem %zu: version %u, this library reads %u", i, hc.version, KB_PACK_VERSION);
+    if (hc.header_size != sizeof hc)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.header_size", "problem %zu: %u, expected %zu", i, hc.header_size, sizeof hc);
+    uint64_t want = hc.header_checksum;
+    hc.header_checksum = 0;
+    if (kb_fnv1a64(&hc, sizeof hc) != want)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.header_checksum", "problem %zu: header checksum mismatch (corrupted header)", i);
+    if (hc.layout != KB_LAYOUT_PORTABLE && hc.layout != KB_LAYOUT_SCALAR_F16P16X1B &&
+        hc.layout != KB_LAYOUT_NEON && hc.layout != KB_LAYOUT_SME_X16P2VLX2B)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.layout", "problem %zu: unknown layout %u", i, hc.layout);
+    if (hc.backend >= KB_BACKEND_COUNT)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.backend", "problem %zu: unknown backend %u", i, hc.backend);
+    if (hc.flags & ~KB_PACK_FLAG_BIAS)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.flags", "problem %zu: unknown flag bits 0x%x", i, hc.flags);
+    if (hc.n != N)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.n", "problem %zu: buffer packed for N = %llu, call has N = %zu", i,
+                       (unsigned long long)hc.n, N);
+    if (hc.k != K)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.k", "problem %zu: buffer packed for K = %llu, call has K = %zu", i,
+                       (unsigned long long)hc.k, K);
+    uint32_t bn = kb_layout_block_n(hc.layout, hc.vector_bits);
+    if (hc.block_n != bn || bn == 0)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.block_n", "problem %zu: %u does not match the layout (%u)", i, hc.block_n, bn);
+    size_t payload;
+    if (!kb_layout_payload_size(hc.layout, N, K, hc.vector_bits, &payload) || hc.payload_size != payload)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.payload_size", "problem %zu: %llu bytes, the layout needs %zu", i,
+                       (unsigned long long)hc.payload_size, payload);
+    if (p->b_size - sizeof hc < payload)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.size", "problem %zu: %zu bytes, header and payload need %zu (truncated buffer)", i,
+                       p->b_size, payload + sizeof hc);
+    int native = hc.layout != KB_LAYOUT_PORTABLE;
+    if (native != (p->b_is_backend_native_packed != 0))
+        return kb_fail(err, KB_ERR_CONTRACT, FIELD(f, i, "b_is_backend_native_packed"),
+                       "is %d but the buffer holds the %s layout", p->b_is_backend_native_packed,
+                       native ? "backend-native" : "portable");
+    int bias_inside = (hc.flags & KB_PACK_FLAG_BIAS) != 0;
+    if (bias_inside != kb_layout_has_bias(hc.layout))
+        return kb_fail(err, KB_ERR_CONTRACT, "B.flags", "problem %zu: bias flag %d contradicts layout %u", i, bias_inside, hc.layout);
+    if (native) {
+        if (sel->disabled_backends & (1u << hc.backend))
+            return kb_fail(err, KB_ERR_CONTRACT, "B.backend", "problem %zu: buffer belongs to backend %s, which the selector disables",
+                           i, kb_backend_name(hc.backend));
+        if (!kb_backend_usable(hc.backend, sel, cpu))
+            return kb_fail(err, KB_ERR_CONTRACT, "B.backend", "problem %zu: buffer belongs to backend %s, which this CPU or the ISA cap does not allow",
+                           i, kb_backend_name(hc.backend));
+        if (kb_backend_native_layout(hc.backend) != hc.layout)
+            return kb_fail(err, KB_ERR_CONTRACT, "B.layout", "problem %zu: layout %u is not the native layout of backend %s", i,
+                           hc.layout, kb_backend_name(hc.backend));
+        uint32_t vb = kb_backend_vector_bits(hc.backend);
+        if (hc.vector_bits != vb)
+            return kb_fail(err, KB_ERR_CONTRACT, "B.vector_bits", "problem %zu: packed for a %u-bit vector length, the CPU runs at %u bits",
+                           i, hc.vector_bits, vb);
+        if (p->bias)
+            return kb_fail(err, KB_ERR_CONTRACT, FIELD(f, i, "bias"),
+                           "must be NULL: the backend-native buffer carries its bias inside");
+    } else if (hc.vector_bits != 0) {
+        return kb_fail(err, KB_ERR_CONTRACT, "B.vector_bits", "problem %zu: the portable layout has no vector length, got %u", i,
+                       hc.vector_bits);
+    }
+    if (!sel->trust_payload) {
+        const unsigned char *pl = (const unsigned char *)p->B + sizeof hc;
+        if (kb_fnv1a64(pl, payload) != hc.payload_checksum)
+            return kb_fail(err, KB_ERR_CONTRACT, "B.payload_checksum", "problem %zu: payload checksum mismatch (corrupted payload)", i);
+    }
+    *hdr_out = h;
+    return KB_OK;
+}
+
+kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *problems,
+                        size_t batch, const kb_selector *sel, kb_realization *ran,
+                        kb_error *err) {
+    kb_clear_error(err);
+    if (ran) memset(ran, 0, sizeof *ran);
+    if (M == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "M", "must be positive, got 0");
+    if (N == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "N", "must be positive, got 0");
+    if (K == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "K", "must be positive, got 0");
+    if (!problems) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "problems", "is NULL");
+    if (batch == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "batch", "must be positive, got 0");
+    kb_selector def;
+    if (!sel) { kb_selector_default(&def); sel = &def; }
+    if (sel->isa_cap < KB_ISA_SCALAR || sel->isa_cap > KB_ISA_MAX)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.isa_cap", "%d is not an ISA level", sel->isa_cap);
+    if (sel->threads < 0)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.threads", "%d is negative", sel->threads);
+    kb_cpu_info cpu;
+    kb_cpu_detect(&cpu);
+
+    /* Pass 1: validate everything. */
+    char f[KB_FIELD_LEN];
+    int bform = 0, native_layout = 0;
+    for (size_t i = 0; i < batch; i++) {
+        const kb_gemm_problem *p = &problems[i];
+        if (!p->A) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "A"), "is NULL");
+        if (!p->B) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "B"), "is NULL");
+        if (!p->C) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "C"), "is NULL");
+        if (p->lda < K)
+            return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "lda"), "%zu is smaller than K = %zu", p->lda, K);
+        if (p->ldc < N)
+            return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "ldc"), "%zu is smaller than N = %zu", p->ldc, N);
+        if (!span_ok(M, K, p->lda))
+            return kb_fail(err, KB_ERR_OVERFLOW, FIELD(f, i, "lda"), "M * lda * 2 bytes overflow size_t");
+        if (!span_ok(M, N, p->ldc))
+            return kb_fail(err, KB_ERR_OVERFLOW, FIELD(f, i, "ldc"), "M * ldc * 2 bytes overflow size_t");
+        kb_status st = check_clamp(i, p->clamp_min, p->clamp_max, err);
+        if (st != KB_OK) return st;
+        int form;
+        if (!p->b_is_packed) {
+            if (p->b_is_backend_native_packed)
+                return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "b_is_backend_native_packed"),
+                               "is set but b_is_packed is not");
+            if (p->ldb < N)
+                return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "ldb"), "%zu is smaller than N = %zu", p->ldb, N);
+            if (!span_ok(K, N, p->ldb))
+                return kb_fail(err, KB_ERR_OVERFLOW, FIELD(f, i, "ldb"), "K * ldb * 2 bytes overflow size_t");
+            form = KB_BFORM_PLAIN;
+        } else {
+            const kb_packed_header *h = NULL;
+            st = check_packed(i, p, N, K, sel, &cpu, &h, err);
+            if (st != KB_OK) return st;
+            form = h->layout == KB_LAYOUT_PORTABLE ? KB_BFORM_PORTABLE : KB_BFORM_NATIVE;
+            if (form == KB_BFORM_NATIVE) {
+                if (native_layout && native_layout != h->layout)
+                    return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "B"), "native layout differs from problem 0's");
+                native_layout = h->layout;
+            }
+        }
+        if (bform && bform != form)
+            return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "b_is_packed"),
+                           "every problem of a batch must pass B in the same form");
+        bform = form;
+    }
+
+    const kb_gemm_impl *impl;
+    kb_status st = kb_select_gemm(sel, bform, native_layout, M, &impl, err);
+    if (st != KB_OK) return st;
+
+    /* Pass 2: run. */
+    for (size_t i = 0; i < batch; i++) {
+        const kb_gemm_problem *p = &problems[i];
+        kb_gemm_call c;
+        memset(&c, 0, sizeof c);
+        c.M = M; c.N = N; c.K = K;
+        c.A = p->A; c.lda = p->lda;
+        c.bform = bform;
+        if (bform == KB_BFORM_PLAIN) {
+            c.B = (const kb_f16 *)p->B;
+            c.ldb = p->ldb;
+        } else {
+            c.bhdr = (const kb_packed_header *)p->B;
+            c.bpayload = (const unsigned char *)p->B + sizeof(kb_packed_header);
+        }
+        c.bias = p->bias;
+        c.C = p->C; c.ldc = p->ldc;
+        c.clamp_min = p->clamp_min; c.clamp_max = p->clamp_max;
+        c.threads = sel->threads > 0 ? sel->threads : 1;
+        st = impl->run(&c, err);
+        if (st != KB_OK) return st;
+    }
+    kb_fill_gemm_realization(impl, sel->threads, ran);
+    return KB_OK;
+}

@@ -1,0 +1,178 @@
+/* kb_internal.h — declarations shared inside the library (not public). */
+#ifndef KB_INTERNAL_H
+#define KB_INTERNAL_H
+
+#include "kbench.h"
+
+#include <stdbool.h>
+
+/* ---- errors -------------------------------------------------------------- */
+
+/* Sets err (if not NULL) and returns code. */
+kb_status kb_fail(kb_error *err, kb_status code, const char *field,
+                  const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+void kb_clear_error(kb_error *err);
+
+/* ---- checked size arithmetic ---------------------------------------------- */
+
+/* *out = a * b; false on overflow. */
+static inline bool kb_mul_ok(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+static inline bool kb_add_ok(size_t a, size_t b, size_t *out) {
+    if (b > SIZE_MAX - a) return false;
+    *out = a + b;
+    return true;
+}
+static inline size_t kb_ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* ---- FP16 ---------------------------------------------------------------- */
+
+float kb_h2f(kb_f16 h);
+kb_f16 kb_f2h(float f); /* round to nearest even, overflow to inf */
+
+/* Clamp then round: the store step every kernel shares. NaN passes through. */
+static inline kb_f16 kb_store_f16(float v, float lo, float hi) {
+    if (v < lo) v = lo;
+    if (v > hi) v = hi;
+    return kb_f2h(v);
+}
+
+/* ---- a view of B, whatever its form -----------------------------------
+ * Element (k, n) sits at data[(n / panel_cols) * panel_stride
+ *                              + k * row_stride + n % panel_cols].
+ * Bias for column n (if bias != NULL) sits at
+ *   bias[(n / panel_cols) * bias_panel_stride + n % panel_cols]. */
+typedef struct kb_bview {
+    const kb_f16 *data;
+    size_t panel_cols;
+    size_t panel_stride;
+    size_t row_stride;
+    const kb_f16 *bias;
+    size_t bias_panel_stride;
+} kb_bview;
+
+/* One GEMM problem after validation, handed to a realization. */
+typedef struct kb_gemm_call {
+    size_t M, N, K;
+    const kb_f16 *A;
+    size_t lda;
+    int bform;                       /* KB_BFORM_*                         */
+    const kb_f16 *B;                 /* plain B                            */
+    size_t ldb;
+    const kb_packed_header *bhdr;    /* packed B: header                   */
+    const void *bpayload;            /* packed B: payload                  */
+    const kb_f16 *bias;              /* separate bias or NULL              */
+    kb_f16 *C;
+    size_t ldc;
+    float clamp_min, clamp_max;
+    int threads;
+} kb_gemm_call;
+
+/* Builds the view of B for a call whose layout is plain, portable or the
+ * scalar native layout. */
+void kb_bview_from_call(const kb_gemm_call *c, kb_bview *v);
+
+/* ---- packed layouts --------------------------------------------------- */
+
+#define KB_PORTABLE_BLOCK_N 16
+#define KB_SCALAR_NATIVE_BLOCK_N 16
+
+/* Payload bytes for a layout, or false on overflow / unknown layout. */
+bool kb_layout_payload_size(int layout, size_t n, size_t k,
+                            uint32_t vector_bits, size_t *bytes);
+uint32_t kb_layout_block_n(int layout, uint32_t vector_bits);
+int kb_layout_has_bias(int layout);
+uint64_t kb_fnv1a64(const void *data, size_t len);
+/* Fills every header field and both checksums (payload already written). */
+void kb_header_seal(kb_packed_header *h, int layout, int backend,
+                    uint32_t vector_bits, size_t n, size_t k, uint32_t flags,
+                    size_t payload_size);
+
+/* ---- realizations (the dispatch table) ------------------------------ */
+
+typedef kb_status (*kb_gemm_run_fn)(const kb_gemm_call *c, kb_error *err);
+
+struct kb_conv_impl;
+typedef kb_status (*kb_conv_run_fn)(const struct kb_conv_impl *self,
+                                    const kb_conv_desc *d, size_t out_h,
+                                    size_t out_w, const kb_f16 *input,
+                                    const kb_f16 *filter, const kb_f16 *bias,
+                                    kb_f16 *output, const kb_selector *sel,
+                                    kb_error *err);
+
+typedef struct kb_gemm_impl {
+    const char *name;
+    int backend;          /* kb_backend                                   */
+    const char *kernel;
+    int isa;              /* kb_isa needed                                */
+    int accum;            /* kb_accum                                     */
+    uint32_t k_per_rounding; /* 0 or 1: one rounding per product          */
+    uint32_t bforms;      /* KB_BFORM_*                                   */
+    int native_layout;    /* kb_layout it consumes as native, 0 if none   */
+    int threaded;         /* 1: honours selector.threads                  */
+    kb_gemm_run_fn run;
+} kb_gemm_impl;
+
+typedef struct kb_conv_impl {
+    const char *name;
+    int backend;
+    const char *kernel;
+    int isa;
+    int accum;
+    uint32_t k_per_rounding;
+    int threaded;
+    kb_conv_run_fn run;
+} kb_conv_impl;
+
+/* Backend registries: each backend exposes its tables (may be empty). */
+const kb_gemm_impl *const *kb_scalar_gemm_impls(size_t *count);
+const kb_conv_impl *const *kb_scalar_conv_impls(size_t *count);
+
+/* Current vector length a backend's native layout depends on (0 if none). */
+uint32_t kb_backend_vector_bits(int backend);
+const char *kb_backend_name(int backend);
+int kb_backend_native_layout(int backend);
+/* Packs B into a backend's native payload (dst has the payload size). */
+typedef void (*kb_native_pack_fn)(size_t n, size_t k, const kb_f16 *b,
+                                  size_t ldb, const kb_f16 *bias, void *dst);
+
+/* Is the backend usable under sel on this CPU? */
+bool kb_backend_usable(int backend, const kb_selector *sel,
+                       const kb_cpu_info *cpu);
+
+/* Picks the GEMM realization for a call (after argument validation). */
+kb_status kb_select_gemm(const kb_selector *sel, int bform, int native_layout,
+                         size_t M, const kb_gemm_impl **out, kb_error *err);
+kb_status kb_select_conv(const kb_selector *sel, const kb_conv_impl **out,
+                         kb_error *err);
+void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads,
+                              kb_realization *r);
+void kb_fill_conv_realization(const kb_conv_impl *impl, int threads,
+                              kb_realization *r);
+
+/* Runs a single GEMM problem through an impl chosen for backend `backend`
+ * with plain B (used by im2col+GEMM convolution). */
+kb_status kb_gemm_plain_on_backend(int backend, const kb_selector *sel,
+                                   const kb_gemm_call *c, kb_error *err);
+
+/* Backend-generic im2col + GEMM convolution (uses the backend's plain-B GEMM). */
+kb_status kb_conv_im2col_gemm_run(const kb_conv_impl *self, const kb_conv_desc *d, size_t oh,
+                                  size_t ow, const kb_f16 *input, const kb_f16 *filter,
+                                  const kb_f16 *bias, kb_f16 *output, const kb_selector *sel,
+                                  kb_error *err);
+
+/* ---- scratch --------------------------------------------------------- */
+
+/* Thread-local scratch of at least bytes; NULL when out of memory. */
+void *kb_scratch_get(size_t bytes);
+/* Ends a call's use of scratch: frees it if above the retain cap. */
+void kb_scratch_release(void);
+
+#endif /* KB_INTERNAL_H */
