@@ -423,3 +423,77 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
 def scratch_retained_bytes(nat: Native | None = None) -> int:
     nat = nat or load()
     return int(nat.lib.kb_scratch_retained_bytes())
+
+
+# ---- the unchecked low-level entry ----------------------------------------------
+
+SIZE_MAX = 2**64 - 1
+
+
+@dataclass
+class RawProblem:
+    """One problem for gemm_raw: flat buffers (None = NULL) and explicit strides.
+
+    Nothing here is checked against the buffers' lengths: the native library
+    validates what it can see (dimensions, strides, overflow, packed headers),
+    and the caller answers for the rest. Workers and the contract suite use it."""
+
+    a: np.ndarray | None
+    lda: int
+    b: np.ndarray | None
+    ldb: int
+    c: np.ndarray | None
+    ldc: int
+    bias: np.ndarray | None = None
+    clamp_min: float = float("-inf")
+    clamp_max: float = float("inf")
+    b_size: int = 0
+    b_is_packed: bool = False
+    b_is_backend_native_packed: bool = False
+
+
+def _size_arg(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgument(f"{name}: must be an integer, got {value!r}", name)
+    if value < 0:
+        raise InvalidArgument(f"{name}: must not be negative, got {value}", name)
+    if value > SIZE_MAX:
+        from .errors import SizeOverflow
+        raise SizeOverflow(f"{name}: {value} does not fit in size_t", name)
+    return int(value)
+
+
+def gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], *,
+             selector: Selector | None = None, nat: Native | None = None) -> Realization:
+    """kb_gemm_batch with explicit dimensions; returns the realization that ran."""
+    nat = nat or load()
+    m, n, k = _size_arg(m, "M"), _size_arg(n, "N"), _size_arg(k, "K")
+    arr = nat.ffi.new("kb_gemm_problem[]", max(len(problems), 1))
+    keep: list[Any] = []
+
+    def ptr(x: np.ndarray | None, ctype: str) -> Any:
+        if x is None:
+            return nat.ffi.NULL
+        keep.append(x)
+        return _ptr(nat, x, ctype)
+
+    for i, p in enumerate(problems):
+        q = arr[i]
+        q.A = ptr(p.a, "kb_f16 *")
+        q.B = ptr(p.b, "void *")
+        q.C = ptr(p.c, "kb_f16 *")
+        q.bias = ptr(p.bias, "kb_f16 *")
+        q.lda = _size_arg(p.lda, f"problems[{i}].lda")
+        q.ldb = _size_arg(p.ldb, f"problems[{i}].ldb")
+        q.ldc = _size_arg(p.ldc, f"problems[{i}].ldc")
+        q.b_size = _size_arg(p.b_size, f"problems[{i}].b_size")
+        q.clamp_min, q.clamp_max = float(p.clamp_min), float(p.clamp_max)
+        q.b_is_packed = int(p.b_is_packed)
+        q.b_is_backend_native_packed = int(p.b_is_backend_native_packed)
+    sel, sel_keep = (selector or Selector()).to_c(nat)
+    ran = nat.ffi.new("kb_realization *")
+    err = nat.new_error()
+    status = nat.lib.kb_gemm_batch(m, n, k, arr if problems else nat.ffi.NULL, len(problems),
+                                   sel, ran, err)
+    nat.check(status, err)
+    return Realization.from_c(nat, ran)

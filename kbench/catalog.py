@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import difflib
 import re
+import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from kbench.problems import B_FORMS, Catalog, ConvCase, GemmCase
 
@@ -151,10 +150,12 @@ def _int_tuple(length: int, minimum: int) -> Callable[[Any], tuple[int, ...]]:
     def check(value: Any) -> tuple[int, ...]:
         if not isinstance(value, list) or len(value) != length:
             raise _FieldError(f"must be an array of {length} integers, got {_describe(value)}")
-        try:
-            return tuple(_int(v, minimum) for v in value)
-        except _FieldError as exc:
-            raise _FieldError(f"every element {exc}") from None
+        for i, v in enumerate(value):
+            try:
+                _int(v, minimum)
+            except _FieldError as exc:
+                raise _FieldError(f"element {i} {exc}") from None
+        return tuple(value)
 
     return check
 

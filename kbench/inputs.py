@@ -85,6 +85,24 @@ def _pick_clamp(values: np.ndarray, integer: bool) -> tuple[float, float] | None
     return lo16, hi16
 
 
+def _sprinkle_conv_specials(rng: np.random.Generator, x: np.ndarray, w: np.ndarray,
+                            positions: int) -> None:
+    """Like _sprinkle_specials, with the non-finite values in filter columns
+    (one output channel each), so a small output is not all NaN."""
+    subn = np.array([2.0**-24, -(2.0**-24), 3 * 2.0**-20, -(2.0**-15), 0.0, -0.0], np.float16)
+    for arr in (x, w):
+        mask = rng.random(arr.shape) < 0.05
+        arr[mask] = rng.choice(subn, size=int(mask.sum()))
+    flat_w = w.reshape(-1, w.shape[-1])
+    taps, c_out = flat_w.shape
+    if c_out >= 4:
+        flat_w[rng.integers(taps), 1] = np.float16(np.nan)
+        flat_w[rng.integers(taps), 2] = np.float16(np.inf)
+        flat_w[0, 3] = np.float16(65504.0)
+        if positions >= 4:
+            x.reshape(-1, x.shape[-1])[0, 0] = np.float16(60000.0)
+
+
 @dataclass
 class GemmInputs:
     """Operands of every problem in the batch; a, b, c are padded buffers
@@ -168,9 +186,7 @@ def conv_inputs(case: ConvCase, kind: str) -> ConvInputs:
         flat = w.reshape(-1, case.c_out)
         flat[k_live:, :] = 0
     if kind == "specials":
-        flat_x = x.reshape(-1, case.c_in)
-        flat_w = w.reshape(-1, case.c_out)
-        _sprinkle_specials(rng, flat_x, flat_w)
+        _sprinkle_conv_specials(rng, x, w, case.n * case.out_h * case.out_w)
     ref = oracle.conv_reference(x, w, bias, case.stride, case.pad, case.dilation, case.groups,
                                 None)
     clamp = _pick_clamp(ref.exact.ravel(), integer=kind == "exact") if case.clamp else None

@@ -1,0 +1,173 @@
+"""pytest plugin behind the suites and `kbench run`.
+
+Options choose targets, backends, realizations, catalogs and input kinds;
+tests that take the `kb_job` fixture are parametrized over every case x
+input kind x realization the targets offer, so a new backend or kernel is
+picked up without new test code. Verdicts are recorded, written to a run
+folder (--kb-out) as they come, and summarized at the end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import catalog as catalogs
+from .problems import Case, ConvCase, GemmCase
+from .runner import Job, jobs_for
+from .store import RunWriter, machine_metadata
+from .summary import summary_dict, summary_text
+from .targets import Target, TargetInfo, parse_target
+from .verdict import Verdict
+
+
+@dataclass
+class KbSession:
+    """Everything the plugin keeps for one pytest session (no module state)."""
+
+    target_specs: list[str]
+    backends: list[str]
+    realizations: list[str]
+    catalog_names: list[str]
+    kinds: tuple[str, ...] | None
+    out: Path | None
+    targets: dict[str, Target] = field(default_factory=dict)
+    infos: dict[str, TargetInfo] = field(default_factory=dict)
+    verdicts: list[Verdict] = field(default_factory=list)
+    writer: RunWriter | None = None
+    _cases: dict[str, list[tuple[str, Case]]] | None = None
+
+    def target(self, spec: str) -> Target:
+        if spec not in self.targets:
+            self.targets[spec] = parse_target(spec)
+        return self.targets[spec]
+
+    def info(self, spec: str) -> TargetInfo:
+        if spec not in self.infos:
+            self.infos[spec] = self.target(spec).info()
+        return self.infos[spec]
+
+    def cases(self, op: str) -> list[tuple[str, Case]]:
+        """(catalog name, case) for every case of the chosen catalogs."""
+        if self._cases is None:
+            found: dict[str, list[tuple[str, Case]]] = {"gemm": [], "conv2d": []}
+            names = self.catalog_names or [str(p) for p in
+                                           catalogs.default_catalog_paths().values()]
+            for name in names:
+                cat = catalogs.load_catalog(catalogs.resolve_catalog(name))
+                found["gemm"] += [(cat.name, c) for c in cat.gemm]
+                found["conv2d"] += [(cat.name, c) for c in cat.conv]
+            self._cases = found
+        return self._cases[op]
+
+    def jobs(self, op: str) -> list[Job]:
+        out: list[Job] = []
+        for spec in self.target_specs:
+            rs = [r for r in self.info(spec).realizations if r.op == op
+                  and (not self.backends or r.backend in self.backends)
+                  and (not self.realizations or r.name in self.realizations)]
+            for cat_name, case in self.cases(op):
+                out += jobs_for([case], rs, spec, cat_name, self.kinds)
+        return out
+
+    def record(self, v: Verdict) -> None:
+        self.verdicts.append(v)
+        if self.writer is not None:
+            self.writer.add(v)
+
+
+SESSION = pytest.StashKey[KbSession]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("kbench")
+    g.addoption("--kb-target", action="append", default=[],
+                help="target to run on: host (default); repeatable")
+    g.addoption("--kb-backend", action="append", default=[],
+                help="only realizations of this backend (scalar, neon, sme); repeatable")
+    g.addoption("--kb-realization", action="append", default=[],
+                help="only this realization; repeatable")
+    g.addoption("--kb-shapes", action="append", default=[],
+                help="catalog file or name in reference/; repeatable "
+                     "(default: correctness_gemm and correctness_conv)")
+    g.addoption("--kb-kinds", default="",
+                help="comma-separated input kinds (exact, uniform, normal, specials); "
+                     "default: exact plus one real-valued kind per case")
+    g.addoption("--kb-out", default="", help="write a run folder here")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    kinds = tuple(k for k in config.getoption("--kb-kinds").split(",") if k) or None
+    out = config.getoption("--kb-out")
+    config.stash[SESSION] = KbSession(
+        target_specs=config.getoption("--kb-target") or ["host"],
+        backends=config.getoption("--kb-backend"),
+        realizations=config.getoption("--kb-realization"),
+        catalog_names=config.getoption("--kb-shapes"),
+        kinds=kinds,
+        out=Path(out) if out else None,
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kb_job" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("kb_op")
+    if marker is None:
+        raise pytest.UsageError(f"{metafunc.function.__name__} takes kb_job but has no kb_op mark")
+    session = metafunc.config.stash[SESSION]
+    jobs = session.jobs(marker.args[0])
+    metafunc.parametrize("kb_job", jobs, ids=[j.id for j in jobs])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    kb = session.config.stash[SESSION]
+    if kb.out is not None:
+        kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    kb = session.config.stash[SESSION]
+    if kb.writer is not None:
+        kb.writer.metadata["targets"] = {k: v.to_dict() for k, v in kb.infos.items()}
+        kb.writer.metadata["pytest_exit_status"] = int(exitstatus)
+        complete = int(exitstatus) in (0, 1) and not session.shouldstop
+        kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
+    for t in kb.targets.values():
+        t.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    kb = terminalreporter.config.stash[SESSION]
+    if not kb.verdicts:
+        return
+    terminalreporter.section("kbench verdicts")
+    terminalreporter.write_line(summary_text(kb.verdicts))
+    if kb.out is not None:
+        terminalreporter.write_line(f"run folder: {kb.out}")
+
+
+@pytest.fixture
+def kb_session(request: pytest.FixtureRequest) -> KbSession:
+    return request.config.stash[SESSION]
+
+
+@pytest.fixture
+def kb_target(kb_session: KbSession, kb_job: Job) -> Target:
+    return kb_session.target(kb_job.target)
+
+
+@pytest.fixture
+def kb_host_targets(kb_session: KbSession) -> list[tuple[str, Target]]:
+    """Every chosen target, for suites that are not parametrized by case."""
+    return [(spec, kb_session.target(spec)) for spec in kb_session.target_specs]
+
+
+def is_gemm(case: Case) -> bool:
+    return isinstance(case, GemmCase)
+
+
+def is_conv(case: Case) -> bool:
+    return isinstance(case, ConvCase)

@@ -1,0 +1,39 @@
+"""The summary table printed after a run: per target and backend, the
+number of cases, passed, failed, mistrusted, errors, and the worst error."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .verdict import ERROR, FAIL, MISTRUSTED, PASS, SKIP, Verdict
+
+
+def summary_frame(verdicts: list[Verdict]) -> pd.DataFrame:
+    rows = [v.to_dict() for v in verdicts if v.status != SKIP]
+    cols = ["target", "backend", "realization", "cases", "passed", "failed", "mistrusted",
+            "errors", "worst_err_bound", "worst_ulp"]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    df = pd.DataFrame(rows)
+    g = df.groupby(["target", "backend", "realization"], sort=False)
+    out = g.agg(
+        cases=("status", "size"),
+        passed=("status", lambda s: int((s == PASS).sum())),
+        failed=("status", lambda s: int((s == FAIL).sum())),
+        mistrusted=("status", lambda s: int((s == MISTRUSTED).sum())),
+        errors=("status", lambda s: int((s == ERROR).sum())),
+        worst_err_bound=("max_err_bound", "max"),
+        worst_ulp=("max_ulp", "max"),
+    ).reset_index()
+    return out[cols]
+
+
+def summary_text(verdicts: list[Verdict]) -> str:
+    df = summary_frame(verdicts)
+    if df.empty:
+        return "no verdicts"
+    return df.to_string(index=False, float_format=lambda x: f"{x:.3g}")
+
+
+def summary_dict(verdicts: list[Verdict]) -> list[dict]:
+    return summary_frame(verdicts).to_dict(orient="records")

@@ -1,0 +1,5 @@
+pytest_plugins = ["kbench.pytest_plugin"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kb_op(op): parametrize kb_job over cases of this operator")

@@ -1,0 +1,31 @@
+"""Correctness: every case of the catalogs, with exact-by-design and
+real-valued inputs, on every realization of every chosen target, judged
+against the float64 oracle under the realization's declared error model."""
+
+import pytest
+
+from kbench.runner import run_job
+from kbench.verdict import MISTRUSTED, PASS, SKIP
+
+
+def _check(kb_session, kb_target, kb_job):
+    verdict = run_job(kb_target, kb_job)
+    if verdict.status == SKIP:
+        pytest.skip(verdict.message)
+    kb_session.record(verdict)
+    if verdict.status == MISTRUSTED:
+        pytest.xfail(f"mistrusted: {verdict.message}")
+    assert verdict.status == PASS, verdict.line()
+    assert verdict.realization == kb_job.realization.name
+
+
+@pytest.mark.correctness
+@pytest.mark.kb_op("gemm")
+def test_gemm(kb_session, kb_target, kb_job):
+    _check(kb_session, kb_target, kb_job)
+
+
+@pytest.mark.correctness
+@pytest.mark.kb_op("conv2d")
+def test_conv2d(kb_session, kb_target, kb_job):
+    _check(kb_session, kb_target, kb_job)

@@ -1,0 +1,48 @@
+"""Determinism: the same inputs twice give bit-identical outputs, for every
+realization of every chosen target."""
+
+import numpy as np
+import pytest
+
+from kbench import inputs
+from kbench.problems import ConvCase, GemmCase
+
+GEMM = [GemmCase("det_gemm_tail", 17, 33, 65, clamp=True, lda_pad=3, ldc_pad=5),
+        GemmCase("det_gemv", 1, 129, 257),
+        GemmCase("det_packed", 9, 40, 31, b_form="packed", batch=2),
+        GemmCase("det_native", 9, 40, 31, b_form="native")]
+CONV = [ConvCase("det_conv", 2, 9, 9, 8, 12, 3, 3, stride=(2, 1), pad=(1, 0, 1, 1),
+                 dilation=(1, 2), groups=2)]
+
+
+def _bits(outputs):
+    return [o.view(np.uint16).copy() for o in outputs]
+
+
+@pytest.mark.parametrize("case", GEMM, ids=lambda c: c.name)
+def test_gemm_bit_identical(kb_session, case):
+    for spec in kb_session.target_specs:
+        target = kb_session.target(spec)
+        for r in kb_session.info(spec).realizations:
+            if r.op != "gemm" or case.b_form not in r.bforms:
+                continue
+            inp = inputs.gemm_inputs(case, "normal")
+            first = target.run_gemm(case, inp, r.name)
+            second = target.run_gemm(case, inp, r.name)
+            assert first.error is None and second.error is None
+            for x, y in zip(_bits(first.outputs), _bits(second.outputs), strict=True):
+                assert np.array_equal(x, y), f"{spec} {r.name}: outputs differ between runs"
+
+
+@pytest.mark.parametrize("case", CONV, ids=lambda c: c.name)
+def test_conv_bit_identical(kb_session, case):
+    for spec in kb_session.target_specs:
+        target = kb_session.target(spec)
+        for r in kb_session.info(spec).realizations:
+            if r.op != "conv2d":
+                continue
+            inp = inputs.conv_inputs(case, "uniform")
+            a = target.run_conv(case, inp, r.name)
+            b = target.run_conv(case, inp, r.name)
+            assert a.error is None and b.error is None
+            assert np.array_equal(_bits(a.outputs)[0], _bits(b.outputs)[0]), r.name
