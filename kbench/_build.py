@@ -50,18 +50,20 @@ def header_cdef(text: str) -> str:
     return cdef
 
 
-def sources() -> list[str]:
-    return sorted(str(p.relative_to(ROOT)) for p in (NATIVE / "src").rglob("*.c"))
+def sources(absolute: bool = False) -> list[str]:
+    """The library's C files (relative to the repo for setuptools, or absolute)."""
+    files = sorted((NATIVE / "src").rglob("*.c"))
+    return [str(p if absolute else p.relative_to(ROOT)) for p in files]
 
 
 def make_ffibuilder(module: str = "kbench._native", extra_flags: list[str] | None = None,
-                    extra_link: list[str] | None = None) -> FFI:
+                    extra_link: list[str] | None = None, absolute: bool = False) -> FFI:
     ffi = FFI()
     ffi.cdef(header_cdef(HEADER.read_text()))
     ffi.set_source(
         module,
         '#include "kbench.h"\n',
-        sources=sources(),
+        sources=sources(absolute),
         include_dirs=[str(NATIVE / "include")],
         extra_compile_args=C_FLAGS + list(extra_flags or []),
         extra_link_args=list(extra_link or []),

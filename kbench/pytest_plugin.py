@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from . import catalog as catalogs
+from .api import Realization
 from .problems import Case, ConvCase, GemmCase
 from .runner import Job, jobs_for
 from .store import RunWriter, machine_metadata
@@ -62,12 +63,16 @@ class KbSession:
             self._cases = found
         return self._cases[op]
 
+    def chosen(self, spec: str, op: str) -> list[Realization]:
+        """The target's realizations for op that the backend/realization filters keep."""
+        return [r for r in self.info(spec).realizations if r.op == op
+                and (not self.backends or r.backend in self.backends)
+                and (not self.realizations or r.name in self.realizations)]
+
     def jobs(self, op: str) -> list[Job]:
         out: list[Job] = []
         for spec in self.target_specs:
-            rs = [r for r in self.info(spec).realizations if r.op == op
-                  and (not self.backends or r.backend in self.backends)
-                  and (not self.realizations or r.name in self.realizations)]
+            rs = self.chosen(spec, op)
             for cat_name, case in self.cases(op):
                 out += jobs_for([case], rs, spec, cat_name, self.kinds)
         return out

@@ -23,8 +23,8 @@ def _bits(outputs):
 def test_gemm_bit_identical(kb_session, case):
     for spec in kb_session.target_specs:
         target = kb_session.target(spec)
-        for r in kb_session.info(spec).realizations:
-            if r.op != "gemm" or case.b_form not in r.bforms:
+        for r in kb_session.chosen(spec, "gemm"):
+            if case.b_form not in r.bforms:
                 continue
             inp = inputs.gemm_inputs(case, "normal")
             first = target.run_gemm(case, inp, r.name)
@@ -38,9 +38,7 @@ def test_gemm_bit_identical(kb_session, case):
 def test_conv_bit_identical(kb_session, case):
     for spec in kb_session.target_specs:
         target = kb_session.target(spec)
-        for r in kb_session.info(spec).realizations:
-            if r.op != "conv2d":
-                continue
+        for r in kb_session.chosen(spec, "conv2d"):
             inp = inputs.conv_inputs(case, "uniform")
             a = target.run_conv(case, inp, r.name)
             b = target.run_conv(case, inp, r.name)

@@ -1,0 +1,156 @@
+"""The kbench command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from . import api
+from .catalog import CatalogError, available_catalogs, load_catalog, resolve_catalog
+from .errors import KbenchError
+from .store import default_run_dir
+from .targets import parse_target
+
+REPO = Path(__file__).resolve().parent.parent
+SUITES = {
+    "correctness": ["test_correctness.py", "test_determinism.py"],
+    "contracts": ["test_contracts.py"],
+}
+SUITES["all"] = SUITES["correctness"] + SUITES["contracts"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kbench")
+def main() -> None:
+    """kbench: verify and benchmark FP16 GEMM and convolution kernels.
+
+    Every backend is checked against a float64 oracle under its declared
+    error model; every verdict names the realization that actually ran."""
+
+
+@main.command()
+@click.option("--target", "targets", multiple=True, default=("host",), show_default=True,
+              help="Target to describe (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def info(targets: tuple[str, ...], as_json: bool) -> None:
+    """Show the host, CPU features, backends, realizations and library version."""
+    out = []
+    for spec in targets:
+        try:
+            t = parse_target(spec)
+            out.append(t.info())
+            t.close()
+        except KbenchError as exc:
+            raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps([i.to_dict() for i in out], indent=2))
+        return
+    for i in out:
+        click.echo(f"target:           {i.name} ({i.kind}{', emulated' if i.emulated else ''})")
+        click.echo(f"architecture:     {i.arch}")
+        click.echo(f"cpu features:     {', '.join(i.cpu_features) or '(none of fp16/fhm/sve/sme)'}")
+        if i.sme_vector_bits:
+            click.echo(f"SME vector:       {i.sme_vector_bits} bits")
+        click.echo(f"highest ISA:      {i.isa}")
+        click.echo(f"library version:  {i.library_version}")
+        backends = sorted({r.backend for r in i.realizations}, key=api.BACKENDS.index)
+        click.echo(f"backends:         {', '.join(backends)}")
+        click.echo("realizations:")
+        for r in i.realizations:
+            forms = f" B:{'/'.join(r.bforms)}" if r.op == "gemm" else ""
+            click.echo(f"  {r.name:36s} {r.op:7s} {r.backend:7s} accum={r.accum}"
+                       f" isa={r.isa}{forms}")
+            click.echo(f"  {'':36s} kernel {r.kernel}")
+
+
+@main.command()
+@click.option("--suite", type=click.Choice(sorted(SUITES)), default="all", show_default=True,
+              help="correctness: every catalog case on every realization, judged against the "
+                   "oracle, plus determinism; contracts: misuse must raise typed errors with "
+                   "buffers intact; all: both.")
+@click.option("--target", "targets", multiple=True, default=("host",), show_default=True,
+              help="Where kernels run (repeatable): host = this machine's library.")
+@click.option("--backend", "backends", multiple=True,
+              help="Only realizations of this backend (scalar, neon, sme); repeatable.")
+@click.option("--realization", "realizations", multiple=True,
+              help="Only this realization (see `kbench info`); repeatable.")
+@click.option("--shapes", "shapes", multiple=True,
+              help="Catalog file, or a name from reference/ (repeatable). "
+                   "Default: correctness_gemm and correctness_conv.")
+@click.option("--kinds", default="",
+              help="Comma-separated input kinds: exact, uniform, normal, specials. "
+                   "Default: exact plus one real-valued kind per case.")
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Run folder for results.csv, run.json and verdicts.txt "
+                   "[default: runs/<date>-<time>-<host>].")
+@click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
+@click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
+def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
+        realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
+        verbose: bool, exitfirst: bool) -> None:
+    """Run the suites and write a run folder; exit non-zero if anything failed."""
+    import pytest
+
+    suites_dir = REPO / "suites"
+    if not suites_dir.is_dir():
+        raise click.ClickException(f"the suites folder {suites_dir} is missing; run kbench "
+                                   "from a checkout installed with `pip install -e .`")
+    for name in backends:
+        if name not in api.BACKENDS:
+            raise click.BadParameter(f"{name!r} is not one of {', '.join(api.BACKENDS)}",
+                                     param_hint="--backend")
+    for kind in filter(None, kinds.split(",")):
+        if kind not in ("exact", "uniform", "normal", "specials"):
+            raise click.BadParameter(f"{kind!r} is not an input kind", param_hint="--kinds")
+    catalogs = []
+    for s in shapes:
+        try:
+            path = resolve_catalog(s)
+            load_catalog(path)
+        except (CatalogError, FileNotFoundError, ValueError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--shapes") from exc
+        catalogs.append(str(path))
+    for spec in targets:
+        try:
+            parse_target(spec).close()
+        except KbenchError as exc:
+            raise click.BadParameter(str(exc), param_hint="--target") from exc
+    run_dir = Path(out) if out else default_run_dir(Path.cwd() / "runs")
+    args = [str(suites_dir / f) for f in SUITES[suite]]
+    args += ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "-p", "no:cacheprovider",
+             "--kb-out", str(run_dir), "-rfE", "--tb=short"]
+    args += ["-v"] if verbose else ["-q"]
+    if exitfirst:
+        args.append("-x")
+    for spec in targets:
+        args += ["--kb-target", spec]
+    for b in backends:
+        args += ["--kb-backend", b]
+    for r in realizations:
+        args += ["--kb-realization", r]
+    for c in catalogs:
+        args += ["--kb-shapes", c]
+    if kinds:
+        args += ["--kb-kinds", kinds]
+    click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}")
+    code = pytest.main(args)
+    sys.exit(int(code))
+
+
+@main.command("catalogs")
+def list_catalogs() -> None:
+    """List the shape catalogs shipped in reference/."""
+    for name, path in available_catalogs().items():
+        try:
+            cat = load_catalog(path)
+            click.echo(f"{name:24s} {len(cat.gemm):4d} gemm {len(cat.conv):4d} conv  "
+                       f"{cat.description}")
+        except CatalogError as exc:
+            click.echo(f"{name:24s} invalid: {exc}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
