@@ -80,20 +80,22 @@ class Realization:
     threads: int
 
     @classmethod
+    def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
+                    k_per_rounding: int, bforms: int, vector_bits: int, threads: int
+                    ) -> Realization:
+        return cls(
+            name=name, backend=backend, kernel=kernel, op=OPS[op], isa=ISA_LEVELS[isa],
+            accum=ACCUM[accum], k_per_rounding=int(k_per_rounding) or 1,
+            bforms=tuple(v for k, v in BFORMS.items() if bforms & k),
+            vector_bits=int(vector_bits), threads=int(threads),
+        )
+
+    @classmethod
     def from_c(cls, nat: Native, r: Any) -> Realization:
         s = nat.ffi.string
-        return cls(
-            name=s(r.name).decode(),
-            backend=s(r.backend).decode(),
-            kernel=s(r.kernel).decode(),
-            op=OPS[r.op],
-            isa=ISA_LEVELS[r.isa],
-            accum=ACCUM[r.accum],
-            k_per_rounding=int(r.k_per_rounding) or 1,
-            bforms=tuple(v for k, v in BFORMS.items() if r.bforms & k),
-            vector_bits=int(r.vector_bits),
-            threads=int(r.threads),
-        )
+        return cls.from_fields(s(r.name).decode(), s(r.backend).decode(), s(r.kernel).decode(),
+                               r.op, r.isa, r.accum, r.k_per_rounding, r.bforms, r.vector_bits,
+                               r.threads)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -46,6 +46,12 @@ class WorkerCrashed(KbenchError):
     code = "worker_crashed"
 
 
+class ProtocolError(KbenchError):
+    """A worker refused a frame or sent one that could not be read."""
+
+    code = "protocol_error"
+
+
 BY_STATUS: dict[int, type[KbenchError]] = {
     1: InvalidArgument,
     2: ContractViolation,
@@ -58,7 +64,7 @@ BY_STATUS: dict[int, type[KbenchError]] = {
 BY_CODE: dict[str, type[KbenchError]] = {
     cls.code: cls
     for cls in (InvalidArgument, ContractViolation, Unsupported, OutOfMemory, SizeOverflow,
-                InternalError, WorkerCrashed)
+                InternalError, WorkerCrashed, ProtocolError)
 }
 
 

@@ -15,12 +15,15 @@ from typing import Any
 import pytest
 
 from . import catalog as catalogs
+from . import contracts
+from .contracts import ContractCase
 from .api import Realization
 from .problems import Case, ConvCase, GemmCase
 from .runner import Job, jobs_for
 from .store import RunWriter, machine_metadata
 from .summary import summary_dict, summary_text
-from .targets import Target, TargetInfo, parse_target
+from .engine import TargetInfo
+from .targets import Target, parse_target
 from .verdict import Verdict
 
 
@@ -77,6 +80,9 @@ class KbSession:
                 out += jobs_for([case], rs, spec, cat_name, self.kinds)
         return out
 
+    def contract_cases(self, spec: str) -> list[ContractCase]:
+        return contracts.all_cases(self.target(spec).engine)
+
     def record(self, v: Verdict) -> None:
         self.verdicts.append(v)
         if self.writer is not None:
@@ -117,6 +123,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kb_contract" in metafunc.fixturenames:
+        kb = metafunc.config.stash[SESSION]
+        params = [(spec, case) for spec in kb.target_specs for case in kb.contract_cases(spec)]
+        metafunc.parametrize("kb_contract", params,
+                             ids=[f"{spec}-{case.name}" for spec, case in params])
     if "kb_job" not in metafunc.fixturenames:
         return
     marker = metafunc.definition.get_closest_marker("kb_op")

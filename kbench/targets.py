@@ -1,47 +1,44 @@
 """Targets compute and time; the host owns inputs, the oracle and verdicts.
 
-A target runs one GEMM or convolution case with a forced realization and
-returns the outputs and the realization that actually ran. Every output
-buffer sits between guard regions, and GEMM outputs have their ldc padding
-checked too: a kernel that writes outside its output is caught here."""
+A target is an engine (in-process or worker) with a name. It runs one GEMM
+or convolution case with a forced realization and returns the outputs and
+the realization that actually ran. Every output buffer sits between guard
+regions, and GEMM outputs have their ldc padding checked too: a kernel
+that writes outside its output is caught here.
+
+Target specs:
+    host                                  the cffi module of this machine
+    qemu[:cpu=MODEL][:svl=BITS][:isa=CAP] the aarch64 worker under qemu-aarch64
+    worker:host                           the worker built for this machine
+    worker:CMD                            any command line speaking the protocol
+"""
 
 from __future__ import annotations
 
-import platform
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+import os
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from . import api
+from .engine import ConvDesc, Engine, InProcessEngine, TargetInfo, pack
 from .errors import InvalidArgument, KbenchError
 from .inputs import ConvInputs, GemmInputs
 from .problems import ConvCase, GemmCase
+from .worker import WorkerEngine, WorkerSpec
 
 GUARD = 64  # FP16 elements on each side of an output
 SENTINEL = np.uint16(0x7E5A)  # a NaN payload no kernel produces
+REPO = Path(__file__).resolve().parent.parent
+QEMU_MODELS = ("max", "neoverse-v1", "neoverse-n1", "cortex-a53", "cortex-a76", "neoverse-n2",
+               "neoverse-v2", "a64fx", "cortex-a710")
+SVL_BITS = (128, 256, 512, 1024, 2048)
 
-
-@dataclass
-class TargetInfo:
-    name: str
-    kind: str  # "in-process" | "worker"
-    emulated: bool
-    arch: str
-    cpu_features: list[str]
-    sme_vector_bits: int
-    isa: str
-    library_version: str
-    realizations: list[api.Realization]
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "kind": self.kind, "emulated": self.emulated, "arch": self.arch,
-            "cpu_features": self.cpu_features, "sme_vector_bits": self.sme_vector_bits,
-            "isa": self.isa, "library_version": self.library_version,
-            "realizations": [r.to_dict() for r in self.realizations], **self.extra,
-        }
+__all__ = ["GUARD", "SENTINEL", "GuardedBuffer", "Outcome", "Target", "TargetInfo",
+           "parse_target"]
 
 
 @dataclass
@@ -50,20 +47,6 @@ class Outcome:
     ran: api.Realization | None
     error: KbenchError | None = None
     guard_detail: str = ""  # non-empty: something outside the output changed
-
-
-class Target(Protocol):
-    name: str
-
-    def info(self) -> TargetInfo: ...
-
-    def run_gemm(self, case: GemmCase, inp: GemmInputs, realization: str,
-                 selector: api.Selector | None = None) -> Outcome: ...
-
-    def run_conv(self, case: ConvCase, inp: ConvInputs, realization: str,
-                 selector: api.Selector | None = None) -> Outcome: ...
-
-    def close(self) -> None: ...
 
 
 class GuardedBuffer:
@@ -91,57 +74,59 @@ class GuardedBuffer:
         return bool((self.raw == SENTINEL).all())
 
 
-def gemm_operands(case: GemmCase, inp: GemmInputs, realization: api.Realization,
-                  buffers: list[GuardedBuffer], nat: api.Native | None = None,
-                  selector: api.Selector | None = None) -> list[api.GemmOperands]:
-    """Operands for one case in its B form; native packing uses the realization's backend."""
-    ops = []
-    for i in range(case.batch):
-        b: np.ndarray | api.PackedB = inp.b[i]
-        bias = inp.bias[i]
-        if case.b_form == "packed":
-            b = api.pack_b(inp.b[i], nat=nat)
-        elif case.b_form == "native":
-            b = api.pack_b(inp.b[i], backend=realization.backend, bias=bias, nat=nat,
-                           selector=selector)
-            bias = None
-        ops.append(api.GemmOperands(inp.a[i], b, buffers[i].view, bias, inp.clamp))
-    return ops
+class Target:
+    """A named engine plus the guarded case runner every suite uses."""
 
-
-class InProcessTarget:
-    """The cffi module built for this machine."""
-
-    name = "host"
-
-    def __init__(self, native_module: str | None = None) -> None:
-        self.nat = api.load(native_module) if native_module else api.load()
+    def __init__(self, name: str, engine: Engine) -> None:
+        self.name = name
+        self.engine = engine
+        self._info: TargetInfo | None = None
 
     def info(self) -> TargetInfo:
-        cpu = api.cpu_info(self.nat)
-        return TargetInfo(
-            name=self.name, kind="in-process", emulated=False, arch=cpu.arch,
-            cpu_features=list(cpu.features), sme_vector_bits=cpu.sme_vector_bits, isa=cpu.isa,
-            library_version=api.version(self.nat),
-            realizations=api.realizations(nat=self.nat),
-            extra={"machine": platform.machine(), "processor": platform.processor()},
-        )
+        if self._info is None:
+            self._info = self.engine.info(self.name)
+        return self._info
+
+    @property
+    def emulated(self) -> bool:
+        return bool(getattr(self.engine, "emulated", False))
 
     def _realization(self, name: str) -> api.Realization:
-        for r in api.realizations(nat=self.nat):
+        for r in self.info().realizations:
             if r.name == name:
                 return r
         raise InvalidArgument(f"realization: {name!r} is not available on {self.name}",
                               "realization")
 
+    @staticmethod
+    def _forced(selector: api.Selector | None, realization: str) -> api.Selector:
+        sel = selector or api.Selector()
+        return api.Selector(sel.disabled, sel.isa_cap, realization, sel.threads,
+                            sel.trust_payload)
+
     def run_gemm(self, case: GemmCase, inp: GemmInputs, realization: str,
                  selector: api.Selector | None = None) -> Outcome:
-        sel = selector or api.Selector()
-        sel = api.Selector(sel.disabled, sel.isa_cap, realization, sel.threads, sel.trust_payload)
+        sel = self._forced(selector, realization)
         bufs = [GuardedBuffer(case.m, case.n, case.ldc) for _ in range(case.batch)]
         try:
-            ops = gemm_operands(case, inp, self._realization(realization), bufs, self.nat, sel)
-            res = api.gemm_batch(ops, selector=sel, nat=self.nat)
+            r = self._realization(realization)
+            problems = []
+            for i in range(case.batch):
+                a, b, bias = inp.a[i], inp.b[i], inp.bias[i]
+                p = api.RawProblem(a=a, lda=a.strides[0] // 2, b=b, ldb=b.strides[0] // 2,
+                                   c=bufs[i].view, ldc=case.ldc, bias=bias)
+                if inp.clamp is not None:
+                    p.clamp_min, p.clamp_max = inp.clamp
+                if case.b_form in ("packed", "native"):
+                    native = case.b_form == "native"
+                    packed = pack(self.engine, b, r.backend if native else None,
+                                  bias if native else None, sel)
+                    p.b, p.ldb, p.b_size = packed, 0, packed.size
+                    p.b_is_packed, p.b_is_backend_native_packed = True, native
+                    if native:
+                        p.bias = None
+                problems.append(p)
+            res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel)
         except KbenchError as exc:
             damage = "; ".join(d for d in (b.damage() for b in bufs) if d)
             if not damage and not all(b.untouched() for b in bufs):
@@ -152,26 +137,130 @@ class InProcessTarget:
 
     def run_conv(self, case: ConvCase, inp: ConvInputs, realization: str,
                  selector: api.Selector | None = None) -> Outcome:
-        sel = selector or api.Selector()
-        sel = api.Selector(sel.disabled, sel.isa_cap, realization, sel.threads, sel.trust_payload)
+        sel = self._forced(selector, realization)
         shape = (case.n, case.out_h, case.out_w, case.c_out)
-        cols = int(np.prod(shape))
-        buf = GuardedBuffer(1, cols, cols)
-        out = buf.raw[GUARD:GUARD + cols].view(np.float16).reshape(shape)
+        count = int(np.prod(shape))
+        buf = GuardedBuffer(1, count, count)
+        out = buf.view.reshape(shape)
         params = api.ConvParams(case.stride, case.pad, case.dilation, case.groups, inp.clamp)
         try:
-            res = api.conv2d(inp.x, inp.w, inp.bias, params, out=out, selector=sel, nat=self.nat)
+            desc = ConvDesc.from_shapes(inp.x.shape, inp.w.shape, params)
+            res = self.engine.conv_raw(desc, np.ascontiguousarray(inp.x),
+                                       np.ascontiguousarray(inp.w), inp.bias, out, sel)
         except KbenchError as exc:
             damage = "" if buf.untouched() else "the output was written although the call failed"
             return Outcome([], None, exc, damage)
         return Outcome([out.copy()], res.realization, None, buf.damage())
 
     def close(self) -> None:
-        pass
+        self.engine.close()
+
+
+# ---- target specs -------------------------------------------------------------------
+
+
+def find_qemu() -> str:
+    """qemu-aarch64 with SME2: KBENCH_QEMU, the project's tools folder, or PATH."""
+    env = os.environ.get("KBENCH_QEMU")
+    if env:
+        return env
+    tools = Path(os.environ.get("KBENCH_TOOLS", REPO / ".tools"))
+    local = tools / "bin" / "qemu-aarch64"
+    if local.exists():
+        return str(local)
+    found = shutil.which("qemu-aarch64")
+    if found:
+        return found
+    raise InvalidArgument("target: qemu-aarch64 not found; run `bash ci/install-toolchain.sh` "
+                          "(or set KBENCH_QEMU)", "target")
+
+
+def worker_binary(arch: str) -> str:
+    """KBENCH_WORKER (aarch64 only), else the worker built from this checkout."""
+    if arch == "aarch64" and os.environ.get("KBENCH_WORKER"):
+        return os.environ["KBENCH_WORKER"]
+    from .crossbuild import build, toolchain
+    out = toolchain(arch).output if arch == "host" else None
+    try:
+        return str(build(arch))
+    except KbenchError:
+        if out is not None and out.exists():
+            return str(out)
+        raise
+
+
+@dataclass(frozen=True)
+class QemuSpec:
+    cpu: str = "max"
+    svl: int | None = None  # bits
+    isa: str | None = None  # KBENCH_ISA_CAP inside the worker
+
+    @property
+    def name(self) -> str:
+        s = f"qemu:cpu={self.cpu}"
+        if self.svl:
+            s += f":svl={self.svl}"
+        if self.isa:
+            s += f":isa={self.isa}"
+        return s
+
+
+def parse_qemu(spec: str) -> QemuSpec:
+    parts = spec.split(":")
+    if parts[0] != "qemu":
+        raise InvalidArgument(f"target: {spec!r} is not a qemu target", "target")
+    values: dict[str, str] = {}
+    for p in parts[1:]:
+        key, sep, value = p.partition("=")
+        if not sep or key not in ("cpu", "svl", "isa") or not value:
+            raise InvalidArgument(f"target: {p!r} in {spec!r}: expected cpu=MODEL, svl=BITS or "
+                                  "isa=CAP", "target")
+        values[key] = value
+    cpu = values.get("cpu", "max")
+    if cpu not in QEMU_MODELS:
+        raise InvalidArgument(f"target: cpu {cpu!r} is not one of {', '.join(QEMU_MODELS)}",
+                              "target")
+    svl = None
+    if "svl" in values:
+        if not values["svl"].isdigit() or int(values["svl"]) not in SVL_BITS:
+            raise InvalidArgument(f"target: svl must be one of {SVL_BITS} bits", "target")
+        if cpu != "max":
+            raise InvalidArgument(f"target: svl= needs cpu=max (only it has SME), not {cpu}",
+                                  "target")
+        svl = int(values["svl"])
+    isa = values.get("isa")
+    if isa is not None and isa not in api.ISA_LEVELS:
+        raise InvalidArgument(f"target: isa must be one of {', '.join(api.ISA_LEVELS)}",
+                              "target")
+    return QemuSpec(cpu, svl, isa)
+
+
+def qemu_worker_spec(q: QemuSpec) -> WorkerSpec:
+    cpu = q.cpu + (f",sme-default-vector-length={q.svl // 8}" if q.svl else "")
+    env = {"KBENCH_ISA_CAP": q.isa} if q.isa else {}
+    # the guest's environment: only the ISA cap is passed in
+    cmd = [find_qemu(), "-cpu", cpu]
+    if env:
+        cmd += ["-E", f"KBENCH_ISA_CAP={q.isa}"]
+    cmd.append(worker_binary("aarch64"))
+    return WorkerSpec(cmd, {}, emulated=True)
 
 
 def parse_target(spec: str) -> Target:
-    """`host` now; worker targets (`qemu[:cpu=MODEL][:svl=BITS]`) come with the worker."""
     if spec == "host":
-        return InProcessTarget()
-    raise InvalidArgument(f"target: {spec!r} is not a known target (available: host)", "target")
+        return Target("host", InProcessEngine())
+    if spec == "qemu" or spec.startswith("qemu:"):
+        q = parse_qemu(spec)
+        return Target(q.name, WorkerEngine(qemu_worker_spec(q)))
+    if spec.startswith("worker:"):
+        rest = spec[len("worker:"):]
+        if rest == "host":
+            cmd = [worker_binary("host")]
+        else:
+            cmd = shlex.split(rest)
+            if not cmd:
+                raise InvalidArgument("target: worker: needs a command line", "target")
+        return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False)))
+    raise InvalidArgument(f"target: {spec!r} is not a known target (host, "
+                          "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP], worker:host, worker:CMD)",
+                          "target")

@@ -8,7 +8,8 @@ import pytest
 
 from kbench import inputs, oracle, runner
 from kbench.problems import ConvCase, GemmCase
-from kbench.targets import GUARD, InProcessTarget, Outcome
+from kbench.engine import InProcessEngine
+from kbench.targets import GUARD, Outcome, Target
 from kbench.tolerance import AccumModel, gamma, ulp16
 from kbench.verdict import FAIL, MISTRUSTED, PASS, judge
 
@@ -161,11 +162,15 @@ def test_judge_mistrusts_uninformative_references():
     assert not judge(_ref([1.0, 2.0]).rounded, _ref([1.0, 2.0]), FP32, 2, False, False).mistrusted
 
 
-class _Faulty(InProcessTarget):
+def _host():
+    return Target("host", InProcessEngine())
+
+
+class _Faulty(Target):
     """A target that breaks results in a chosen way, to prove verdicts catch it."""
 
     def __init__(self, fault):
-        super().__init__()
+        super().__init__("host", InProcessEngine())
         self.fault = fault
 
     def run_gemm(self, case, inp, realization, selector=None):
@@ -183,7 +188,7 @@ class _Faulty(InProcessTarget):
 @pytest.mark.parametrize("fault", ["one_ulp", "fallback", "padding"])
 def test_runner_catches_faults(fault):
     case = GemmCase("fault", 8, 8, 16, ldc_pad=2)
-    host = InProcessTarget()
+    host = _host()
     r = [x for x in host.info().realizations if x.op == "gemm"][0]
     job = runner.Job(case, "exact", r, "host")
     assert runner.run_job(host, job).status == PASS
@@ -203,10 +208,10 @@ def test_guard_detects_writes_into_ldc_padding():
 
 def test_mistrusted_status_reaches_the_verdict():
     case = GemmCase("zeros", 4, 4, 4, bias=False)
-    host = InProcessTarget()
+    host = _host()
     r = [x for x in host.info().realizations if x.op == "gemm"][0]
 
-    class Zeros(InProcessTarget):
+    class Zeros(Target):
         def run_gemm(self, case, inp, realization, selector=None):
             for a in inp.a:
                 a[...] = 0
@@ -215,4 +220,5 @@ def test_mistrusted_status_reaches_the_verdict():
                                                         np.asarray(inp.b[ref_i]), None, None)
             return super().run_gemm(case, inp, realization, selector)
 
-    assert runner.run_job(Zeros(), runner.Job(case, "exact", r, "host")).status == MISTRUSTED
+    zeros = Zeros("host", InProcessEngine())
+    assert runner.run_job(zeros, runner.Job(case, "exact", r, "host")).status == MISTRUSTED

@@ -111,6 +111,10 @@ typedef struct kb_cpu_info {
 
 void kb_cpu_detect(kb_cpu_info *out);
 
+/* 1 if this build of the library holds kernels of the backend (whether or
+ * not the running CPU can use them). */
+int kb_backend_compiled(int backend);
+
 /* ---- selector ---------------------------------------------------------- */
 
 typedef struct kb_selector {

@@ -217,3 +217,11 @@ kb_status kb_gemm_plain_on_backend(int backend, const kb_selector *sel,
     }
     return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "backend %s has no GEMM for plain B", kb_backend_name(backend));
 }
+
+int kb_backend_compiled(int backend) {
+    table t;
+    table_build(&t);
+    for (size_t i = 0; i < t.n_gemm; i++) if (t.gemm[i]->backend == backend) return 1;
+    for (size_t i = 0; i < t.n_conv; i++) if (t.conv[i]->backend == backend) return 1;
+    return 0;
+}

@@ -1,0 +1,59 @@
+/* kb_wire.h — the worker protocol: frames, message types, and a bounded
+ * reader/writer for little-endian payloads. Shared by the worker only; the
+ * Python side (kbench/wire.py) speaks the same format.
+ *
+ * Frame:  u32 magic "KBW1" | u32 type | u64 payload length | payload
+ * Reply:  type | KB_WIRE_REPLY, or KB_WIRE_PROTOCOL_ERROR with a message.
+ */
+#ifndef KB_WIRE_H
+#define KB_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KB_WIRE_MAGIC 0x3157424bu /* "KBW1" */
+#define KB_WIRE_PROTOCOL 1u
+#define KB_WIRE_MAX_PAYLOAD ((uint64_t)1 << 30)
+#define KB_WIRE_REPLY 0x80000000u
+#define KB_WIRE_PROTOCOL_ERROR 0xffffffffu
+
+enum {
+    KB_MSG_HELLO = 1,
+    KB_MSG_GEMM = 2,
+    KB_MSG_CONV = 3,
+    KB_MSG_PACK = 4,
+    KB_MSG_SET_SVL = 5,
+    KB_MSG_SHUTDOWN = 6,
+    KB_MSG_CRASH = 7 /* test hook: the worker raises the signal it is given */
+};
+
+typedef struct kb_reader {
+    const unsigned char *p;
+    size_t left;
+    bool bad;          /* set on the first read past the end */
+    const char *what;  /* what was being read when it went bad */
+} kb_reader;
+
+typedef struct kb_writer {
+    unsigned char *buf;
+    size_t len, cap;
+    bool oom;
+} kb_writer;
+
+uint32_t kb_rd_u32(kb_reader *r, const char *what);
+int32_t kb_rd_i32(kb_reader *r, const char *what);
+uint64_t kb_rd_u64(kb_reader *r, const char *what);
+float kb_rd_f32(kb_reader *r, const char *what);
+/* Returns a pointer into the payload (not NUL terminated) and its length. */
+const unsigned char *kb_rd_bytes(kb_reader *r, size_t n, const char *what);
+
+void kb_wr_u32(kb_writer *w, uint32_t v);
+void kb_wr_i32(kb_writer *w, int32_t v);
+void kb_wr_u64(kb_writer *w, uint64_t v);
+void kb_wr_f32(kb_writer *w, float v);
+void kb_wr_bytes(kb_writer *w, const void *p, size_t n);
+void kb_wr_str(kb_writer *w, const char *s);
+void kb_wr_zeros(kb_writer *w, size_t n);
+
+#endif

@@ -1,0 +1,515 @@
+/* kb_worker.c — the kbench library as an executable speaking the worker
+ * protocol (kb_wire.h) over stdin/stdout. Built statically for another
+ * architecture it runs under QEMU user mode or on a remote board.
+ *
+ * A well-framed but malformed request gets a protocol-error reply and the
+ * worker goes on. A frame it cannot resynchronise after (bad magic,
+ * oversized or truncated) gets a protocol-error reply and the worker exits
+ * with status 3. A stalled half-sent frame times out after 30 s. */
+#define _GNU_SOURCE
+#include "kb_wire.h"
+#include "kbench.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/prctl.h>
+#ifndef PR_SME_SET_VL
+#define PR_SME_SET_VL 63
+#define PR_SME_GET_VL 64
+#endif
+#endif
+
+#define MID_FRAME_TIMEOUT_MS 30000
+#define MAX_BATCH (1u << 16)
+#define MAX_BUFFERS (1u << 20)
+#define MAX_REPS 1000000u
+#define MAX_FORCE 256u
+
+/* ---- I/O --------------------------------------------------------------- */
+
+/* Reads n bytes. Returns n, 0 on EOF before the first byte, -1 on EOF or
+ * error part-way, -2 on a stall longer than the timeout (if mid_frame). */
+static long read_full(int fd, void *buf, size_t n, int mid_frame) {
+    unsigned char *p = buf;
+    size_t got = 0;
+    while (got < n) {
+        if (mid_frame || got > 0) {
+            struct pollfd pfd = {.fd = fd, .events = POLLIN};
+            int pr = poll(&pfd, 1, MID_FRAME_TIMEOUT_MS);
+            if (pr == 0) return -2;
+            if (pr < 0 && errno != EINTR) return -1;
+        }
+        ssize_t r = read(fd, p + got, n - got);
+        if (r == 0) return got == 0 && !mid_frame ? 0 : -1;
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return (long)n;
+}
+
+static int write_full(int fd, const void *buf, size_t n) {
+    const unsigned char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int send_frame(uint32_t type, const kb_writer *w) {
+    kb_writer h = {0};
+    kb_wr_u32(&h, KB_WIRE_MAGIC);
+    kb_wr_u32(&h, type);
+    kb_wr_u64(&h, w ? w->len : 0);
+    int rc = h.oom ? -1 : write_full(1, h.buf, h.len);
+    free(h.buf);
+    if (rc == 0 && w && w->len) rc = write_full(1, w->buf, w->len);
+    return rc;
+}
+
+static int protocol_error(const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    kb_writer w = {0};
+    kb_wr_str(&w, msg);
+    int rc = send_frame(KB_WIRE_PROTOCOL_ERROR, &w);
+    free(w.buf);
+    return rc;
+}
+
+/* ---- request pieces ----------------------------------------------------- */
+
+typedef struct buffer {
+    unsigned char *data;
+    size_t size;
+    uint32_t flags; /* bit 0: return its bytes after the call */
+} buffer;
+
+typedef struct buffers {
+    buffer *b;
+    uint32_t n;
+} buffers;
+
+static void free_buffers(buffers *bs) {
+    for (uint32_t i = 0; i < bs->n; i++) free(bs->b[i].data);
+    free(bs->b);
+    bs->b = NULL;
+    bs->n = 0;
+}
+
+/* Reads the buffer table; false (with *why set) on a malformed table. */
+static bool read_buffers(kb_reader *r, buffers *bs, const char **why) {
+    bs->n = kb_rd_u32(r, "buffer count");
+    bs->b = NULL;
+    if (r->bad) return false;
+    if (bs->n > MAX_BUFFERS || (size_t)bs->n * 16 > r->left) {
+        *why = "buffer count exceeds the payload";
+        bs->n = 0;
+        return false;
+    }
+    bs->b = calloc(bs->n ? bs->n : 1, sizeof(buffer));
+    if (!bs->b) { *why = "out of memory"; bs->n = 0; return false; }
+    for (uint32_t i = 0; i < bs->n; i++) {
+        uint64_t size = kb_rd_u64(r, "buffer size");
+        uint32_t flags = kb_rd_u32(r, "buffer flags");
+        kb_rd_u32(r, "buffer reserved");
+        if (r->bad) return false;
+        if (size > r->left) { *why = "buffer size exceeds the payload"; return false; }
+        const unsigned char *src = kb_rd_bytes(r, (size_t)size, "buffer bytes");
+        size_t padded = ((size_t)size + 7) & ~(size_t)7;
+        kb_rd_bytes(r, padded - (size_t)size, "buffer padding");
+        if (r->bad) return false;
+        size_t alloc = ((size_t)size + 63) & ~(size_t)63;
+        bs->b[i].data = aligned_alloc(64, alloc ? alloc : 64);
+        if (!bs->b[i].data) { *why = "out of memory"; return false; }
+        memcpy(bs->b[i].data, src, (size_t)size);
+        bs->b[i].size = (size_t)size;
+        bs->b[i].flags = flags;
+    }
+    return true;
+}
+
+/* A pointer is a buffer index (-1 = NULL) and a byte offset inside it. */
+static void *read_ptr(kb_reader *r, const buffers *bs, const char *what, bool *ok) {
+    int32_t idx = kb_rd_i32(r, what);
+    uint64_t off = kb_rd_u64(r, what);
+    if (r->bad) return NULL;
+    if (idx == -1) return NULL;
+    if (idx < 0 || (uint32_t)idx >= bs->n || off > bs->b[idx].size) {
+        *ok = false;
+        return NULL;
+    }
+    return bs->b[idx].data + off;
+}
+
+static void read_selector(kb_reader *r, kb_selector *sel, char *force) {
+    kb_selector_default(sel);
+    sel->disabled_backends = kb_rd_u32(r, "selector.disabled");
+    int32_t cap = kb_rd_i32(r, "selector.isa_cap");
+    if (cap >= 0 && cap <= KB_ISA_MAX)
+        sel->isa_cap = cap < sel->isa_cap ? cap : sel->isa_cap;
+    else if (cap != -1)
+        sel->isa_cap = cap; /* out of range: the library rejects it, naming the field */
+    sel->threads = kb_rd_i32(r, "selector.threads");
+    sel->trust_payload = (int)kb_rd_u32(r, "selector.trust_payload");
+    uint32_t flen = kb_rd_u32(r, "selector.force length");
+    if (flen > MAX_FORCE) { r->bad = true; r->what = "selector.force length"; return; }
+    const unsigned char *f = kb_rd_bytes(r, flen, "selector.force");
+    if (f && flen) {
+        memcpy(force, f, flen);
+        force[flen] = '\0';
+        sel->force = force;
+    } else {
+        sel->force = NULL;
+    }
+}
+
+static void write_realization(kb_writer *w, const kb_realization *re) {
+    kb_wr_str(w, re->name);
+    kb_wr_str(w, re->backend);
+    kb_wr_str(w, re->kernel);
+    kb_wr_i32(w, re->op);
+    kb_wr_i32(w, re->isa);
+    kb_wr_i32(w, re->accum);
+    kb_wr_u32(w, re->k_per_rounding);
+    kb_wr_u32(w, re->bforms);
+    kb_wr_u32(w, re->vector_bits);
+    kb_wr_i32(w, re->threads);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* status, error, realization, times, returned buffers */
+static int reply_call(uint32_t type, kb_status st, const kb_error *err, const kb_realization *ran,
+                      const uint64_t *times, uint32_t ntimes, const buffers *bs) {
+    kb_writer w = {0};
+    kb_wr_i32(&w, st);
+    kb_wr_str(&w, st ? err->field : "");
+    kb_wr_str(&w, st ? err->message : "");
+    write_realization(&w, ran);
+    kb_wr_u32(&w, ntimes);
+    for (uint32_t i = 0; i < ntimes; i++) kb_wr_u64(&w, times[i]);
+    uint32_t nret = 0;
+    for (uint32_t i = 0; i < bs->n; i++) nret += bs->b[i].flags & 1u;
+    kb_wr_u32(&w, nret);
+    for (uint32_t i = 0; i < bs->n; i++) {
+        if (!(bs->b[i].flags & 1u)) continue;
+        kb_wr_u32(&w, i);
+        kb_wr_u32(&w, 0);
+        kb_wr_u64(&w, bs->b[i].size);
+        kb_wr_bytes(&w, bs->b[i].data, bs->b[i].size);
+        kb_wr_zeros(&w, (8 - bs->b[i].size % 8) % 8); /* pad the bytes to a multiple of 8 */
+    }
+    int rc = w.oom ? protocol_error("out of memory building the reply") : send_frame(type | KB_WIRE_REPLY, &w);
+    free(w.buf);
+    return rc;
+}
+
+/* ---- handlers ----------------------------------------------------------- */
+
+static int handle_hello(void) {
+    kb_writer w = {0};
+    kb_cpu_info cpu;
+    kb_cpu_detect(&cpu);
+    kb_wr_u32(&w, KB_WIRE_PROTOCOL);
+    kb_wr_str(&w, kb_version());
+    kb_wr_str(&w, cpu.arch);
+    kb_wr_u32(&w, cpu.features);
+    kb_wr_u32(&w, cpu.sme_vector_bits);
+    kb_wr_i32(&w, cpu.isa);
+    uint32_t compiled = 0;
+    for (int b = 0; b < KB_BACKEND_COUNT; b++)
+        if (kb_backend_compiled(b)) compiled |= 1u << b;
+    kb_wr_u32(&w, compiled);
+    const char *cap = getenv("KBENCH_ISA_CAP");
+    kb_wr_str(&w, cap ? cap : "");
+    size_t n = kb_list_realizations(NULL, NULL, 0);
+    kb_realization *rs = calloc(n ? n : 1, sizeof *rs);
+    if (!rs) return protocol_error("out of memory");
+    kb_list_realizations(NULL, rs, n);
+    kb_wr_u32(&w, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) write_realization(&w, &rs[i]);
+    free(rs);
+    int rc = send_frame(KB_MSG_HELLO | KB_WIRE_REPLY, &w);
+    free(w.buf);
+    return rc;
+}
+
+static bool read_timing(kb_reader *r, uint32_t *warmup, uint32_t *reps) {
+    *warmup = kb_rd_u32(r, "warmup");
+    *reps = kb_rd_u32(r, "repetitions");
+    return !r->bad && *warmup <= MAX_REPS && *reps <= MAX_REPS;
+}
+
+static int handle_gemm(kb_reader *r) {
+    uint64_t M = kb_rd_u64(r, "M"), N = kb_rd_u64(r, "N"), K = kb_rd_u64(r, "K");
+    uint32_t batch = kb_rd_u32(r, "batch");
+    kb_selector sel;
+    char force[MAX_FORCE + 1];
+    read_selector(r, &sel, force);
+    if (r->bad) return protocol_error("malformed GEMM request: truncated at %s", r->what);
+    if (batch > MAX_BATCH) return protocol_error("GEMM batch of %u exceeds %u", batch, MAX_BATCH);
+    buffers bs = {0};
+    const char *why = "truncated";
+    if (!read_buffers(r, &bs, &why)) {
+        free_buffers(&bs);
+        return protocol_error("malformed GEMM request: %s%s%s", why, r->bad ? " at " : "",
+                              r->bad ? r->what : "");
+    }
+    kb_gemm_problem *ps = calloc(batch ? batch : 1, sizeof *ps);
+    if (!ps) { free_buffers(&bs); return protocol_error("out of memory"); }
+    bool ok = true;
+    for (uint32_t i = 0; i < batch; i++) {
+        kb_gemm_problem *p = &ps[i];
+        p->A = read_ptr(r, &bs, "A", &ok);
+        p->lda = (size_t)kb_rd_u64(r, "lda");
+        p->B = read_ptr(r, &bs, "B", &ok);
+        p->ldb = (size_t)kb_rd_u64(r, "ldb");
+        p->b_size = (size_t)kb_rd_u64(r, "b_size");
+        p->C = read_ptr(r, &bs, "C", &ok);
+        p->ldc = (size_t)kb_rd_u64(r, "ldc");
+        p->bias = read_ptr(r, &bs, "bias", &ok);
+        p->clamp_min = kb_rd_f32(r, "clamp_min");
+        p->clamp_max = kb_rd_f32(r, "clamp_max");
+        p->b_is_packed = (int)kb_rd_u32(r, "b_is_packed");
+        p->b_is_backend_native_packed = (int)kb_rd_u32(r, "b_is_backend_native_packed");
+    }
+    uint32_t warmup = 0, reps = 0;
+    bool timing_ok = read_timing(r, &warmup, &reps);
+    int rc;
+    if (r->bad || !ok || !timing_ok) {
+        rc = protocol_error("malformed GEMM request: %s", r->bad ? r->what : !ok ? "pointer outside its buffer" : "repetition count too large");
+    } else {
+        kb_error err;
+        kb_realization ran;
+        memset(&ran, 0, sizeof ran);
+        kb_status st = kb_gemm_batch((size_t)M, (size_t)N, (size_t)K, batch ? ps : NULL, batch, &sel, &ran, &err);
+        uint64_t *times = NULL;
+        if (st == KB_OK && reps) {
+            times = malloc(sizeof(uint64_t) * reps);
+            for (uint32_t i = 0; i < warmup && st == KB_OK; i++)
+                st = kb_gemm_batch((size_t)M, (size_t)N, (size_t)K, ps, batch, &sel, &ran, &err);
+            for (uint32_t i = 0; times && i < reps && st == KB_OK; i++) {
+                uint64_t t0 = now_ns();
+                st = kb_gemm_batch((size_t)M, (size_t)N, (size_t)K, ps, batch, &sel, &ran, &err);
+                times[i] = now_ns() - t0;
+            }
+        }
+        rc = reply_call(KB_MSG_GEMM, st, &err, &ran, times, (st == KB_OK && times) ? reps : 0, &bs);
+        free(times);
+    }
+    free(ps);
+    free_buffers(&bs);
+    return rc;
+}
+
+static int handle_conv(kb_reader *r) {
+    kb_conv_desc d;
+    memset(&d, 0, sizeof d);
+    size_t *fields[] = {&d.n, &d.h, &d.w, &d.c_in, &d.c_out, &d.kh, &d.kw, &d.stride_h, &d.stride_w,
+                        &d.pad_top, &d.pad_bottom, &d.pad_left, &d.pad_right, &d.dil_h, &d.dil_w, &d.groups};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) *fields[i] = (size_t)kb_rd_u64(r, "conv desc");
+    d.clamp_min = kb_rd_f32(r, "clamp_min");
+    d.clamp_max = kb_rd_f32(r, "clamp_max");
+    kb_selector sel;
+    char force[MAX_FORCE + 1];
+    read_selector(r, &sel, force);
+    if (r->bad) return protocol_error("malformed CONV request: truncated at %s", r->what);
+    buffers bs = {0};
+    const char *why = "truncated";
+    if (!read_buffers(r, &bs, &why)) {
+        free_buffers(&bs);
+        return protocol_error("malformed CONV request: %s", why);
+    }
+    bool ok = true;
+    const kb_f16 *in = read_ptr(r, &bs, "input", &ok);
+    const kb_f16 *flt = read_ptr(r, &bs, "filter", &ok);
+    const kb_f16 *bias = read_ptr(r, &bs, "bias", &ok);
+    kb_f16 *out = read_ptr(r, &bs, "output", &ok);
+    uint32_t warmup = 0, reps = 0;
+    bool timing_ok = read_timing(r, &warmup, &reps);
+    int rc;
+    if (r->bad || !ok || !timing_ok) {
+        rc = protocol_error("malformed CONV request: %s", r->bad ? r->what : !ok ? "pointer outside its buffer" : "repetition count too large");
+    } else {
+        kb_error err;
+        kb_realization ran;
+        memset(&ran, 0, sizeof ran);
+        kb_status st = kb_conv2d(&d, in, flt, bias, out, &sel, &ran, &err);
+        uint64_t *times = NULL;
+        if (st == KB_OK && reps) {
+            times = malloc(sizeof(uint64_t) * reps);
+            for (uint32_t i = 0; i < warmup && st == KB_OK; i++) st = kb_conv2d(&d, in, flt, bias, out, &sel, &ran, &err);
+            for (uint32_t i = 0; times && i < reps && st == KB_OK; i++) {
+                uint64_t t0 = now_ns();
+                st = kb_conv2d(&d, in, flt, bias, out, &sel, &ran, &err);
+                times[i] = now_ns() - t0;
+            }
+        }
+        rc = reply_call(KB_MSG_CONV, st, &err, &ran, times, (st == KB_OK && times) ? reps : 0, &bs);
+        free(times);
+    }
+    free_buffers(&bs);
+    return rc;
+}
+
+static int handle_pack(kb_reader *r) {
+    uint32_t mode = kb_rd_u32(r, "mode");
+    int32_t backend = kb_rd_i32(r, "backend");
+    uint64_t N = kb_rd_u64(r, "N"), K = kb_rd_u64(r, "K"), ldb = kb_rd_u64(r, "ldb");
+    kb_selector sel;
+    char force[MAX_FORCE + 1];
+    read_selector(r, &sel, force);
+    if (r->bad) return protocol_error("malformed PACK request: truncated at %s", r->what);
+    buffers bs = {0};
+    const char *why = "truncated";
+    if (!read_buffers(r, &bs, &why)) {
+        free_buffers(&bs);
+        return protocol_error("malformed PACK request: %s", why);
+    }
+    bool ok = true;
+    const kb_f16 *B = read_ptr(r, &bs, "B", &ok);
+    const kb_f16 *bias = read_ptr(r, &bs, "bias", &ok);
+    uint64_t dst_size = kb_rd_u64(r, "dst_size");
+    if (r->bad || !ok) {
+        free_buffers(&bs);
+        return protocol_error("malformed PACK request: %s", r->bad ? r->what : "pointer outside its buffer");
+    }
+    kb_error err;
+    kb_status st = KB_OK;
+    size_t size = (size_t)dst_size;
+    if (dst_size == 0) {
+        st = mode == 0 ? kb_pack_b_size((size_t)N, (size_t)K, &size, &err)
+                       : kb_pack_b_native_size(backend, (size_t)N, (size_t)K, &sel, &size, &err);
+    }
+    unsigned char *dst = NULL;
+    if (st == KB_OK) {
+        if (size > KB_WIRE_MAX_PAYLOAD) {
+            free_buffers(&bs);
+            return protocol_error("packed size %zu exceeds the frame limit", size);
+        }
+        dst = calloc(size ? size : 1, 1);
+        if (!dst) { free_buffers(&bs); return protocol_error("out of memory"); }
+        st = mode == 0 ? kb_pack_b((size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
+                       : kb_pack_b_native(backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &sel, &err);
+    }
+    kb_writer w = {0};
+    kb_wr_i32(&w, st);
+    kb_wr_str(&w, st ? err.field : "");
+    kb_wr_str(&w, st ? err.message : "");
+    kb_wr_u64(&w, st == KB_OK ? size : 0);
+    if (st == KB_OK) kb_wr_bytes(&w, dst, size);
+    int rc = w.oom ? protocol_error("out of memory building the reply") : send_frame(KB_MSG_PACK | KB_WIRE_REPLY, &w);
+    free(w.buf);
+    free(dst);
+    free_buffers(&bs);
+    return rc;
+}
+
+static int handle_set_svl(kb_reader *r) {
+    uint32_t bits = kb_rd_u32(r, "bits");
+    if (r->bad) return protocol_error("malformed SET_SVL request");
+    kb_writer w = {0};
+    int32_t st = KB_ERR_UNSUPPORTED;
+    uint32_t now = 0;
+    const char *msg = "selector: this CPU has no SME streaming vector length";
+#if defined(__aarch64__) && defined(__linux__)
+    kb_cpu_info cpu;
+    kb_cpu_detect(&cpu);
+    if (cpu.features & KB_CPU_SME) {
+        int rv = prctl(PR_SME_SET_VL, (unsigned long)(bits / 8), 0, 0, 0);
+        kb_cpu_detect(&cpu);
+        now = cpu.sme_vector_bits;
+        if (rv < 0) {
+            st = KB_ERR_INVALID_ARGUMENT;
+            msg = "bits: the kernel refused this streaming vector length";
+        } else {
+            st = KB_OK;
+            msg = "";
+        }
+    }
+#else
+    (void)bits;
+#endif
+    kb_wr_i32(&w, st);
+    kb_wr_str(&w, msg);
+    kb_wr_u32(&w, now);
+    int rc = send_frame(KB_MSG_SET_SVL | KB_WIRE_REPLY, &w);
+    free(w.buf);
+    return rc;
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    for (;;) {
+        unsigned char hdr[16];
+        long got = read_full(0, hdr, sizeof hdr, 0);
+        if (got == 0) return 0; /* the client closed the pipe between frames */
+        if (got < 0) {
+            protocol_error(got == -2 ? "timed out inside a frame header" : "truncated frame header");
+            return 3;
+        }
+        kb_reader hr = {hdr, sizeof hdr, false, NULL};
+        uint32_t magic = kb_rd_u32(&hr, "magic"), type = kb_rd_u32(&hr, "type");
+        uint64_t len = kb_rd_u64(&hr, "length");
+        if (magic != KB_WIRE_MAGIC) {
+            protocol_error("bad frame magic 0x%08x (expected 0x%08x)", magic, KB_WIRE_MAGIC);
+            return 3;
+        }
+        if (len > KB_WIRE_MAX_PAYLOAD) {
+            protocol_error("frame payload of %llu bytes exceeds the limit of %llu",
+                           (unsigned long long)len, (unsigned long long)KB_WIRE_MAX_PAYLOAD);
+            return 3;
+        }
+        unsigned char *payload = malloc(len ? (size_t)len : 1);
+        if (!payload) {
+            protocol_error("out of memory for a %llu-byte frame", (unsigned long long)len);
+            return 3;
+        }
+        if (len && read_full(0, payload, (size_t)len, 1) != (long)len) {
+            protocol_error("truncated or stalled frame payload");
+            free(payload);
+            return 3;
+        }
+        kb_reader r = {payload, (size_t)len, false, NULL};
+        int rc;
+        switch (type) {
+        case KB_MSG_HELLO: rc = handle_hello(); break;
+        case KB_MSG_GEMM: rc = handle_gemm(&r); break;
+        case KB_MSG_CONV: rc = handle_conv(&r); break;
+        case KB_MSG_PACK: rc = handle_pack(&r); break;
+        case KB_MSG_SET_SVL: rc = handle_set_svl(&r); break;
+        case KB_MSG_SHUTDOWN:
+            free(payload);
+            send_frame(KB_MSG_SHUTDOWN | KB_WIRE_REPLY, NULL);
+            return 0;
+        default: rc = protocol_error("unknown message type %u", type); break;
+        }
+        free(payload);
+        if (rc != 0) return 4; /* stdout is gone */
+    }
+}
