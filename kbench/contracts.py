@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import api
-from .errors import ContractViolation, InvalidArgument, KbenchError, SizeOverflow, Unsupported
 from .engine import ConvDesc, Engine, pack
+from .errors import ContractViolation, InvalidArgument, KbenchError, SizeOverflow, Unsupported
 from .targets import GUARD, SENTINEL, GuardedBuffer
 
 HEADER_SIZE = 64
@@ -263,8 +263,10 @@ def _conv_cases() -> list[ContractCase]:
     base = dict(n=1, h=6, w=6, c_in=4, c_out=4, kh=3, kw=3, stride_h=1, stride_w=1,
                 pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, dil_h=1, dil_w=1, groups=1)
 
-    def conv(overrides: dict[str, int], *, null: str = "", clamp: tuple[float, float] = (
-            float("-inf"), float("inf"))) -> Callable[[Engine], tuple[object, Callable[[], object]]]:
+    no_clamp = (float("-inf"), float("inf"))
+
+    def conv(overrides: dict[str, int], *, null: str = "",
+             clamp: tuple[float, float] = no_clamp) -> Callable[[Engine], tuple[object, Callable]]:
         def call(engine: Engine) -> tuple[object, Callable[[], object]]:
             x = np.ones(6 * 6 * 4, dtype=np.float16)
             w = np.ones(3 * 3 * 4 * 4, dtype=np.float16)

@@ -16,13 +16,13 @@ import pytest
 
 from . import catalog as catalogs
 from . import contracts
-from .contracts import ContractCase
 from .api import Realization
+from .contracts import ContractCase
+from .engine import TargetInfo
 from .problems import Case, ConvCase, GemmCase
 from .runner import Job, jobs_for
 from .store import RunWriter, machine_metadata
 from .summary import summary_dict, summary_text
-from .engine import TargetInfo
 from .targets import Target, parse_target
 from .verdict import Verdict
 

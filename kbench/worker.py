@@ -9,6 +9,7 @@ raises WorkerCrashed for that call; the next call starts a fresh worker."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -201,7 +202,7 @@ class WorkerEngine:
     # -- process ----------------------------------------------------------------
 
     def _start(self) -> None:
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         env = {**os.environ, **self.spec.env}
         try:
             self.proc = subprocess.Popen(self.spec.command, stdin=subprocess.PIPE,
@@ -224,10 +225,8 @@ class WorkerEngine:
         if code is not None and code < 0:
             how = f"signal {signal.Signals(-code).name}"
         elif code is not None and code > 128:  # qemu reports the guest's signal this way
-            try:
+            with contextlib.suppress(ValueError):
                 how = f"signal {signal.Signals(code - 128).name}"
-            except ValueError:
-                pass
         tail = ""
         if self._stderr is not None:
             self._stderr.seek(0)

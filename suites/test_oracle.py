@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from kbench import inputs, oracle, runner
-from kbench.problems import ConvCase, GemmCase
 from kbench.engine import InProcessEngine
+from kbench.problems import ConvCase, GemmCase
 from kbench.targets import GUARD, Outcome, Target
 from kbench.tolerance import AccumModel, gamma, ulp16
 from kbench.verdict import FAIL, MISTRUSTED, PASS, judge

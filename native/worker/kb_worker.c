@@ -302,7 +302,8 @@ static int handle_gemm(kb_reader *r) {
     bool timing_ok = read_timing(r, &warmup, &reps);
     int rc;
     if (r->bad || !ok || !timing_ok) {
-        rc = protocol_error("malformed GEMM request: %s", r->bad ? r->what : !ok ? "pointer outside its buffer" : "repetition count too large");
+        rc = protocol_error("malformed GEMM request: %s%s", r->bad ? "truncated at " : "",
+                            r->bad ? r->what : !ok ? "pointer outside its buffer" : "repetition count too large");
     } else {
         kb_error err;
         kb_realization ran;
@@ -354,7 +355,8 @@ static int handle_conv(kb_reader *r) {
     bool timing_ok = read_timing(r, &warmup, &reps);
     int rc;
     if (r->bad || !ok || !timing_ok) {
-        rc = protocol_error("malformed CONV request: %s", r->bad ? r->what : !ok ? "pointer outside its buffer" : "repetition count too large");
+        rc = protocol_error("malformed CONV request: %s%s", r->bad ? "truncated at " : "",
+                            r->bad ? r->what : !ok ? "pointer outside its buffer" : "repetition count too large");
     } else {
         kb_error err;
         kb_realization ran;
@@ -397,7 +399,8 @@ static int handle_pack(kb_reader *r) {
     uint64_t dst_size = kb_rd_u64(r, "dst_size");
     if (r->bad || !ok) {
         free_buffers(&bs);
-        return protocol_error("malformed PACK request: %s", r->bad ? r->what : "pointer outside its buffer");
+        return protocol_error("malformed PACK request: %s%s", r->bad ? "truncated at " : "",
+                              r->bad ? r->what : "pointer outside its buffer");
     }
     kb_error err;
     kb_status st = KB_OK;

@@ -1,0 +1,206 @@
+"""The worker protocol: every message type, malformed and oversized frames
+(an error reply, never a crash or a hang), a crashing kernel (a failed
+verdict, then a fresh worker), native timing, and no lost results.
+
+Runs against the worker built for this machine (fast) and, where QEMU is
+installed, against the aarch64 worker under emulation."""
+
+import os
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+from kbench import runner, worker
+from kbench.engine import ConvDesc, Timing, pack
+from kbench.errors import ProtocolError, WorkerCrashed
+from kbench.problems import GemmCase
+from kbench.store import RunWriter
+from kbench.targets import find_qemu, parse_target
+from kbench.verdict import ERROR, PASS
+
+
+def _specs():
+    specs = ["worker:host"]
+    try:
+        find_qemu()
+        specs.append("qemu:cpu=max:svl=256")
+    except Exception:  # noqa: BLE001
+        if os.environ.get("KBENCH_REQUIRE_QEMU"):
+            raise
+    return specs
+
+
+@pytest.fixture(params=_specs())
+def target(request):
+    t = parse_target(request.param)
+    yield t
+    t.close()
+
+
+def _frame(mtype, payload=b"", magic=worker.MAGIC, length=None):
+    n = len(payload) if length is None else length
+    return struct.pack("<IIQ", magic, mtype, n) + payload
+
+
+def _replies(raw):
+    out = []
+    while len(raw) >= 16:
+        magic, rtype, n = struct.unpack("<IIQ", raw[:16])
+        out.append((rtype, raw[16:16 + n]))
+        raw = raw[16 + n:]
+    return out
+
+
+def _run_raw(target, data):
+    """Sends bytes to a fresh worker process; returns (replies, exit status)."""
+    cmd = target.engine.spec.command
+    res = subprocess.run(cmd, input=data, capture_output=True, timeout=120)
+    return _replies(res.stdout), res.returncode
+
+
+def test_hello_describes_the_worker(target):
+    info = target.info()
+    assert info.kind == "worker"
+    assert info.library_version
+    assert "scalar" in info.backends
+    assert {r.op for r in info.realizations} == {"gemm", "conv2d"}
+
+
+@pytest.mark.parametrize("bad", ["magic", "oversized", "truncated_header", "truncated_payload"])
+def test_unrecoverable_frames_get_an_error_reply_and_a_clean_exit(target, bad):
+    data = {
+        "magic": _frame(worker.HELLO, magic=0xDEADBEEF),
+        "oversized": _frame(worker.GEMM, length=worker.MAX_PAYLOAD + 1),
+        "truncated_header": b"KBW1\x01\x00",
+        "truncated_payload": _frame(worker.GEMM, b"\x01" * 10, length=100),
+    }[bad]
+    replies, code = _run_raw(target, data)
+    assert replies and replies[-1][0] == worker.PROTOCOL_ERROR
+    assert code == 3, code  # a clean exit, not a signal
+
+
+def test_malformed_requests_get_an_error_and_the_worker_goes_on(target):
+    rng = np.random.default_rng(5)
+    frames = [
+        _frame(worker.GEMM, b"\x00" * 7),                    # truncated fields
+        _frame(99),                                          # unknown type
+        _frame(worker.CONV, b"\xff" * 200),                  # garbage
+        _frame(worker.PACK, struct.pack("<IiQQQ", 0, 0, 4, 4, 4)),
+    ]
+    for t in (worker.GEMM, worker.CONV, worker.PACK, worker.SET_SVL):
+        for _ in range(25):
+            frames.append(_frame(t, rng.integers(0, 256, int(rng.integers(0, 300)),
+                                                 dtype=np.uint8).tobytes()))
+    frames.append(_frame(worker.HELLO))
+    replies, code = _run_raw(target, b"".join(frames))
+    assert code == 0
+    assert len(replies) == len(frames)
+    assert replies[-1][0] == worker.HELLO | worker.REPLY
+    assert all(r[0] in (worker.PROTOCOL_ERROR,) or r[0] & worker.REPLY for r in replies)
+
+
+def test_pointer_outside_its_buffer_is_refused(target):
+    eng = target.engine
+    w = worker.Writer()
+    for v in (1, 1, 1):
+        w.u64(v)
+    w.u32(1)
+    worker._selector(w, None)
+    w.u32(1)  # one buffer of 8 bytes
+    w.u64(8)
+    w.u32(0)
+    w.u32(0)
+    w.raw(b"\0" * 8)
+    w.i32(0)
+    w.u64(64)  # A at offset 64 of an 8-byte buffer
+    w.u64(1)
+    for _ in range(2):  # B, C inside the buffer
+        w.i32(0)
+        w.u64(0)
+        w.u64(1)
+        if _ == 0:
+            w.u64(0)
+    w.i32(-1)
+    w.u64(0)
+    w.f32(0.0)
+    w.f32(1.0)
+    w.u32(0)
+    w.u32(0)
+    w.u32(0)
+    w.u32(0)
+    with pytest.raises(ProtocolError, match="pointer outside its buffer"):
+        eng.call(worker.GEMM, w.bytes(), "GEMM")
+    with pytest.raises(ProtocolError, match="truncated at"):
+        eng.call(worker.GEMM, w.bytes()[:-6], "GEMM")
+    assert target.info().library_version  # still alive
+
+
+def test_a_crashing_kernel_fails_its_case_and_the_next_case_runs(target):
+    eng = target.engine
+    eng.info("x")
+    a = np.ones(4, np.float16)
+    c = np.zeros(4, np.float16)
+    from kbench.api import RawProblem
+    # M is a lie the library cannot see: the kernel reads far past A and dies
+    with pytest.raises(WorkerCrashed, match="signal|died"):
+        eng.gemm_raw(2**40, 1, 1, [RawProblem(a, 1, a, 1, c, 1)])
+    case = GemmCase("after_crash", 4, 4, 4)
+    r = [x for x in target.info().realizations if x.op == "gemm"][0]
+    v = runner.run_job(target, runner.Job(case, "exact", r, target.name))
+    assert v.status == PASS
+    assert eng.restarts >= 1
+
+
+def test_killed_worker_is_an_error_verdict_and_results_survive(target, tmp_path):
+    r = [x for x in target.info().realizations if x.op == "gemm"][0]
+    writer = RunWriter(tmp_path / "run", {"kind": "test"})
+    jobs = [runner.Job(GemmCase(f"k{i}", 3, 5, 7), "exact", r, target.name) for i in range(3)]
+    writer.add(runner.run_job(target, jobs[0]))
+    target.engine.proc.kill()  # somebody kills the worker mid-run
+    killed = runner.run_job(target, jobs[1])
+    writer.add(killed)
+    writer.add(runner.run_job(target, jobs[2]))
+    assert killed.status == ERROR and "WorkerCrashed" in killed.message
+    rows = (tmp_path / "run" / "results.csv").read_text().splitlines()
+    assert len(rows) == 4  # header + three verdicts, before close()
+    assert '"complete": false' in (tmp_path / "run" / "run.json").read_text()
+    writer.close(complete=True)
+
+
+def test_timing_returns_one_time_per_repetition(target):
+    a = np.ones((8, 16), np.float16)
+    b = np.ones((16, 8), np.float16)
+    c = np.zeros((8, 8), np.float16)
+    from kbench.api import RawProblem
+    res = target.engine.gemm_raw(8, 8, 16, [RawProblem(a, 16, b, 8, c, 8)],
+                                 timing=Timing(warmup=2, repetitions=7))
+    assert len(res.times_ns) == 7 and all(t > 0 for t in res.times_ns)
+    assert (c == 16).all()
+    x = np.ones((1, 5, 5, 2), np.float16)
+    wt = np.ones((3, 3, 2, 2), np.float16)
+    out = np.zeros((1, 3, 3, 2), np.float16)
+    res = target.engine.conv_raw(ConvDesc(1, 5, 5, 2, 2, 3, 3), x, wt, None, out,
+                                 timing=Timing(1, 3))
+    assert len(res.times_ns) == 3 and (out == 18).all()
+
+
+def test_packing_in_the_worker_matches_the_host(target):
+    from kbench.engine import InProcessEngine
+    b = np.arange(7 * 20, dtype=np.float16).reshape(7, 20)
+    host = InProcessEngine()
+    assert np.array_equal(pack(target.engine, b), pack(host, b))
+    bias = np.ones(20, np.float16)
+    assert np.array_equal(pack(target.engine, b, "scalar", bias), pack(host, b, "scalar", bias))
+
+
+def test_set_svl(target):
+    info = target.info()
+    if "sme" not in info.cpu_features:
+        with pytest.raises(Exception, match="vector length|SME"):
+            target.engine.set_svl(512)
+        return
+    assert target.engine.set_svl(512) == 512
+    assert target.engine.info("again").sme_vector_bits == 512
+    assert target.engine.set_svl(128) == 128
