@@ -18,6 +18,32 @@ HEADER = NATIVE / "include" / "kbench.h"
 
 C_FLAGS = ["-std=c11", "-O2", "-fno-fast-math", "-Wall", "-Wextra"]
 
+# Per-file ISA flags on aarch64: the backend folder decides what a file may
+# use, so NEON FP16 and SME code share one library and are picked at run
+# time. SME files are compiled without SVE/SME code generation: their kernels
+# enter streaming mode themselves in assembly.
+BACKEND_DIRS = ("neon", "sme")
+ISA_FLAGS = {
+    "core": ["-march=armv8-a"],
+    "neon": ["-march=armv8.2-a+fp16"],
+    "neon_fhm": ["-march=armv8.2-a+fp16+fp16fml"],
+    "sme": ["-march=armv8.2-a+fp16"],
+}
+
+
+def isa_class(path: Path) -> str:
+    parts = path.relative_to(NATIVE).parts
+    if "sme" in parts:
+        return "sme"
+    if "neon" in parts:
+        return "neon_fhm" if "fhm" in path.name else "neon"
+    return "core"
+
+
+def is_arm64(machine: str | None = None) -> bool:
+    import platform
+    return (machine or platform.machine()).lower() in ("aarch64", "arm64")
+
 
 def header_cdef(text: str) -> str:
     """Turns the public header into a cdef: preprocessor lines dropped,
@@ -50,10 +76,36 @@ def header_cdef(text: str) -> str:
     return cdef
 
 
+def all_sources() -> list[Path]:
+    return sorted((NATIVE / "src").rglob("*.c"))
+
+
 def sources(absolute: bool = False) -> list[str]:
-    """The library's C files (relative to the repo for setuptools, or absolute)."""
-    files = sorted((NATIVE / "src").rglob("*.c"))
+    """C files built with the common flags (relative to the repo for setuptools,
+    or absolute): everything but the Arm backends, which need their own flags."""
+    files = [p for p in all_sources() if isa_class(p) == "core"]
     return [str(p if absolute else p.relative_to(ROOT)) for p in files]
+
+
+def backend_objects(out_dir: Path) -> list[str]:
+    """On an Arm64 host: compiles the NEON and SME files with their ISA flags
+    and returns the objects to link into the extension."""
+    import subprocess
+    import sysconfig
+    if not is_arm64():
+        return []
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    objs = []
+    for src in all_sources():
+        cls = isa_class(src)
+        if cls == "core":
+            continue
+        obj = out_dir / (src.stem + ".o")
+        subprocess.run([*cc, *C_FLAGS, "-fPIC", *ISA_FLAGS[cls], f"-I{NATIVE / 'include'}",
+                        "-c", str(src), "-o", str(obj)], check=True)
+        objs.append(str(obj))
+    return objs
 
 
 def make_ffibuilder(module: str = "kbench._native", extra_flags: list[str] | None = None,
@@ -67,6 +119,7 @@ def make_ffibuilder(module: str = "kbench._native", extra_flags: list[str] | Non
         include_dirs=[str(NATIVE / "include")],
         extra_compile_args=C_FLAGS + list(extra_flags or []),
         extra_link_args=list(extra_link or []),
+        extra_objects=backend_objects(ROOT / "build" / f"backend-objects-{module}"),
     )
     return ffi
 

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._build import ISA_FLAGS, isa_class
 from .errors import KbenchError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,31 +40,28 @@ class Toolchain:
 def toolchain(arch: str) -> Toolchain:
     if arch == "host":
         cc = os.environ.get("CC", "cc")
-        return Toolchain("host", [cc], [])
+        return Toolchain("host", [cc], ["-pthread"])
     if arch == "aarch64":
         clang = os.environ.get("KBENCH_CLANG") or shutil.which("clang-19") or "clang-19"
         if not shutil.which(clang):
             raise KbenchError("clang-19 is missing: run `bash ci/install-toolchain.sh` first",
                               "toolchain")
         return Toolchain("aarch64", [clang, "--target=aarch64-linux-gnu"],
-                         ["-static", "-fuse-ld=lld"])
+                         ["-static", "-fuse-ld=lld", "-pthread"])
     raise KbenchError(f"arch: {arch!r} is not host or aarch64", "arch")
 
 
 def isa_flags(path: Path, arch: str) -> list[str]:
-    """Per-file ISA flags: the backend folder decides what a file may use."""
+    """Per-file ISA flags (kbench/_build.py holds the table)."""
     if arch != "aarch64":
         return []
-    parts = path.relative_to(NATIVE).parts
-    if "sme" in parts:
-        return ["-march=armv9-a+sme2+sme-f16f16"]
-    if "neon" in parts:
-        return ["-march=armv8.2-a+fp16+fp16fml" if "fhm" in path.name else "-march=armv8.2-a+fp16"]
-    return ["-march=armv8-a"]
+    return ISA_FLAGS[isa_class(path)]
 
 
-def sources() -> list[Path]:
-    return sorted((NATIVE / "src").rglob("*.c")) + sorted((NATIVE / "worker").glob("*.c"))
+def sources(arch: str) -> list[Path]:
+    lib = [p for p in sorted((NATIVE / "src").rglob("*.c"))
+           if arch == "aarch64" or isa_class(p) == "core"]
+    return lib + sorted((NATIVE / "worker").glob("*.c"))
 
 
 def _stale(out: Path) -> bool:
@@ -82,7 +80,7 @@ def build(arch: str = "aarch64", force: bool = False, quiet: bool = True) -> Pat
     objdir = out.parent / "obj"
     objdir.mkdir(parents=True, exist_ok=True)
     objects = []
-    for src in sources():
+    for src in sources(arch):
         obj = objdir / (str(src.relative_to(NATIVE)).replace("/", "_")[:-2] + ".o")
         cmd = [*tc.cc, *COMMON, *isa_flags(src, arch), "-c", str(src), "-o", str(obj)]
         _run(cmd, quiet)

@@ -164,8 +164,8 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K,
 typedef enum kb_layout {
     KB_LAYOUT_PORTABLE = 1,        /* panels of 16 columns, no bias        */
     KB_LAYOUT_SCALAR_F16P16X1B = 2,/* scalar native: panels of 16, bias in */
-    KB_LAYOUT_NEON = 3,            /* reserved for the NEON backend        */
-    KB_LAYOUT_SME_X16P2VLX2B = 4   /* reserved for the SME backend         */
+    KB_LAYOUT_NEON = 3,            /* NEON native: blocks of 16, bias in    */
+    KB_LAYOUT_SME_X16P2VLX2B = 4   /* SME native: 2VL blocks, k pairs, bias */
 } kb_layout;
 
 typedef struct kb_packed_header {

@@ -138,8 +138,9 @@ kb_status kb_conv_im2col_gemm_run(const kb_conv_impl *self, const kb_conv_desc *
             c.bias = bias ? bias + g * og : NULL;
             c.C = out + g * og; c.ldc = d->c_out;
             c.clamp_min = d->clamp_min; c.clamp_max = d->clamp_max;
-            c.threads = 1;
-            kb_status st = kb_gemm_plain_on_backend(self->backend, sel, &c, err);
+            c.threads = sel->threads > 0 ? sel->threads : 1;
+            kb_status st = self->gemm ? self->gemm->run(&c, err)
+                                      : kb_gemm_plain_on_backend(self->backend, sel, &c, err);
             if (st != KB_OK) return st;
         }
     }

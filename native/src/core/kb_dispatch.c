@@ -17,6 +17,12 @@ const char *kb_backend_name(int backend) {
 int kb_backend_native_layout(int backend) {
     switch (backend) {
     case KB_BACKEND_SCALAR: return KB_LAYOUT_SCALAR_F16P16X1B;
+#if defined(KB_HAVE_NEON)
+    case KB_BACKEND_NEON: return KB_LAYOUT_NEON;
+#endif
+#if defined(KB_HAVE_SME)
+    case KB_BACKEND_SME: return KB_LAYOUT_SME_X16P2VLX2B;
+#endif
     default: return 0;
     }
 }
@@ -87,16 +93,31 @@ typedef struct table {
     size_t n_conv;
 } table;
 
+static void table_add(table *t, const kb_gemm_impl *const *g, size_t ng,
+                      const kb_conv_impl *const *c, size_t nc) {
+    for (size_t i = 0; i < ng && t->n_gemm < 64; i++) t->gemm[t->n_gemm++] = g[i];
+    for (size_t i = 0; i < nc && t->n_conv < 64; i++) t->conv[t->n_conv++] = c[i];
+}
+
 static void table_build(table *t) {
-    /* Backends append in priority order: SME, NEON, then scalar. */
-    size_t n;
+    /* Backends append in priority order (best first): SME, NEON, scalar. */
+    size_t ng, nc;
     const kb_gemm_impl *const *g;
     const kb_conv_impl *const *c;
     t->n_gemm = t->n_conv = 0;
-    g = kb_scalar_gemm_impls(&n);
-    for (size_t i = 0; i < n && t->n_gemm < 64; i++) t->gemm[t->n_gemm++] = g[i];
-    c = kb_scalar_conv_impls(&n);
-    for (size_t i = 0; i < n && t->n_conv < 64; i++) t->conv[t->n_conv++] = c[i];
+#if defined(KB_HAVE_SME)
+    g = kb_sme_gemm_impls(&ng);
+    c = kb_sme_conv_impls(&nc);
+    table_add(t, g, ng, c, nc);
+#endif
+#if defined(KB_HAVE_NEON)
+    g = kb_neon_gemm_impls(&ng);
+    c = kb_neon_conv_impls(&nc);
+    table_add(t, g, ng, c, nc);
+#endif
+    g = kb_scalar_gemm_impls(&ng);
+    c = kb_scalar_conv_impls(&nc);
+    table_add(t, g, ng, c, nc);
 }
 
 void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads, kb_realization *r) {
@@ -205,6 +226,7 @@ kb_status kb_select_conv(const kb_selector *sel, const kb_conv_impl **out, kb_er
 
 kb_status kb_gemm_plain_on_backend(int backend, const kb_selector *sel,
                                    const kb_gemm_call *c, kb_error *err) {
+    /* (an im2col realization that names its GEMM calls it directly) */
     kb_cpu_info cpu;
     kb_cpu_detect(&cpu);
     table t;

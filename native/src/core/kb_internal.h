@@ -83,6 +83,7 @@ void kb_bview_from_call(const kb_gemm_call *c, kb_bview *v);
 
 #define KB_PORTABLE_BLOCK_N 16
 #define KB_SCALAR_NATIVE_BLOCK_N 16
+#define KB_NEON_NATIVE_BLOCK_N 16 /* the NEON micro-kernels' tile width */
 
 /* Payload bytes for a layout, or false on overflow / unknown layout. */
 bool kb_layout_payload_size(int layout, size_t n, size_t k,
@@ -129,11 +130,27 @@ typedef struct kb_conv_impl {
     uint32_t k_per_rounding;
     int threaded;
     kb_conv_run_fn run;
+    const struct kb_gemm_impl *gemm; /* the GEMM an im2col realization uses */
 } kb_conv_impl;
 
-/* Backend registries: each backend exposes its tables (may be empty). */
+/* Backend registries: each backend exposes its tables (may be empty). The
+ * NEON and SME backends exist in aarch64 builds only. */
 const kb_gemm_impl *const *kb_scalar_gemm_impls(size_t *count);
 const kb_conv_impl *const *kb_scalar_conv_impls(size_t *count);
+#if defined(__aarch64__)
+#define KB_HAVE_NEON 1
+#define KB_HAVE_SME 1
+const kb_gemm_impl *const *kb_neon_gemm_impls(size_t *count);
+const kb_conv_impl *const *kb_neon_conv_impls(size_t *count);
+const kb_gemm_impl *const *kb_sme_gemm_impls(size_t *count);
+const kb_conv_impl *const *kb_sme_conv_impls(size_t *count);
+/* Native packers: write the payload of the backend's native layout (bias
+ * first in each block, zero padding); the header is written by kb_pack.c. */
+void kb_neon_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                         void *dst);
+void kb_sme_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                        void *dst);
+#endif
 
 /* Current vector length a backend's native layout depends on (0 if none). */
 uint32_t kb_backend_vector_bits(int backend);
@@ -174,5 +191,14 @@ kb_status kb_conv_im2col_gemm_run(const kb_conv_impl *self, const kb_conv_desc *
 void *kb_scratch_get(size_t bytes);
 /* Ends a call's use of scratch: frees it if above the retain cap. */
 void kb_scratch_release(void);
+/* Frees the calling thread's scratch (helper threads, before they exit). */
+void kb_scratch_free_thread(void);
+
+/* ---- threads --------------------------------------------------------- */
+
+typedef void (*kb_task_fn)(void *ctx, size_t task);
+/* Runs fn(ctx, i) for every i < ntasks on up to `threads` threads, the
+ * caller's included; returns how many threads took part. */
+int kb_parallel_for(size_t ntasks, int threads, kb_task_fn fn, void *ctx);
 
 #endif /* KB_INTERNAL_H */

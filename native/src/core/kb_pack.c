@@ -18,13 +18,15 @@ uint32_t kb_layout_block_n(int layout, uint32_t vector_bits) {
     switch (layout) {
     case KB_LAYOUT_PORTABLE: return KB_PORTABLE_BLOCK_N;
     case KB_LAYOUT_SCALAR_F16P16X1B: return KB_SCALAR_NATIVE_BLOCK_N;
+    case KB_LAYOUT_NEON: return KB_NEON_NATIVE_BLOCK_N;
     case KB_LAYOUT_SME_X16P2VLX2B: return vector_bits / 16u; /* 2 * VL32 */
     default: return 0;
     }
 }
 
 int kb_layout_has_bias(int layout) {
-    return layout == KB_LAYOUT_SCALAR_F16P16X1B || layout == KB_LAYOUT_SME_X16P2VLX2B;
+    return layout == KB_LAYOUT_SCALAR_F16P16X1B || layout == KB_LAYOUT_NEON ||
+           layout == KB_LAYOUT_SME_X16P2VLX2B;
 }
 
 bool kb_layout_payload_size(int layout, size_t n, size_t k,
@@ -138,7 +140,13 @@ static void pack_scalar_native(size_t n, size_t k, const kb_f16 *b, size_t ldb,
 static kb_native_pack_fn native_packer(int backend) {
     switch (backend) {
     case KB_BACKEND_SCALAR: return pack_scalar_native;
-    default: return NULL; /* NEON and SME register theirs here */
+#if defined(KB_HAVE_NEON)
+    case KB_BACKEND_NEON: return kb_neon_pack_native;
+#endif
+#if defined(KB_HAVE_SME)
+    case KB_BACKEND_SME: return kb_sme_pack_native;
+#endif
+    default: return NULL;
     }
 }
 

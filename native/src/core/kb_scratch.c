@@ -26,3 +26,9 @@ void kb_scratch_release(void) {
 }
 
 size_t kb_scratch_retained_bytes(void) { return scratch_cap; }
+
+void kb_scratch_free_thread(void) {
+    free(scratch_ptr);
+    scratch_ptr = NULL;
+    scratch_cap = 0;
+}
