@@ -78,16 +78,19 @@ class Realization:
     bforms: tuple[str, ...]
     vector_bits: int
     threads: int
+    max_m: int = 0  # GEMM shape class: largest M it takes (1 = GEMV), 0 = any
+    max_groups: int = 0  # convolution: largest groups it takes, 0 = any
 
     @classmethod
     def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
-                    k_per_rounding: int, bforms: int, vector_bits: int, threads: int
-                    ) -> Realization:
+                    k_per_rounding: int, bforms: int, vector_bits: int, threads: int,
+                    max_m: int = 0, max_groups: int = 0) -> Realization:
         return cls(
             name=name, backend=backend, kernel=kernel, op=OPS[op], isa=ISA_LEVELS[isa],
             accum=ACCUM[accum], k_per_rounding=int(k_per_rounding) or 1,
             bforms=tuple(v for k, v in BFORMS.items() if bforms & k),
-            vector_bits=int(vector_bits), threads=int(threads),
+            vector_bits=int(vector_bits), threads=int(threads), max_m=int(max_m),
+            max_groups=int(max_groups),
         )
 
     @classmethod
@@ -95,13 +98,14 @@ class Realization:
         s = nat.ffi.string
         return cls.from_fields(s(r.name).decode(), s(r.backend).decode(), s(r.kernel).decode(),
                                r.op, r.isa, r.accum, r.k_per_rounding, r.bforms, r.vector_bits,
-                               r.threads)
+                               r.threads, r.max_m, r.max_groups)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "backend": self.backend, "kernel": self.kernel, "op": self.op,
             "isa": self.isa, "accum": self.accum, "k_per_rounding": self.k_per_rounding,
             "bforms": list(self.bforms), "vector_bits": self.vector_bits, "threads": self.threads,
+            "max_m": self.max_m, "max_groups": self.max_groups,
         }
 
     @classmethod

@@ -29,9 +29,12 @@ class Job:
 
 
 def applicable(case: Case, r: api.Realization) -> bool:
+    """Does the realization take this case (operator, form of B, shape class)?"""
     if r.op != case.op:
         return False
-    return not (isinstance(case, GemmCase) and case.b_form not in r.bforms)
+    if isinstance(case, GemmCase):
+        return case.b_form in r.bforms and (not r.max_m or case.m <= r.max_m)
+    return not r.max_groups or case.groups <= r.max_groups
 
 
 def _verdict(job: Job, status: str, message: str = "", ran: api.Realization | None = None

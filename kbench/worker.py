@@ -87,9 +87,10 @@ class Reader:
     def realization(self) -> Realization:
         name, backend, kernel = self.str(), self.str(), self.str()
         op, isa, accum = self.i32(), self.i32(), self.i32()
-        kpr, bforms, vbits, threads = self.u32(), self.u32(), self.u32(), self.i32()
+        kpr, bforms, max_m, max_groups = self.u32(), self.u32(), self.u32(), self.u32()
+        vbits, threads = self.u32(), self.i32()
         return Realization.from_fields(name, backend, kernel, op, isa, accum, kpr, bforms, vbits,
-                                       threads)
+                                       threads, max_m, max_groups)
 
 
 def _root(a: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ realization of every chosen target."""
 import numpy as np
 import pytest
 
-from kbench import inputs
+from kbench import inputs, runner
 from kbench.problems import ConvCase, GemmCase
 
 GEMM = [GemmCase("det_gemm_tail", 17, 33, 65, clamp=True, lda_pad=3, ldc_pad=5),
@@ -24,7 +24,7 @@ def test_gemm_bit_identical(kb_session, case):
     for spec in kb_session.target_specs:
         target = kb_session.target(spec)
         for r in kb_session.chosen(spec, "gemm"):
-            if case.b_form not in r.bforms:
+            if not runner.applicable(case, r):
                 continue
             inp = inputs.gemm_inputs(case, "normal")
             first = target.run_gemm(case, inp, r.name)
@@ -39,6 +39,8 @@ def test_conv_bit_identical(kb_session, case):
     for spec in kb_session.target_specs:
         target = kb_session.target(spec)
         for r in kb_session.chosen(spec, "conv2d"):
+            if not runner.applicable(case, r):
+                continue
             inp = inputs.conv_inputs(case, "uniform")
             a = target.run_conv(case, inp, r.name)
             b = target.run_conv(case, inp, r.name)

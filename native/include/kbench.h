@@ -90,6 +90,8 @@ typedef struct kb_realization {
     int accum;               /* kb_accum                                 */
     uint32_t k_per_rounding; /* products summed exactly per rounding     */
     uint32_t bforms;         /* KB_BFORM_* accepted (GEMM)               */
+    uint32_t max_m;          /* GEMM: largest M it takes, 0 = any        */
+    uint32_t max_groups;     /* conv: largest groups it takes, 0 = any   */
     uint32_t vector_bits;    /* vector length it ran at, 0 if none       */
     int threads;             /* threads used                             */
 } kb_realization;

@@ -74,7 +74,7 @@ kb_status kb_conv2d(const kb_conv_desc *d, const kb_f16 *input, const kb_f16 *fi
     if (sel->isa_cap < KB_ISA_SCALAR || sel->isa_cap > KB_ISA_MAX)
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.isa_cap", "%d is not an ISA level", sel->isa_cap);
     const kb_conv_impl *impl;
-    if ((st = kb_select_conv(sel, &impl, err)) != KB_OK) return st;
+    if ((st = kb_select_conv(sel, d, &impl, err)) != KB_OK) return st;
     st = impl->run(impl, d, oh, ow, input, filter, bias, output, sel, err);
     kb_scratch_release();
     if (st != KB_OK) return st;

@@ -131,6 +131,7 @@ void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads, kb_realizat
     r->accum = impl->accum;
     r->k_per_rounding = impl->k_per_rounding ? impl->k_per_rounding : 1;
     r->bforms = impl->bforms;
+    r->max_m = impl->max_m;
     r->vector_bits = kb_backend_vector_bits(impl->backend);
     r->threads = (impl->threaded && threads > 0) ? threads : 1;
 }
@@ -142,6 +143,7 @@ void kb_fill_conv_realization(const kb_conv_impl *impl, int threads, kb_realizat
     strncpy(r->backend, kb_backend_name(impl->backend), sizeof r->backend - 1);
     strncpy(r->kernel, impl->kernel, sizeof r->kernel - 1);
     r->op = KB_OP_CONV2D;
+    r->max_groups = impl->max_groups;
     r->isa = impl->isa;
     r->accum = impl->accum;
     r->k_per_rounding = impl->k_per_rounding ? impl->k_per_rounding : 1;
@@ -180,7 +182,6 @@ static bool name_known(const table *t, const char *name) {
 
 kb_status kb_select_gemm(const kb_selector *sel, int bform, int native_layout,
                          size_t M, const kb_gemm_impl **out, kb_error *err) {
-    (void)M; /* shape specialization (GEMV for M = 1) comes with SME */
     kb_cpu_info cpu;
     kb_cpu_detect(&cpu);
     table t;
@@ -193,17 +194,19 @@ kb_status kb_select_gemm(const kb_selector *sel, int bform, int native_layout,
         if (!impl_allowed(g->backend, g->isa, sel, &cpu)) continue;
         if (!(g->bforms & (uint32_t)bform)) continue;
         if (bform == KB_BFORM_NATIVE && g->native_layout != native_layout) continue;
+        if (g->max_m && M > g->max_m) continue; /* shape specialization (e.g. GEMV) */
         *out = g;
         return KB_OK;
     }
     if (sel->force)
         return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
-                       "realization '%s' is not a GEMM realization that this CPU, the selector and this form of B allow",
-                       sel->force);
+                       "realization '%s' is not a GEMM realization that this CPU, the selector, this form of B and M = %zu allow",
+                       sel->force, M);
     return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "no enabled GEMM realization can run this call");
 }
 
-kb_status kb_select_conv(const kb_selector *sel, const kb_conv_impl **out, kb_error *err) {
+kb_status kb_select_conv(const kb_selector *sel, const kb_conv_desc *d, const kb_conv_impl **out,
+                         kb_error *err) {
     kb_cpu_info cpu;
     kb_cpu_detect(&cpu);
     table t;
@@ -214,13 +217,14 @@ kb_status kb_select_conv(const kb_selector *sel, const kb_conv_impl **out, kb_er
         const kb_conv_impl *c = t.conv[i];
         if (sel->force && strcmp(c->name, sel->force)) continue;
         if (!impl_allowed(c->backend, c->isa, sel, &cpu)) continue;
+        if (c->max_groups && d->groups > c->max_groups) continue;
         *out = c;
         return KB_OK;
     }
     if (sel->force)
         return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
-                       "realization '%s' is not a convolution realization that this CPU and the selector allow",
-                       sel->force);
+                       "realization '%s' is not a convolution realization that this CPU, the selector and groups = %zu allow",
+                       sel->force, d->groups);
     return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "no enabled convolution realization");
 }
 

@@ -117,6 +117,7 @@ typedef struct kb_gemm_impl {
     uint32_t k_per_rounding; /* 0 or 1: one rounding per product          */
     uint32_t bforms;      /* KB_BFORM_*                                   */
     int native_layout;    /* kb_layout it consumes as native, 0 if none   */
+    uint32_t max_m;       /* shape class: largest M it takes (1 = GEMV), 0 = any */
     int threaded;         /* 1: honours selector.threads                  */
     kb_gemm_run_fn run;
 } kb_gemm_impl;
@@ -131,6 +132,7 @@ typedef struct kb_conv_impl {
     int threaded;
     kb_conv_run_fn run;
     const struct kb_gemm_impl *gemm; /* the GEMM an im2col realization uses */
+    uint32_t max_groups;  /* 0 = any; 1 = groups 1 only (others go elsewhere) */
 } kb_conv_impl;
 
 /* Backend registries: each backend exposes its tables (may be empty). The
@@ -167,8 +169,8 @@ bool kb_backend_usable(int backend, const kb_selector *sel,
 /* Picks the GEMM realization for a call (after argument validation). */
 kb_status kb_select_gemm(const kb_selector *sel, int bform, int native_layout,
                          size_t M, const kb_gemm_impl **out, kb_error *err);
-kb_status kb_select_conv(const kb_selector *sel, const kb_conv_impl **out,
-                         kb_error *err);
+kb_status kb_select_conv(const kb_selector *sel, const kb_conv_desc *d,
+                         const kb_conv_impl **out, kb_error *err);
 void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads,
                               kb_realization *r);
 void kb_fill_conv_realization(const kb_conv_impl *impl, int threads,
