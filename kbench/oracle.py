@@ -18,6 +18,16 @@ class Reference:
     exact: np.ndarray  # float64, after the clamp
     s: np.ndarray  # float64, sum |a*b| + |bias|
     rounded: np.ndarray  # float16, exact rounded once
+    s_finite: np.ndarray | None = None  # the same sum over finite terms only (None: = s)
+
+    @property
+    def finite_sum(self) -> np.ndarray:
+        return self.s if self.s_finite is None else self.s_finite
+
+
+def _finite_abs(x: np.ndarray) -> np.ndarray:
+    ax = np.abs(x.astype(np.float64))
+    return np.where(np.isfinite(ax), ax, 0.0)
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -55,9 +65,11 @@ def gemm_reference(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None,
     exact = clamp64(gemm_unclamped(a, b, bias), clamp)
     with np.errstate(invalid="ignore", over="ignore"):
         s = _matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+        s_fin = _finite_abs(a) @ _finite_abs(b)
         if bias is not None:
             s = s + np.abs(bias.astype(np.float64))[None, :]
-    return Reference(exact, s, round16(exact))
+            s_fin = s_fin + _finite_abs(bias)[None, :]
+    return Reference(exact, s, round16(exact), s_fin)
 
 
 def im2col(x: np.ndarray, kh: int, kw: int, stride: tuple[int, int],
@@ -94,22 +106,25 @@ def conv_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
     w64 = w.astype(np.float64).reshape(kh * kw * cg, c_out)
     exact = np.empty((n * out_h * out_w, c_out))
     s = np.empty_like(exact)
+    s_fin = np.empty_like(exact)
     for g in range(groups):
         wg = w64[:, g * og:(g + 1) * og]
         exact[:, g * og:(g + 1) * og] = _matmul(cols[g], wg)
         with np.errstate(invalid="ignore", over="ignore"):
             s[:, g * og:(g + 1) * og] = _matmul(np.abs(cols[g]), np.abs(wg))
+            s_fin[:, g * og:(g + 1) * og] = _finite_abs(cols[g]) @ _finite_abs(wg)
     if bias is not None:
         b64 = bias.astype(np.float64)[None, :]
         with np.errstate(invalid="ignore"):
             exact = exact + b64
             s = s + np.abs(b64)
-    exact = clamp64(exact, clamp).reshape(n, out_h, out_w, c_out)
-    s = s.reshape(n, out_h, out_w, c_out)
-    return Reference(exact, s, round16(exact))
+            s_fin = s_fin + _finite_abs(bias)[None, :]
+    shape = (n, out_h, out_w, c_out)
+    exact = clamp64(exact, clamp).reshape(shape)
+    return Reference(exact, s.reshape(shape), round16(exact), s_fin.reshape(shape))
 
 
 def with_clamp(ref: Reference, clamp: tuple[float, float] | None) -> Reference:
     """The same reference with a clamp applied (s is unchanged)."""
     exact = clamp64(ref.exact, clamp)
-    return Reference(exact, ref.s, round16(exact))
+    return Reference(exact, ref.s, round16(exact), ref.s_finite)

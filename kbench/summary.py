@@ -10,12 +10,12 @@ from .verdict import ERROR, FAIL, MISTRUSTED, PASS, SKIP, Verdict
 
 def summary_frame(verdicts: list[Verdict]) -> pd.DataFrame:
     rows = [v.to_dict() for v in verdicts if v.status != SKIP]
-    cols = ["target", "backend", "realization", "cases", "passed", "failed", "mistrusted",
-            "errors", "worst_err_bound", "worst_ulp"]
+    cols = ["target", "backend", "realization", "accum", "cases", "passed", "failed",
+            "mistrusted", "errors", "worst_err_bound", "worst_ulp", "min_exact", "mean_exact"]
     if not rows:
         return pd.DataFrame(columns=cols)
     df = pd.DataFrame(rows)
-    g = df.groupby(["target", "backend", "realization"], sort=False)
+    g = df.groupby(["target", "backend", "realization", "accum"], sort=False)
     out = g.agg(
         cases=("status", "size"),
         passed=("status", lambda s: int((s == PASS).sum())),
@@ -24,6 +24,8 @@ def summary_frame(verdicts: list[Verdict]) -> pd.DataFrame:
         errors=("status", lambda s: int((s == ERROR).sum())),
         worst_err_bound=("max_err_bound", "max"),
         worst_ulp=("max_ulp", "max"),
+        min_exact=("exact_fraction", "min"),
+        mean_exact=("exact_fraction", "mean"),
     ).reset_index()
     return out[cols]
 

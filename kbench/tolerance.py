@@ -1,13 +1,17 @@
 """The error model of DESIGN.md: a per-element bound from K, the accumulator
 and s = sum|a*b| + |bias|.
 
-    |C_impl - c| <= 1/2 ulp16(|c| + e) + e,     e = gamma(K', u_acc) * s + e64
+    |C_impl - c| <= 1/2 ulp16(|c| + e) + e,
+    e = gamma(K', u_acc) * s + K' * eta_acc + e64
 
 c is the exact result after the clamp, K' the number of roundings on the
 accumulation chain, u_acc the accumulator's unit roundoff. The half ulp is
 taken at |c| + e rather than |c|: the accumulated value may sit in the next
-binade up, whose ulp is twice as large. e64 covers the float64 oracle's own
-rounding (gamma(K, 2^-53) * s), which is far below every other term.
+binade up, whose ulp is twice as large. eta_acc is half the accumulator's
+smallest subnormal spacing (2^-25 for FP16, 2^-150 for FP32): a fused
+multiply-add whose result underflows errs by up to that much in absolute
+terms, which no relative term covers. e64 covers the float64 oracle's own
+rounding (gamma(K, 2^-53) * s), far below every other term.
 """
 
 from __future__ import annotations
@@ -50,6 +54,11 @@ class AccumModel:
         return U_FP32 if self.accum == "fp32" else U_FP16
 
     @property
+    def underflow_error(self) -> float:
+        """Half the smallest subnormal spacing of the accumulator format."""
+        return 2.0**-25 if self.accum == "fp16" else 2.0**-150
+
+    @property
     def overflow_threshold(self) -> float:
         """Partial sums whose magnitude can reach this may overflow the accumulator."""
         return FP16_OVERFLOW if self.accum == "fp16" else 3.4028235e38
@@ -60,8 +69,9 @@ class AccumModel:
         return -(-k // kpr) + (1 if has_bias else 0)
 
     def accumulation_error(self, s: np.ndarray, k: int, has_bias: bool) -> np.ndarray:
-        g = gamma(self.roundings(k, has_bias), self.unit_roundoff)
-        return g * s + gamma(k + 1, U_FP64) * s
+        n = self.roundings(k, has_bias)
+        return (gamma(n, self.unit_roundoff) * s + n * self.underflow_error
+                + gamma(k + 1, U_FP64) * s)
 
     def bound(self, c: np.ndarray, s: np.ndarray, k: int, has_bias: bool) -> np.ndarray:
         """Per-element bound on |C_impl - c| for finite exact values c."""

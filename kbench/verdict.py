@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .oracle import Reference
-from .tolerance import FP16_OVERFLOW, AccumModel, ulp16
+from .tolerance import FP16_OVERFLOW, AccumModel, gamma, ulp16
 
 PASS, FAIL, MISTRUSTED, ERROR, SKIP = "pass", "fail", "mistrusted", "error", "skip"
 
@@ -44,15 +44,24 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
         within = diff <= bound
     # Finite exact value: within the bound. An inf of the right sign is allowed
     # where rounding may overflow; any non-finite value where the accumulator
-    # itself may overflow (sum |a*b| reaches its largest value).
+    # itself may overflow (the sum of the finite |a*b| reaches its largest
+    # value: a partial sum can become inf, and inf - inf NaN).
     may_overflow = np.abs(c) + err_acc >= FP16_OVERFLOW
-    acc_overflow = ref.s * (1.0 + model.unit_roundoff) >= model.overflow_threshold
+    acc_overflow = ref.finite_sum * (1.0 + model.unit_roundoff) >= model.overflow_threshold
     inf_allowed = may_overflow & (np.sign(impl) == np.sign(c))
     fin_ok = np.where(impl_nan, acc_overflow,
                       np.where(np.isinf(impl), inf_allowed | acc_overflow, within))
-    # NaN exactly where the oracle has NaN; an infinite exact value (inf input)
-    # needs the same inf.
-    ok = np.where(ref_nan, impl_nan, np.where(np.isinf(c), impl == c, fin_ok))
+    # NaN exactly where the oracle has NaN (or where an overflowing accumulator
+    # may meet an inf input); an infinite exact value (inf input) needs the
+    # same inf, or any non-finite value if the accumulator may overflow.
+    nonfinite = impl_nan | np.isinf(impl)
+    # A finite exact value with an infinite sum |a*b| is an inf input that the
+    # clamp turned into a bound: the clamp bound itself is required.
+    clamped_inf = np.isfinite(c) & np.isinf(ref.s)
+    fin_ok = np.where(clamped_inf, (impl == ref.rounded.astype(np.float64))
+                      | (acc_overflow & nonfinite), fin_ok)
+    ok = np.where(ref_nan, impl_nan | (acc_overflow & nonfinite),
+                  np.where(np.isinf(c), (impl == c) | (acc_overflow & nonfinite), fin_ok))
 
     rounded = ref.rounded.astype(np.float64)
     both_nan = ref_nan & impl_nan
@@ -80,9 +89,17 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
     r16 = ref.rounded
     zero_frac = float((r16 == 0).mean()) if total else 0.0
     all_equal = total >= 4 and (bool(np.all(r16 == r16.flat[0])) or bool(np.isnan(r16).all()))
-    mistrusted = (total >= 2 and zero_frac > 0.5) or all_equal
+    # ... and so is one where the declared model bounds nothing (gamma(K', u)
+    # is infinite once K' u >= 1, e.g. FP16 accumulation over 2048 terms);
+    # exact-by-design inputs still demand bit equality there.
+    vacuous = (not exact_by_design
+               and gamma(model.roundings(k, has_bias), model.unit_roundoff) == float("inf"))
+    mistrusted = (total >= 2 and zero_frac > 0.5) or all_equal or vacuous
     if mistrusted and not detail:
-        detail = "reference is all equal" if all_equal else f"{zero_frac:.0%} of the reference is 0"
+        detail = ("reference is all equal" if all_equal
+                  else f"{zero_frac:.0%} of the reference is 0" if zero_frac > 0.5
+                  else f"the declared {model.accum} model gives no bound at K' = "
+                       f"{model.roundings(k, has_bias)}")
     return Judgement(
         ok=violations == 0, total=total, exact=exact_count, violations=violations,
         max_ratio=max_ratio, max_ulp=float(ulps.max()) if total else 0.0,

@@ -222,3 +222,31 @@ def test_mistrusted_status_reaches_the_verdict():
 
     zeros = Zeros("host", InProcessEngine())
     assert runner.run_job(zeros, runner.Job(case, "exact", r, "host")).status == MISTRUSTED
+
+
+def test_underflow_term_covers_subnormal_fma_results():
+    # two FP16 FMAs into the subnormal range may each err by 2^-25 absolute
+    exact = np.array([-1.048396370606497e-05, 1.0])
+    ref = oracle.Reference(exact, np.abs(exact), oracle.round16(exact))
+    got = np.array([-1.043081283569336e-05, 1.0], np.float16)
+    assert judge(got, ref, FP16, 2, False, False).ok
+    assert FP16.accumulation_error(np.zeros(1), 2, False)[0] == 2 * 2.0**-25
+    # an FP32 accumulator's underflow error is negligible: the same miss fails there
+    assert not judge(got, ref, FP32, 2, False, False).ok
+
+
+def test_a_clamped_inf_must_equal_the_clamp_bound():
+    exact = np.array([2.0, 0.5])  # the first was +inf before clamp(-2, 2)
+    ref = oracle.Reference(exact, np.array([np.inf, 3.0]), oracle.round16(exact))
+    assert judge(np.array([2.0, 0.5], np.float16), ref, FP32, 4, False, False).ok
+    assert not judge(np.array([1.5, 0.5], np.float16), ref, FP32, 4, False, False).ok
+    assert not judge(np.array([2.0, 0.5], np.float16), ref, FP32, 4, False, False).mistrusted
+
+
+def test_overflowing_fp16_accumulator_may_turn_inf_into_nan():
+    exact = np.array([np.inf, 5.0])
+    ref = oracle.Reference(exact, np.array([np.inf, 5.0]), oracle.round16(exact),
+                           s_finite=np.array([1e6, 5.0]))
+    got = np.array([np.nan, 5.0], np.float16)
+    assert judge(got, ref, FP16, 8, False, False).ok  # a partial sum may reach -inf
+    assert not judge(got, ref, FP32, 8, False, False).ok

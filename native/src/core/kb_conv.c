@@ -122,7 +122,7 @@ kb_status kb_conv_im2col_gemm_run(const kb_conv_impl *self, const kb_conv_desc *
     size_t bytes;
     if (!kb_mul_ok(rows, kdim, &bytes) || !kb_mul_ok(bytes, sizeof(kb_f16), &bytes))
         return kb_fail(err, KB_ERR_OVERFLOW, "desc", "im2col buffer size overflows size_t");
-    kb_f16 *cols = (kb_f16 *)kb_scratch_get(bytes);
+    kb_f16 *cols = (kb_f16 *)kb_scratch_get_outer(bytes);
     if (!cols) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes for im2col", bytes);
     for (size_t n = 0; n < d->n; n++) {
         const kb_f16 *img = input + n * d->h * d->w * d->c_in;

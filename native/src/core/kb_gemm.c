@@ -194,8 +194,12 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
         c.clamp_min = p->clamp_min; c.clamp_max = p->clamp_max;
         c.threads = sel->threads > 0 ? sel->threads : 1;
         st = impl->run(&c, err);
-        if (st != KB_OK) return st;
+        if (st != KB_OK) {
+            kb_scratch_release();
+            return st;
+        }
     }
+    kb_scratch_release();
     kb_fill_gemm_realization(impl, sel->threads, ran);
     return KB_OK;
 }

@@ -91,6 +91,10 @@ bool kb_layout_payload_size(int layout, size_t n, size_t k,
 uint32_t kb_layout_block_n(int layout, uint32_t vector_bits);
 int kb_layout_has_bias(int layout);
 uint64_t kb_fnv1a64(const void *data, size_t len);
+/* Panels of bn columns: per panel [bn bias values if with_bias] then K rows
+ * of bn values; columns past N (and a NULL bias) are zero. */
+void kb_pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb, const kb_f16 *bias,
+                    int with_bias, size_t bn, kb_f16 *out);
 /* Fills every header field and both checksums (payload already written). */
 void kb_header_seal(kb_packed_header *h, int layout, int backend,
                     uint32_t vector_bits, size_t n, size_t k, uint32_t flags,
@@ -189,8 +193,12 @@ kb_status kb_conv_im2col_gemm_run(const kb_conv_impl *self, const kb_conv_desc *
 
 /* ---- scratch --------------------------------------------------------- */
 
-/* Thread-local scratch of at least bytes; NULL when out of memory. */
+/* Thread-local scratch of at least bytes; NULL when out of memory. GEMM
+ * drivers use kb_scratch_get; operator-level drivers that call a GEMM
+ * (im2col, indirection tables) use kb_scratch_get_outer. Only the public
+ * entry points call kb_scratch_release. */
 void *kb_scratch_get(size_t bytes);
+void *kb_scratch_get_outer(size_t bytes);
 /* Ends a call's use of scratch: frees it if above the retain cap. */
 void kb_scratch_release(void);
 /* Frees the calling thread's scratch (helper threads, before they exit). */

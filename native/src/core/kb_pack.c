@@ -96,10 +96,10 @@ kb_status kb_pack_b_size(size_t N, size_t K, size_t *size, kb_error *err) {
     return total_size(KB_LAYOUT_PORTABLE, N, K, 0, size, err);
 }
 
-/* Writes panels of bn columns: for block j, k rows of bn values; optional
+/* Writes panels of bn columns (shared by the panel layouts): for block j, k rows of bn values; optional
  * bias row first; columns past N are zero. */
-static void pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb,
-                        const kb_f16 *bias, int with_bias, size_t bn, kb_f16 *out) {
+void kb_pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb, const kb_f16 *bias,
+                    int with_bias, size_t bn, kb_f16 *out) {
     for (size_t j0 = 0; j0 < N; j0 += bn) {
         size_t w = N - j0 < bn ? N - j0 : bn;
         if (with_bias) {
@@ -125,7 +125,7 @@ kb_status kb_pack_b(size_t N, size_t K, const kb_f16 *B, size_t ldb, void *dst,
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "dst_size", "%zu bytes is less than the %zu needed", dst_size, need);
     kb_packed_header *h = (kb_packed_header *)dst;
     kb_f16 *payload = (kb_f16 *)((unsigned char *)dst + sizeof *h);
-    pack_panels(N, K, B, ldb, NULL, 0, KB_PORTABLE_BLOCK_N, payload);
+    kb_pack_panels(N, K, B, ldb, NULL, 0, KB_PORTABLE_BLOCK_N, payload);
     kb_header_seal(h, KB_LAYOUT_PORTABLE, KB_BACKEND_SCALAR, 0, N, K, 0, need - sizeof *h);
     return KB_OK;
 }
@@ -134,7 +134,7 @@ kb_status kb_pack_b(size_t N, size_t K, const kb_f16 *B, size_t ldb, void *dst,
 
 static void pack_scalar_native(size_t n, size_t k, const kb_f16 *b, size_t ldb,
                                const kb_f16 *bias, void *dst) {
-    pack_panels(n, k, b, ldb, bias, 1, KB_SCALAR_NATIVE_BLOCK_N, (kb_f16 *)dst);
+    kb_pack_panels(n, k, b, ldb, bias, 1, KB_SCALAR_NATIVE_BLOCK_N, (kb_f16 *)dst);
 }
 
 static kb_native_pack_fn native_packer(int backend) {

@@ -1,0 +1,84 @@
+/* kb_matmul_clamp_f16_f16_f16p16x1b_4x16_neon_fhm_mlal.c — 4x16 tile, FP32
+ * accumulation with FMLAL/FMLAL2 (FEAT_FHM): FP16 products widened exactly
+ * and added into FP32 lanes, one rounding per product.
+ *
+ * Per output: acc = +0 (FP32); for each k in order acc = acc + a_k * b_k;
+ * acc = acc + bias; clamp; round to FP16 — the scalar reference's order, so
+ * the results match it bit for bit. Declared model: FP32, K + 1 roundings. */
+#if defined(__aarch64__)
+#include "../kb_neon.h"
+
+#include <arm_neon.h>
+#include <string.h>
+
+#define MR 4
+
+static size_t m_step(void) { return MR; }
+static size_t n_step(void) { return KB_NEON_NR; }
+static size_t mr(void) { return MR; }
+static size_t nr(void) { return KB_NEON_NR; }
+static size_t kr(void) { return 1; }
+
+static inline void store_row(kb_f16 *out, size_t n, const float32x4_t *q, float cmin, float cmax) {
+    float32x4_t vmin = vdupq_n_f32(cmin), vmax = vdupq_n_f32(cmax);
+    float16x4_t h[4];
+    for (int i = 0; i < 4; i++) h[i] = vcvt_f16_f32(vminq_f32(vmaxq_f32(q[i], vmin), vmax));
+    kb_f16 tmp[KB_NEON_NR];
+    vst1q_f16((__fp16 *)tmp, vcombine_f16(h[0], h[1]));
+    vst1q_f16((__fp16 *)tmp + 8, vcombine_f16(h[2], h[3]));
+    memcpy(out, tmp, n * sizeof(kb_f16));
+}
+
+static void run(const kb_neon_tile *t) {
+    float32x4_t acc[MR][4];
+    const kb_f16 *rows[MR];
+    for (size_t r = 0; r < MR; r++)
+        for (int j = 0; j < 4; j++) acc[r][j] = vdupq_n_f32(0.0f);
+    const kb_f16 *b = t->b;
+    for (size_t tap = 0; tap < t->taps; tap++) {
+        for (size_t r = 0; r < MR; r++) rows[r] = t->a[(r < t->m ? r : 0) * t->taps + tap];
+        size_t k = 0;
+        for (; k + 4 <= t->tap_len; k += 4) {
+            float16x4_t av[MR];
+            for (size_t r = 0; r < MR; r++) av[r] = vld1_f16((const __fp16 *)rows[r] + k);
+#define STEP(L)                                                                  \
+    do {                                                                         \
+        float16x8_t b0 = vld1q_f16((const __fp16 *)b), b1 = vld1q_f16((const __fp16 *)b + 8); \
+        b += t->b_stride;                                                        \
+        for (size_t r = 0; r < MR; r++) {                                        \
+            acc[r][0] = vfmlalq_lane_low_f16(acc[r][0], b0, av[r], L);           \
+            acc[r][1] = vfmlalq_lane_high_f16(acc[r][1], b0, av[r], L);          \
+            acc[r][2] = vfmlalq_lane_low_f16(acc[r][2], b1, av[r], L);           \
+            acc[r][3] = vfmlalq_lane_high_f16(acc[r][3], b1, av[r], L);          \
+        }                                                                        \
+    } while (0)
+            STEP(0); STEP(1); STEP(2); STEP(3);
+#undef STEP
+        }
+        for (; k < t->tap_len; k++) {
+            float16x8_t b0 = vld1q_f16((const __fp16 *)b), b1 = vld1q_f16((const __fp16 *)b + 8);
+            b += t->b_stride;
+            for (size_t r = 0; r < MR; r++) {
+                float16x4_t a = vld1_dup_f16((const __fp16 *)rows[r] + k);
+                acc[r][0] = vfmlalq_lane_low_f16(acc[r][0], b0, a, 0);
+                acc[r][1] = vfmlalq_lane_high_f16(acc[r][1], b0, a, 0);
+                acc[r][2] = vfmlalq_lane_low_f16(acc[r][2], b1, a, 0);
+                acc[r][3] = vfmlalq_lane_high_f16(acc[r][3], b1, a, 0);
+            }
+        }
+    }
+    if (t->bias) {
+        float16x8_t b0 = vld1q_f16((const __fp16 *)t->bias), b1 = vld1q_f16((const __fp16 *)t->bias + 8);
+        float32x4_t bq[4] = {vcvt_f32_f16(vget_low_f16(b0)), vcvt_f32_f16(vget_high_f16(b0)),
+                             vcvt_f32_f16(vget_low_f16(b1)), vcvt_f32_f16(vget_high_f16(b1))};
+        for (size_t r = 0; r < MR; r++)
+            for (int j = 0; j < 4; j++) acc[r][j] = vaddq_f32(acc[r][j], bq[j]);
+    }
+    for (size_t r = 0; r < t->m; r++)
+        store_row(t->c + r * t->ldc, t->n, acc[r], t->clamp_min, t->clamp_max);
+}
+
+const kb_neon_ukernel kb_matmul_clamp_f16_f16_f16p16x1b_4x16_neon_fhm_mlal = {
+    m_step, n_step, mr, nr, kr, run,
+};
+#endif
