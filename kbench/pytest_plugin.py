@@ -20,7 +20,7 @@ from .api import Realization
 from .contracts import ContractCase
 from .engine import TargetInfo
 from .problems import Case, ConvCase, GemmCase
-from .runner import Job, jobs_for
+from .runner import InputCache, Job, jobs_for
 from .store import RunWriter, machine_metadata
 from .summary import summary_dict, summary_text
 from .targets import Target, parse_target
@@ -41,6 +41,7 @@ class KbSession:
     infos: dict[str, TargetInfo] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)
     writer: RunWriter | None = None
+    inputs: InputCache = field(default_factory=InputCache)
     _cases: dict[str, list[tuple[str, Case]]] | None = None
 
     def target(self, spec: str) -> Target:
@@ -73,11 +74,13 @@ class KbSession:
                 and (not self.realizations or r.name in self.realizations)]
 
     def jobs(self, op: str) -> list[Job]:
+        """Case-major (then target, realization, kind), so that one case's
+        inputs and oracle serve every realization on every target."""
         out: list[Job] = []
-        for spec in self.target_specs:
-            rs = self.chosen(spec, op)
-            for cat_name, case in self.cases(op):
-                out += jobs_for([case], rs, spec, cat_name, self.kinds)
+        chosen = {spec: self.chosen(spec, op) for spec in self.target_specs}
+        for cat_name, case in self.cases(op):
+            for spec in self.target_specs:
+                out += jobs_for([case], chosen[spec], spec, cat_name, self.kinds)
         return out
 
     def contract_cases(self, spec: str) -> list[ContractCase]:

@@ -6,6 +6,7 @@ whatever realizations a target lists."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from . import api, inputs
@@ -13,6 +14,27 @@ from .problems import Case, ConvCase, GemmCase
 from .targets import Target
 from .tolerance import AccumModel
 from .verdict import ERROR, FAIL, MISTRUSTED, PASS, SKIP, Verdict, combine, judge
+
+
+class InputCache:
+    """Inputs and oracle of the last few (case, kind) pairs: every realization
+    on every target sees the same inputs, generated and judged once."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[Case, str], object] = OrderedDict()
+
+    def get(self, case: Case, kind: str) -> inputs.GemmInputs | inputs.ConvInputs:
+        key = (case, kind)
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]  # type: ignore[return-value]
+        value = (inputs.gemm_inputs(case, kind) if isinstance(case, GemmCase)
+                 else inputs.conv_inputs(case, kind))  # type: ignore[arg-type]
+        self._items[key] = value
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return value
 
 
 @dataclass(frozen=True)
@@ -52,18 +74,21 @@ def _verdict(job: Job, status: str, message: str = "", ran: api.Realization | No
     )
 
 
-def run_job(target: Target, job: Job, selector: api.Selector | None = None) -> Verdict:
+def run_job(target: Target, job: Job, selector: api.Selector | None = None,
+            cache: InputCache | None = None) -> Verdict:
     case, want = job.case, job.realization
     if not applicable(case, want):
         return _verdict(job, SKIP, f"{want.name} does not take this case")
     if isinstance(case, GemmCase):
-        inp = inputs.gemm_inputs(case, job.kind)
+        inp = cache.get(case, job.kind) if cache else inputs.gemm_inputs(case, job.kind)
+        assert isinstance(inp, inputs.GemmInputs)
         outcome = target.run_gemm(case, inp, want.name, selector)
         refs = inp.refs
         has_bias = case.bias
     else:
         assert isinstance(case, ConvCase)
-        cinp = inputs.conv_inputs(case, job.kind)
+        cinp = cache.get(case, job.kind) if cache else inputs.conv_inputs(case, job.kind)
+        assert isinstance(cinp, inputs.ConvInputs)
         outcome = target.run_conv(case, cinp, want.name, selector)
         refs = [cinp.ref]
         has_bias = case.bias

@@ -9,7 +9,7 @@ from kbench.verdict import MISTRUSTED, PASS, SKIP
 
 
 def _check(kb_session, kb_target, kb_job):
-    verdict = run_job(kb_target, kb_job)
+    verdict = run_job(kb_target, kb_job, cache=kb_session.inputs)
     if verdict.status == SKIP:
         pytest.skip(verdict.message)
     kb_session.record(verdict)
