@@ -70,7 +70,7 @@ def _verdict(job: Job, status: str, message: str = "", ran: api.Realization | No
         k=case.reduction, m=m, n=n,
         b_form=case.b_form if isinstance(case, GemmCase) else "",
         vector_bits=r.vector_bits, status=status, message=message, catalog=job.catalog,
-        tags=list(case.tags),
+        tags=list(case.tags), layers=case.layers, flops=case.flops, threads=r.threads,
     )
 
 

@@ -135,6 +135,20 @@ class Verdict:
     message: str = ""
     catalog: str = ""
     tags: list[str] = field(default_factory=list)
+    suite: str = "correctness"  # correctness | contracts | perf
+    layers: int = 1  # occurrences of the shape in its model (weighted totals)
+    flops: int = 0  # 2*M*N*K*batch, or the convolution's equivalent
+    threads: int = 1
+    emulated: bool = False  # timed under emulation: never a speed
+    rounds: int = 0  # timed rounds (0: not timed)
+    reps_per_round: int = 0
+    time_min_ns: float = float("nan")  # per call
+    time_median_ns: float = float("nan")
+    time_mean_ns: float = float("nan")
+    time_stdev_ns: float = float("nan")
+    round_times_ns: list[float] = field(default_factory=list)  # per call, one per round
+    gflops: float = float("nan")  # flops / median time
+    pack_time_ns: float = float("nan")  # median time of packing B, when timed
 
     @property
     def exact_fraction(self) -> float:
@@ -144,6 +158,7 @@ class Verdict:
         d = asdict(self)
         d["exact_fraction"] = self.exact_fraction
         d["tags"] = " ".join(self.tags)
+        d["round_times_ns"] = " ".join(f"{t:.0f}" for t in self.round_times_ns)
         return d
 
     def line(self) -> str:

@@ -17,7 +17,8 @@ def test_contract(kb_session, kb_contract):
     kb_session.record(Verdict(
         case=case.name, op="contract", shape="", kind="misuse", target=spec, backend="-",
         realization="contracts", kernel="-", accum="-", k=0, m=0, n=0, b_form="",
-        vector_bits=0, status=PASS if result.ok else FAIL, message=result.message))
+        vector_bits=0, status=PASS if result.ok else FAIL, message=result.message,
+        suite="contracts"))
     assert result.ok, result.message
 
 
