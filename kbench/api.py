@@ -472,6 +472,19 @@ def _size_arg(value: int, name: str) -> int:
 def gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], *,
              selector: Selector | None = None, nat: Native | None = None) -> Realization:
     """kb_gemm_batch with explicit dimensions; returns the realization that ran."""
+    return _gemm_raw(m, n, k, problems, selector, nat, None)[0]
+
+
+def time_gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], timing: Any, *,
+                  selector: Selector | None = None, nat: Native | None = None) -> Any:
+    """kb_time_gemm: the native timer around the call (timing: a kb_timing*)."""
+    from .engine import CallResult
+    ran, times, reps = _gemm_raw(m, n, k, problems, selector, nat, timing)
+    return CallResult(ran, times, reps)
+
+
+def _gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], selector: Selector | None,
+              nat: Native | None, timing: Any) -> tuple[Realization, list[float], int]:
     nat = nat or load()
     m, n, k = _size_arg(m, "M"), _size_arg(n, "N"), _size_arg(k, "K")
     arr = nat.ffi.new("kb_gemm_problem[]", max(len(problems), 1))
@@ -499,7 +512,12 @@ def gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], *,
     sel, sel_keep = (selector or Selector()).to_c(nat)
     ran = nat.ffi.new("kb_realization *")
     err = nat.new_error()
-    status = nat.lib.kb_gemm_batch(m, n, k, arr if problems else nat.ffi.NULL, len(problems),
-                                   sel, ran, err)
-    nat.check(status, err)
-    return Realization.from_c(nat, ran)
+    pp = arr if problems else nat.ffi.NULL
+    if timing is None:
+        nat.check(nat.lib.kb_gemm_batch(m, n, k, pp, len(problems), sel, ran, err), err)
+        return Realization.from_c(nat, ran), [], 0
+    times = nat.ffi.new("double[]", max(int(timing.rounds), 1))
+    reps = nat.ffi.new("uint32_t *")
+    nat.check(nat.lib.kb_time_gemm(m, n, k, pp, len(problems), sel, timing, times, reps, ran, err),
+              err)
+    return Realization.from_c(nat, ran), list(times)[:timing.rounds], int(reps[0])

@@ -20,6 +20,8 @@ SUITES = {
     "contracts": ["test_contracts.py"],
 }
 SUITES["all"] = SUITES["correctness"] + SUITES["contracts"]
+SUITES["perf"] = ["test_perf.py"]
+PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,7 +72,8 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("--suite", type=click.Choice(sorted(SUITES)), default="all", show_default=True,
               help="correctness: every catalog case on every realization, judged against the "
                    "oracle, plus determinism; contracts: misuse must raise typed errors with "
-                   "buffers intact; all: both.")
+                   "buffers intact; all: both; perf: verify, then time every case natively "
+                   f"(default shapes: {', '.join(PERF_DEFAULT_SHAPES)}).")
 @click.option("--target", "targets", multiple=True, default=("host",), show_default=True,
               help="Where kernels run (repeatable): host = this machine's library.")
 @click.option("--backend", "backends", multiple=True,
@@ -86,10 +89,21 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run folder for results.csv, run.json and verdicts.txt "
                    "[default: runs/<date>-<time>-<host>].")
+@click.option("--rounds", type=click.IntRange(1), default=10, show_default=True,
+              help="perf: timed rounds per case (in-process: at least this many; "
+                   "pytest-benchmark calibrates more within --max-time).")
+@click.option("--max-time", type=click.FloatRange(0.0), default=0.5, show_default=True,
+              help="perf, in-process: seconds of kernel time per case for pytest-benchmark.")
+@click.option("--min-round-ms", type=click.FloatRange(0.0), default=2.0, show_default=True,
+              help="perf, workers: calls per round calibrated to last at least this long.")
+@click.option("--cold", is_flag=True, help="perf: flush caches before every round.")
+@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="perf: threads per call.")
 @click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
+        rounds: int, max_time: float, min_round_ms: float, cold: bool, threads: int,
         verbose: bool, exitfirst: bool) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed."""
     import pytest
@@ -106,6 +120,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         if kind not in ("exact", "uniform", "normal", "specials"):
             raise click.BadParameter(f"{kind!r} is not an input kind", param_hint="--kinds")
     catalogs = []
+    if suite == "perf" and not shapes:
+        shapes = PERF_DEFAULT_SHAPES
     for s in shapes:
         try:
             path = resolve_catalog(s)
@@ -135,6 +151,16 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-shapes", c]
     if kinds:
         args += ["--kb-kinds", kinds]
+    if suite == "perf":
+        run_dir.mkdir(parents=True, exist_ok=True)
+        args += ["--kb-perf", "--kb-rounds", str(rounds), "--kb-min-round-ms", str(min_round_ms),
+                 "--kb-threads", str(threads), "--benchmark-min-rounds", str(rounds),
+                 "--benchmark-max-time", str(max_time), "--benchmark-warmup", "off",
+                 "--benchmark-json", str(run_dir / "benchmark.json"), "-p", "no:randomly"]
+        if cold:
+            args.append("--kb-cold")
+    else:
+        args += ["-p", "no:benchmark"]
     click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}")
     code = pytest.main(args)
     sys.exit(int(code))

@@ -59,14 +59,29 @@ class ConvDesc:
 
 @dataclass
 class CallResult:
-    realization: Realization
-    times_ns: list[int] = field(default_factory=list)
+    realization: Realization | None
+    times_ns: list[float] = field(default_factory=list)  # per call, one per round
+    reps_per_round: int = 0
 
 
 @dataclass(frozen=True)
 class Timing:
+    """The native timer's settings (kb_timing)."""
+
     warmup: int = 1
-    repetitions: int = 5
+    rounds: int = 5
+    min_round_ns: int = 0  # calibrate calls per round to last at least this
+    max_reps: int = 0  # 0: up to 1,000,000
+    cold: bool = False  # flush caches before every round (one call per round)
+
+    def to_c(self, nat: Native) -> Any:
+        t = nat.ffi.new("kb_timing *")
+        if self.rounds < 1:
+            raise InvalidArgument("timing.rounds: must be positive", "timing.rounds")
+        t.warmup, t.rounds = int(self.warmup), int(self.rounds)
+        t.min_round_ns, t.max_reps = int(self.min_round_ns), int(self.max_reps)
+        t.cold = int(self.cold)
+        return t
 
 
 @dataclass
@@ -108,6 +123,10 @@ class Engine(Protocol):
                  ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,
                  selector: Selector | None = None) -> np.ndarray: ...
 
+    def time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
+                  bias: np.ndarray | None, timing: Timing,
+                  selector: Selector | None = None) -> CallResult: ...
+
     def close(self) -> None: ...
 
 
@@ -138,16 +157,15 @@ class InProcessEngine:
 
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
-        if timing is not None:
-            raise Unsupported("timing: the in-process engine has no native timer yet", "timing")
-        return CallResult(api.gemm_raw(m, n, k, problems, selector=selector, nat=self.nat))
+        if timing is None:
+            return CallResult(api.gemm_raw(m, n, k, problems, selector=selector, nat=self.nat))
+        return api.time_gemm_raw(m, n, k, problems, timing.to_c(self.nat), selector=selector,
+                                 nat=self.nat)
 
     def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, w: np.ndarray | None,
                  bias: np.ndarray | None, out: np.ndarray | None,
                  selector: Selector | None = None, timing: Timing | None = None
                  ) -> CallResult:
-        if timing is not None:
-            raise Unsupported("timing: the in-process engine has no native timer yet", "timing")
         nat = self.nat
         d = nat.ffi.new("kb_conv_desc *")
         desc.checked()
@@ -164,10 +182,36 @@ class InProcessEngine:
         sel, keep = (selector or Selector()).to_c(nat)
         ran = nat.ffi.new("kb_realization *")
         err = nat.new_error()
-        st = nat.lib.kb_conv2d(d, ptr(x), ptr(w), ptr(bias), ptr(out), sel, ran, err)
+        if timing is None:
+            st = nat.lib.kb_conv2d(d, ptr(x), ptr(w), ptr(bias), ptr(out), sel, ran, err)
+            nat.check(st, err)
+            return CallResult(Realization.from_c(nat, ran))
+        times = nat.ffi.new("double[]", timing.rounds)
+        reps = nat.ffi.new("uint32_t *")
+        st = nat.lib.kb_time_conv(d, ptr(x), ptr(w), ptr(bias), ptr(out), sel, timing.to_c(nat),
+                                  times, reps, ran, err)
         nat.check(st, err)
         del keep
-        return CallResult(Realization.from_c(nat, ran))
+        return CallResult(Realization.from_c(nat, ran), list(times), int(reps[0]))
+
+    def time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
+                  bias: np.ndarray | None, timing: Timing,
+                  selector: Selector | None = None) -> CallResult:
+        """Times packing B (portable, or a backend's native layout) on its own."""
+        nat = self.nat
+        be = _backend_arg(backend)
+        dst = self.pack_raw(backend, n, k, b, ldb, bias, None, selector)
+        err = nat.new_error()
+        sel, keep = (selector or Selector()).to_c(nat)
+        times = nat.ffi.new("double[]", timing.rounds)
+        reps = nat.ffi.new("uint32_t *")
+        st = nat.lib.kb_time_pack_b(-1 if be is None else be, n, k, api._ptr(nat, b), ldb,
+                                    nat.ffi.NULL if bias is None else api._ptr(nat, bias),
+                                    api._ptr(nat, dst, "void *"), dst.size, sel,
+                                    timing.to_c(nat), times, reps, err)
+        nat.check(st, err)
+        del keep
+        return CallResult(None, list(times), int(reps[0]))
 
     def pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
                  ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,

@@ -8,6 +8,7 @@ folder (--kb-out) as they come, and summarized at the end."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from . import contracts
 from .api import Realization
 from .contracts import ContractCase
 from .engine import TargetInfo
+from .perf import PERF_KIND, PerfSettings, VirtualClock, eta_line
 from .problems import Case, ConvCase, GemmCase
 from .runner import InputCache, Job, jobs_for
 from .store import RunWriter, machine_metadata
@@ -42,6 +44,13 @@ class KbSession:
     verdicts: list[Verdict] = field(default_factory=list)
     writer: RunWriter | None = None
     inputs: InputCache = field(default_factory=InputCache)
+    perf_enabled: bool = False
+    perf_settings: PerfSettings = field(default_factory=PerfSettings)
+    clock: VirtualClock = field(default_factory=VirtualClock)
+    perf_done: int = 0
+    perf_total: int = 0
+    perf_start: float = 0.0
+    pending_lines: list[str] = field(default_factory=list)
     _cases: dict[str, list[tuple[str, Case]]] | None = None
 
     def target(self, spec: str) -> Target:
@@ -83,6 +92,17 @@ class KbSession:
                 out += jobs_for([case], chosen[spec], spec, cat_name, self.kinds)
         return out
 
+    def perf_jobs(self) -> list[Job]:
+        """Every case of the chosen catalogs on every chosen realization that
+        takes it, one real-valued input kind (cases are data, not code)."""
+        out: list[Job] = []
+        for op in ("gemm", "conv2d"):
+            chosen = {spec: self.chosen(spec, op) for spec in self.target_specs}
+            for cat_name, case in self.cases(op):
+                for spec in self.target_specs:
+                    out += jobs_for([case], chosen[spec], spec, cat_name, (PERF_KIND,))
+        return out
+
     def contract_cases(self, spec: str) -> list[ContractCase]:
         return contracts.all_cases(self.target(spec).engine)
 
@@ -90,6 +110,15 @@ class KbSession:
         self.verdicts.append(v)
         if self.writer is not None:
             self.writer.add(v)
+
+    def perf_progress(self, config: pytest.Config, v: Verdict) -> None:
+        """Queues a verdict line per perf problem, with its position and an ETA
+        (printed after the test, outside output capture)."""
+        if not self.perf_start:
+            self.perf_start = time.monotonic() - 1e-3
+        self.perf_done += 1
+        self.pending_lines.append(
+            eta_line(self.perf_done, self.perf_total, time.monotonic() - self.perf_start, v))
 
 
 SESSION = pytest.StashKey[KbSession]()
@@ -110,6 +139,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="comma-separated input kinds (exact, uniform, normal, specials); "
                      "default: exact plus one real-valued kind per case")
     g.addoption("--kb-out", default="", help="write a run folder here")
+    g.addoption("--kb-perf", action="store_true",
+                help="collect the performance suite (kbench run --suite perf)")
+    g.addoption("--kb-rounds", type=int, default=10, help="perf: timed rounds per case")
+    g.addoption("--kb-min-round-ms", type=float, default=2.0,
+                help="perf: calls per round calibrated to last at least this long")
+    g.addoption("--kb-warmup", type=int, default=2, help="perf: untimed warm-up calls")
+    g.addoption("--kb-cold", action="store_true",
+                help="perf: flush caches before every round (one call per round)")
+    g.addoption("--kb-threads", type=int, default=1, help="perf: threads per call")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -122,7 +160,13 @@ def pytest_configure(config: pytest.Config) -> None:
         catalog_names=config.getoption("--kb-shapes"),
         kinds=kinds,
         out=Path(out) if out else None,
+        perf_enabled=config.getoption("--kb-perf"),
+        perf_settings=PerfSettings(
+            warmup=config.getoption("--kb-warmup"), rounds=config.getoption("--kb-rounds"),
+            min_round_ns=int(config.getoption("--kb-min-round-ms") * 1e6),
+            cold=config.getoption("--kb-cold"), threads=config.getoption("--kb-threads")),
     )
+    config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -131,6 +175,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         params = [(spec, case) for spec in kb.target_specs for case in kb.contract_cases(spec)]
         metafunc.parametrize("kb_contract", params,
                              ids=[f"{spec}-{case.name}" for spec, case in params])
+    if "kb_perf_job" in metafunc.fixturenames:
+        kb = metafunc.config.stash[SESSION]
+        perf_jobs = kb.perf_jobs() if kb.perf_enabled else []
+        kb.perf_total = len(perf_jobs)
+        metafunc.parametrize("kb_perf_job", perf_jobs,
+                             ids=[f"{j.target}-{j.realization.name}-{j.case.name}"
+                                  for j in perf_jobs])
     if "kb_job" not in metafunc.fixturenames:
         return
     marker = metafunc.definition.get_closest_marker("kb_op")
@@ -156,6 +207,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
     for t in kb.targets.values():
         t.close()
+
+
+class _ProgressPrinter:
+    """Prints queued perf verdict lines once a test has finished reporting
+    (outside output capture)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        kb = self.config.stash.get(SESSION, None)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if kb is None or reporter is None or not kb.pending_lines:
+            return
+        reporter.ensure_newline()
+        for line in kb.pending_lines:
+            reporter.write_line(line)
+        kb.pending_lines.clear()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

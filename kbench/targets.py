@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import api
-from .engine import ConvDesc, Engine, InProcessEngine, TargetInfo, pack
+from .engine import CallResult, ConvDesc, Engine, InProcessEngine, TargetInfo, Timing, pack
 from .errors import InvalidArgument, KbenchError
 from .inputs import ConvInputs, GemmInputs
 from .problems import ConvCase, GemmCase
@@ -104,28 +104,61 @@ class Target:
         return api.Selector(sel.disabled, sel.isa_cap, realization, sel.threads,
                             sel.trust_payload)
 
+    def gemm_problems(self, case: GemmCase, inp: GemmInputs, realization: api.Realization,
+                      sel: api.Selector, bufs: list[GuardedBuffer]) -> list[api.RawProblem]:
+        """The raw problems of a case, B packed as the case asks (native packing
+        in the realization's backend, on this target)."""
+        problems = []
+        for i in range(case.batch):
+            a, b, bias = inp.a[i], inp.b[i], inp.bias[i]
+            p = api.RawProblem(a=a, lda=a.strides[0] // 2, b=b, ldb=b.strides[0] // 2,
+                               c=bufs[i].view, ldc=case.ldc, bias=bias)
+            if inp.clamp is not None:
+                p.clamp_min, p.clamp_max = inp.clamp
+            if case.b_form in ("packed", "native"):
+                native = case.b_form == "native"
+                packed = pack(self.engine, b, realization.backend if native else None,
+                              bias if native else None, sel)
+                p.b, p.ldb, p.b_size = packed, 0, packed.size
+                p.b_is_packed, p.b_is_backend_native_packed = True, native
+                if native:
+                    p.bias = None
+            problems.append(p)
+        return problems
+
+    def time_gemm(self, case: GemmCase, inp: GemmInputs, realization: str, timing: Timing,
+                  selector: api.Selector | None = None) -> tuple[CallResult, CallResult | None]:
+        """Times the kernel natively, and packing B on its own when B is packed."""
+        sel = self._forced(selector, realization)
+        r = self._realization(realization)
+        bufs = [GuardedBuffer(case.m, case.n, case.ldc) for _ in range(case.batch)]
+        problems = self.gemm_problems(case, inp, r, sel, bufs)
+        res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel, timing)
+        packing = None
+        if case.b_form in ("packed", "native"):
+            native = case.b_form == "native"
+            b = inp.b[0]
+            packing = self.engine.time_pack(r.backend if native else None, case.n, case.k, b,
+                                            b.strides[0] // 2, inp.bias[0] if native else None,
+                                            timing, sel)
+        return res, packing
+
+    def time_conv(self, case: ConvCase, inp: ConvInputs, realization: str, timing: Timing,
+                  selector: api.Selector | None = None) -> CallResult:
+        sel = self._forced(selector, realization)
+        out = np.empty((case.n, case.out_h, case.out_w, case.c_out), np.float16)
+        params = api.ConvParams(case.stride, case.pad, case.dilation, case.groups, inp.clamp)
+        desc = ConvDesc.from_shapes(inp.x.shape, inp.w.shape, params)
+        return self.engine.conv_raw(desc, np.ascontiguousarray(inp.x),
+                                    np.ascontiguousarray(inp.w), inp.bias, out, sel, timing)
+
     def run_gemm(self, case: GemmCase, inp: GemmInputs, realization: str,
                  selector: api.Selector | None = None) -> Outcome:
         sel = self._forced(selector, realization)
         bufs = [GuardedBuffer(case.m, case.n, case.ldc) for _ in range(case.batch)]
         try:
             r = self._realization(realization)
-            problems = []
-            for i in range(case.batch):
-                a, b, bias = inp.a[i], inp.b[i], inp.bias[i]
-                p = api.RawProblem(a=a, lda=a.strides[0] // 2, b=b, ldb=b.strides[0] // 2,
-                                   c=bufs[i].view, ldc=case.ldc, bias=bias)
-                if inp.clamp is not None:
-                    p.clamp_min, p.clamp_max = inp.clamp
-                if case.b_form in ("packed", "native"):
-                    native = case.b_form == "native"
-                    packed = pack(self.engine, b, r.backend if native else None,
-                                  bias if native else None, sel)
-                    p.b, p.ldb, p.b_size = packed, 0, packed.size
-                    p.b_is_packed, p.b_is_backend_native_packed = True, native
-                    if native:
-                        p.bias = None
-                problems.append(p)
+            problems = self.gemm_problems(case, inp, r, sel, bufs)
             res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel)
         except KbenchError as exc:
             damage = "; ".join(d for d in (b.damage() for b in bufs) if d)

@@ -81,6 +81,13 @@ class Reader:
     def u64(self) -> int:
         return struct.unpack("<Q", self.take(8))[0]
 
+    def f64(self) -> float:
+        return struct.unpack("<d", self.take(8))[0]
+
+    def times(self) -> tuple[list[float], int]:
+        n, reps = self.u32(), self.u32()
+        return [self.f64() for _ in range(n)], reps
+
     def str(self) -> str:
         return bytes(self.take(self.u32())).decode(errors="replace")
 
@@ -174,8 +181,13 @@ def _selector(w: Writer, sel: Selector | None) -> None:
 
 
 def _timing(w: Writer, t: Timing | None) -> None:
+    if t is not None and t.rounds < 1:
+        raise api.InvalidArgument("timing.rounds: must be positive", "timing.rounds")
     w.u32(t.warmup if t else 0)
-    w.u32(t.repetitions if t else 0)
+    w.u32(t.rounds if t else 0)
+    w.u64(t.min_round_ns if t else 0)
+    w.u32(t.max_reps if t else 0)
+    w.u32(int(t.cold) if t else 0)
 
 
 def _u64(value: int, name: str) -> int:
@@ -328,7 +340,7 @@ class WorkerEngine:
     def _reply(self, r: Reader, bufs: Buffers) -> CallResult:
         status, field, message = r.i32(), r.str(), r.str()
         ran = r.realization()
-        times = [r.u64() for _ in range(r.u32())]
+        times, reps = r.times()
         for _ in range(r.u32()):
             index, _reserved, size = r.u32(), r.u32(), r.u64()
             data = r.take(size)
@@ -336,7 +348,7 @@ class WorkerEngine:
             bufs.restore(index, data)
         if status != 0:
             raise from_status(status, field, message)
-        return CallResult(ran, times)
+        return CallResult(ran, times, reps)
 
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
@@ -391,6 +403,16 @@ class WorkerEngine:
     def pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
                  ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,
                  selector: Selector | None = None) -> np.ndarray:
+        return self._pack(backend, n, k, b, ldb, bias, dst_size, selector, None)[0]
+
+    def time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
+                  bias: np.ndarray | None, timing: Timing,
+                  selector: Selector | None = None) -> CallResult:
+        return self._pack(backend, n, k, b, ldb, bias, None, selector, timing)[1]
+
+    def _pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None, ldb: int,
+              bias: np.ndarray | None, dst_size: int | None, selector: Selector | None,
+              timing: Timing | None) -> tuple[np.ndarray, CallResult]:
         be = _backend_arg(backend)
         w = Writer()
         w.u32(0 if be is None else 1)
@@ -404,14 +426,17 @@ class WorkerEngine:
         bufs.ptr(pw, b)
         bufs.ptr(pw, bias)
         pw.u64(0 if dst_size is None else _u64(max(dst_size, 1), "dst_size"))
+        _timing(pw, timing)
         bufs.encode(w)
         w.raw(pw.bytes())
         r = self.call(PACK, w.bytes(), "packing")
         status, field, message = r.i32(), r.str(), r.str()
+        times, reps = r.times()
         size = r.u64()
         if status != 0:
             raise from_status(status, field, message)
-        return np.frombuffer(bytes(r.take(size)), dtype=np.uint8).copy()
+        data = np.frombuffer(bytes(r.take(size)), dtype=np.uint8).copy()
+        return data, CallResult(None, times, reps)
 
     def set_svl(self, bits: int) -> int:
         w = Writer()

@@ -56,8 +56,14 @@ def test_shipped_catalog_loads(path: Path) -> None:
             assert case.out_h >= 1 and case.out_w >= 1
 
 
-@pytest.mark.parametrize("path", [p for _, p in SHIPPED], ids=[n for n, _ in SHIPPED])
+CORRECTNESS = [(n, p) for n, p in SHIPPED
+               if n.startswith("correctness") or n in ("smoke", "emulated")]
+
+
+@pytest.mark.parametrize("path", [p for _, p in CORRECTNESS], ids=[n for n, _ in CORRECTNESS])
 def test_shipped_catalog_work_caps(path: Path) -> None:
+    """Correctness catalogs stay small enough for the scalar backend and
+    emulation; performance catalogs are real model sizes."""
     catalog = load_catalog(path)
     for case in catalog.gemm:
         assert case.flops // 2 <= GEMM_MAC_CAP, case.name
@@ -277,3 +283,26 @@ def test_all_problems_reported_together(tmp_path: Path) -> None:
 
 def test_catalog_error_is_value_error() -> None:
     assert issubclass(CatalogError, ValueError)
+
+
+MODEL_MACS = {  # multiply-accumulates per inference, known for these models
+    "resnet50": (4.0e9, 4.2e9),
+    "mobilenet_v2": (2.9e8, 3.1e8),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_MACS))
+def test_model_catalogs_add_up_to_the_known_work(name: str) -> None:
+    catalog = load_catalog(resolve_catalog(name))
+    macs = sum(c.flops // 2 * c.layers for c in catalog.cases)
+    lo, hi = MODEL_MACS[name]
+    assert lo <= macs <= hi, macs
+
+
+def test_llm_catalog_shapes_and_layer_counts() -> None:
+    cat = load_catalog(resolve_catalog("llm_llama7b"))
+    assert {c.m for c in cat.gemm} == {1, 4, 16, 128}
+    assert {(c.n, c.k) for c in cat.gemm} == {(4096, 4096), (11008, 4096), (4096, 11008),
+                                              (32000, 4096)}
+    per_m = sum(c.layers for c in cat.gemm if c.m == 1)
+    assert per_m == 128 + 64 + 32 + 1

@@ -39,6 +39,11 @@ def target(request):
     t.close()
 
 
+def _general_gemm(target):
+    """The first GEMM realization that takes any M (not a GEMV)."""
+    return [x for x in target.info().realizations if x.op == "gemm" and not x.max_m][0]
+
+
 def _frame(mtype, payload=b"", magic=worker.MAGIC, length=None):
     n = len(payload) if length is None else length
     return struct.pack("<IIQ", magic, mtype, n) + payload
@@ -128,8 +133,7 @@ def test_pointer_outside_its_buffer_is_refused(target):
     w.f32(1.0)
     w.u32(0)
     w.u32(0)
-    w.u32(0)
-    w.u32(0)
+    worker._timing(w, None)
     with pytest.raises(ProtocolError, match="pointer outside its buffer"):
         eng.call(worker.GEMM, w.bytes(), "GEMM")
     with pytest.raises(ProtocolError, match="truncated at"):
@@ -147,14 +151,14 @@ def test_a_crashing_kernel_fails_its_case_and_the_next_case_runs(target):
     with pytest.raises(WorkerCrashed, match="signal|died"):
         eng.gemm_raw(2**40, 1, 1, [RawProblem(a, 1, a, 1, c, 1)])
     case = GemmCase("after_crash", 4, 4, 4)
-    r = [x for x in target.info().realizations if x.op == "gemm"][0]
+    r = _general_gemm(target)
     v = runner.run_job(target, runner.Job(case, "exact", r, target.name))
     assert v.status == PASS
     assert eng.restarts >= 1
 
 
 def test_killed_worker_is_an_error_verdict_and_results_survive(target, tmp_path):
-    r = [x for x in target.info().realizations if x.op == "gemm"][0]
+    r = _general_gemm(target)
     writer = RunWriter(tmp_path / "run", {"kind": "test"})
     jobs = [runner.Job(GemmCase(f"k{i}", 3, 5, 7), "exact", r, target.name) for i in range(3)]
     writer.add(runner.run_job(target, jobs[0]))
@@ -175,14 +179,14 @@ def test_timing_returns_one_time_per_repetition(target):
     c = np.zeros((8, 8), np.float16)
     from kbench.api import RawProblem
     res = target.engine.gemm_raw(8, 8, 16, [RawProblem(a, 16, b, 8, c, 8)],
-                                 timing=Timing(warmup=2, repetitions=7))
+                                 timing=Timing(warmup=2, rounds=7))
     assert len(res.times_ns) == 7 and all(t > 0 for t in res.times_ns)
     assert (c == 16).all()
     x = np.ones((1, 5, 5, 2), np.float16)
     wt = np.ones((3, 3, 2, 2), np.float16)
     out = np.zeros((1, 3, 3, 2), np.float16)
     res = target.engine.conv_raw(ConvDesc(1, 5, 5, 2, 2, 3, 3), x, wt, None, out,
-                                 timing=Timing(1, 3))
+                                 timing=Timing(1, 3, min_round_ns=100_000))
     assert len(res.times_ns) == 3 and (out == 18).all()
 
 

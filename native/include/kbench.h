@@ -224,6 +224,37 @@ kb_status kb_conv2d(const kb_conv_desc *d, const kb_f16 *input,
                     const kb_selector *sel, kb_realization *ran,
                     kb_error *err);
 
+/* ---- timing -------------------------------------------------------------
+ * A native timer around the kernel: warm-up calls, then `rounds` timed
+ * rounds of `reps` calls each, reps calibrated so that a round lasts at
+ * least min_round_ns (capped at max_reps). With cold = 1 every round is one
+ * call after writing a cache-sized buffer, so no operand is cached.
+ * round_ns[i] receives the time of one call in round i (nanoseconds). */
+
+typedef struct kb_timing {
+    uint32_t warmup;
+    uint32_t rounds;        /* >= 1 */
+    uint64_t min_round_ns;  /* 0: max_reps calls per round (1 if max_reps is 0) */
+    uint32_t max_reps;      /* cap on calibrated calls per round (0: 1,000,000) */
+    int cold;
+} kb_timing;
+
+kb_status kb_time_gemm(size_t M, size_t N, size_t K, const kb_gemm_problem *problems,
+                       size_t batch, const kb_selector *sel, const kb_timing *t,
+                       double *round_ns, uint32_t *reps_per_round, kb_realization *ran,
+                       kb_error *err);
+kb_status kb_time_conv(const kb_conv_desc *d, const kb_f16 *input, const kb_f16 *filter,
+                       const kb_f16 *bias, kb_f16 *output, const kb_selector *sel,
+                       const kb_timing *t, double *round_ns, uint32_t *reps_per_round,
+                       kb_realization *ran, kb_error *err);
+/* Times packing B into a backend's native layout (backend < 0: portable). */
+kb_status kb_time_pack_b(int backend, size_t N, size_t K, const kb_f16 *B, size_t ldb,
+                         const kb_f16 *bias, void *dst, size_t dst_size,
+                         const kb_selector *sel, const kb_timing *t, double *round_ns,
+                         uint32_t *reps_per_round, kb_error *err);
+/* Monotonic nanoseconds. */
+uint64_t kb_now_ns(void);
+
 /* Bytes of scratch the calling thread retains between calls. */
 size_t kb_scratch_retained_bytes(void);
 #define KB_SCRATCH_RETAIN_CAP ((size_t)8 << 20)

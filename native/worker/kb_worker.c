@@ -199,22 +199,26 @@ static void write_realization(kb_writer *w, const kb_realization *re) {
     kb_wr_i32(w, re->threads);
 }
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* status, error, realization, times, returned buffers */
+static void write_times(kb_writer *w, const double *times, uint32_t ntimes, uint32_t reps) {
+    kb_wr_u32(w, ntimes);
+    kb_wr_u32(w, reps);
+    for (uint32_t i = 0; i < ntimes; i++) {
+        uint64_t u;
+        memcpy(&u, &times[i], 8);
+        kb_wr_u64(w, u);
+    }
+}
+
 static int reply_call(uint32_t type, kb_status st, const kb_error *err, const kb_realization *ran,
-                      const uint64_t *times, uint32_t ntimes, const buffers *bs) {
+                      const double *times, uint32_t ntimes, uint32_t reps, const buffers *bs) {
     kb_writer w = {0};
     kb_wr_i32(&w, st);
     kb_wr_str(&w, st ? err->field : "");
     kb_wr_str(&w, st ? err->message : "");
     write_realization(&w, ran);
-    kb_wr_u32(&w, ntimes);
-    for (uint32_t i = 0; i < ntimes; i++) kb_wr_u64(&w, times[i]);
+    write_times(&w, times, ntimes, reps);
     uint32_t nret = 0;
     for (uint32_t i = 0; i < bs->n; i++) nret += bs->b[i].flags & 1u;
     kb_wr_u32(&w, nret);
@@ -261,10 +265,15 @@ static int handle_hello(void) {
     return rc;
 }
 
-static bool read_timing(kb_reader *r, uint32_t *warmup, uint32_t *reps) {
-    *warmup = kb_rd_u32(r, "warmup");
-    *reps = kb_rd_u32(r, "repetitions");
-    return !r->bad && *warmup <= MAX_REPS && *reps <= MAX_REPS;
+/* Timing block: u32 warmup, u32 rounds (0 = just run), u64 min_round_ns,
+ * u32 max_reps, u32 cold. */
+static bool read_timing(kb_reader *r, kb_timing *t) {
+    t->warmup = kb_rd_u32(r, "timing.warmup");
+    t->rounds = kb_rd_u32(r, "timing.rounds");
+    t->min_round_ns = kb_rd_u64(r, "timing.min_round_ns");
+    t->max_reps = kb_rd_u32(r, "timing.max_reps");
+    t->cold = (int)kb_rd_u32(r, "timing.cold");
+    return !r->bad && t->warmup <= MAX_REPS && t->rounds <= MAX_REPS && t->max_reps <= MAX_REPS;
 }
 
 static int handle_gemm(kb_reader *r) {
@@ -300,8 +309,8 @@ static int handle_gemm(kb_reader *r) {
         p->b_is_packed = (int)kb_rd_u32(r, "b_is_packed");
         p->b_is_backend_native_packed = (int)kb_rd_u32(r, "b_is_backend_native_packed");
     }
-    uint32_t warmup = 0, reps = 0;
-    bool timing_ok = read_timing(r, &warmup, &reps);
+    kb_timing tm;
+    bool timing_ok = read_timing(r, &tm);
     int rc;
     if (r->bad || !ok || !timing_ok) {
         rc = protocol_error("malformed GEMM request: %s%s", r->bad ? "truncated at " : "",
@@ -310,19 +319,17 @@ static int handle_gemm(kb_reader *r) {
         kb_error err;
         kb_realization ran;
         memset(&ran, 0, sizeof ran);
-        kb_status st = kb_gemm_batch((size_t)M, (size_t)N, (size_t)K, batch ? ps : NULL, batch, &sel, &ran, &err);
-        uint64_t *times = NULL;
-        if (st == KB_OK && reps) {
-            times = malloc(sizeof(uint64_t) * reps);
-            for (uint32_t i = 0; i < warmup && st == KB_OK; i++)
-                st = kb_gemm_batch((size_t)M, (size_t)N, (size_t)K, ps, batch, &sel, &ran, &err);
-            for (uint32_t i = 0; times && i < reps && st == KB_OK; i++) {
-                uint64_t t0 = now_ns();
-                st = kb_gemm_batch((size_t)M, (size_t)N, (size_t)K, ps, batch, &sel, &ran, &err);
-                times[i] = now_ns() - t0;
-            }
+        kb_status st;
+        double *times = NULL;
+        uint32_t reps = 0;
+        if (tm.rounds) {
+            times = malloc(sizeof(double) * tm.rounds);
+            st = times ? kb_time_gemm((size_t)M, (size_t)N, (size_t)K, batch ? ps : NULL, batch, &sel, &tm, times, &reps, &ran, &err)
+                       : KB_ERR_OUT_OF_MEMORY;
+        } else {
+            st = kb_gemm_batch((size_t)M, (size_t)N, (size_t)K, batch ? ps : NULL, batch, &sel, &ran, &err);
         }
-        rc = reply_call(KB_MSG_GEMM, st, &err, &ran, times, (st == KB_OK && times) ? reps : 0, &bs);
+        rc = reply_call(KB_MSG_GEMM, st, &err, &ran, times, (st == KB_OK && times) ? tm.rounds : 0, reps, &bs);
         free(times);
     }
     free(ps);
@@ -353,8 +360,8 @@ static int handle_conv(kb_reader *r) {
     const kb_f16 *flt = read_ptr(r, &bs, "filter", &ok);
     const kb_f16 *bias = read_ptr(r, &bs, "bias", &ok);
     kb_f16 *out = read_ptr(r, &bs, "output", &ok);
-    uint32_t warmup = 0, reps = 0;
-    bool timing_ok = read_timing(r, &warmup, &reps);
+    kb_timing tm;
+    bool timing_ok = read_timing(r, &tm);
     int rc;
     if (r->bad || !ok || !timing_ok) {
         rc = protocol_error("malformed CONV request: %s%s", r->bad ? "truncated at " : "",
@@ -363,18 +370,16 @@ static int handle_conv(kb_reader *r) {
         kb_error err;
         kb_realization ran;
         memset(&ran, 0, sizeof ran);
-        kb_status st = kb_conv2d(&d, in, flt, bias, out, &sel, &ran, &err);
-        uint64_t *times = NULL;
-        if (st == KB_OK && reps) {
-            times = malloc(sizeof(uint64_t) * reps);
-            for (uint32_t i = 0; i < warmup && st == KB_OK; i++) st = kb_conv2d(&d, in, flt, bias, out, &sel, &ran, &err);
-            for (uint32_t i = 0; times && i < reps && st == KB_OK; i++) {
-                uint64_t t0 = now_ns();
-                st = kb_conv2d(&d, in, flt, bias, out, &sel, &ran, &err);
-                times[i] = now_ns() - t0;
-            }
+        kb_status st;
+        double *times = NULL;
+        uint32_t reps = 0;
+        if (tm.rounds) {
+            times = malloc(sizeof(double) * tm.rounds);
+            st = times ? kb_time_conv(&d, in, flt, bias, out, &sel, &tm, times, &reps, &ran, &err) : KB_ERR_OUT_OF_MEMORY;
+        } else {
+            st = kb_conv2d(&d, in, flt, bias, out, &sel, &ran, &err);
         }
-        rc = reply_call(KB_MSG_CONV, st, &err, &ran, times, (st == KB_OK && times) ? reps : 0, &bs);
+        rc = reply_call(KB_MSG_CONV, st, &err, &ran, times, (st == KB_OK && times) ? tm.rounds : 0, reps, &bs);
         free(times);
     }
     free_buffers(&bs);
@@ -399,7 +404,9 @@ static int handle_pack(kb_reader *r) {
     const kb_f16 *B = read_ptr(r, &bs, "B", &ok);
     const kb_f16 *bias = read_ptr(r, &bs, "bias", &ok);
     uint64_t dst_size = kb_rd_u64(r, "dst_size");
-    if (r->bad || !ok) {
+    kb_timing tm;
+    bool timing_ok = read_timing(r, &tm);
+    if (r->bad || !ok || !timing_ok) {
         free_buffers(&bs);
         return protocol_error("malformed PACK request: %s%s", r->bad ? "truncated at " : "",
                               r->bad ? r->what : "pointer outside its buffer");
@@ -422,10 +429,20 @@ static int handle_pack(kb_reader *r) {
         st = mode == 0 ? kb_pack_b((size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
                        : kb_pack_b_native(backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &sel, &err);
     }
+    double *times = NULL;
+    uint32_t reps = 0;
+    if (st == KB_OK && tm.rounds) {
+        times = malloc(sizeof(double) * tm.rounds);
+        st = times ? kb_time_pack_b(mode == 0 ? -1 : backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size,
+                                    &sel, &tm, times, &reps, &err)
+                   : KB_ERR_OUT_OF_MEMORY;
+    }
     kb_writer w = {0};
     kb_wr_i32(&w, st);
     kb_wr_str(&w, st ? err.field : "");
     kb_wr_str(&w, st ? err.message : "");
+    write_times(&w, times, (st == KB_OK && times) ? tm.rounds : 0, reps);
+    free(times);
     kb_wr_u64(&w, st == KB_OK ? size : 0);
     if (st == KB_OK) kb_wr_bytes(&w, dst, size);
     int rc = w.oom ? protocol_error("out of memory building the reply") : send_frame(KB_MSG_PACK | KB_WIRE_REPLY, &w);

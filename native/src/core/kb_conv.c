@@ -75,9 +75,11 @@ kb_status kb_conv2d(const kb_conv_desc *d, const kb_f16 *input, const kb_f16 *fi
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.isa_cap", "%d is not an ISA level", sel->isa_cap);
     const kb_conv_impl *impl;
     if ((st = kb_select_conv(sel, d, &impl, err)) != KB_OK) return st;
+    uint64_t t0 = kb_now_ns();
     st = impl->run(impl, d, oh, ow, input, filter, bias, output, sel, err);
     kb_scratch_release();
     if (st != KB_OK) return st;
+    kb_test_slowdown(impl->name, t0);
     kb_fill_conv_realization(impl, sel->threads, ran);
     return KB_OK;
 }

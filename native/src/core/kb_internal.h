@@ -16,6 +16,8 @@ kb_status kb_fail(kb_error *err, kb_status code, const char *field,
 #endif
     ;
 void kb_clear_error(kb_error *err);
+/* Test-only: KBENCH_TEST_SLOWDOWN slows one realization (see kb_timer.c). */
+void kb_test_slowdown(const char *realization, uint64_t t0);
 
 /* ---- checked size arithmetic ---------------------------------------------- */
 

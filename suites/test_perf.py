@@ -1,0 +1,51 @@
+"""The performance suite (`kbench run --suite perf`): every case of the
+chosen catalogs on every realization that takes it. A case is verified
+first, then timed natively inside its target. For in-process targets
+pytest-benchmark drives the calibrated rounds on a clock fed by the native
+timer; worker targets time their rounds natively and replay them into
+pytest-benchmark, so the statistics and JSON have one shape. Only
+collected with --kb-perf."""
+
+import pytest
+
+from kbench import perf
+from kbench.engine import InProcessEngine, Timing
+from kbench.verdict import MISTRUSTED, PASS
+
+
+@pytest.mark.perf
+def test_perf(kb_session, kb_perf_job, benchmark, request):
+    job = kb_perf_job
+    target = kb_session.target(job.target)
+    settings = kb_session.perf_settings
+    verdict = perf.verify(target, job, settings, kb_session.inputs)
+    if verdict.status not in (PASS, MISTRUSTED):
+        kb_session.record(verdict)
+        kb_session.perf_progress(request.config, verdict)
+        pytest.fail(verdict.line())
+    prep = perf.prepare(target, job, settings, kb_session.inputs)
+    clock = kb_session.clock
+    benchmark._timer = clock.now  # pytest-benchmark reads time from the native timer
+    benchmark.extra_info.update(realization=job.realization.name, target=job.target,
+                                emulated=target.emulated, flops=job.case.flops)
+    if isinstance(target.engine, InProcessEngine) and benchmark.enabled:
+        # warm up and calibrate the calls per round once, then let pytest-benchmark
+        # run its calibrated rounds of exactly that many native calls each
+        reps = prep.run(settings.timing(rounds=1)).reps_per_round
+        round_timing = Timing(warmup=0, rounds=1, min_round_ns=0, max_reps=reps,
+                              cold=settings.cold)
+
+        def one_round():
+            clock.advance(prep.run(round_timing).times_ns[0] * reps)
+        benchmark(one_round)
+        rounds = [t * 1e9 / reps for t in benchmark.stats.stats.data]
+    else:
+        res = prep.run(settings.timing())
+        rounds, reps = res.times_ns, res.reps_per_round
+        replay = iter(rounds)
+        benchmark.pedantic(lambda: clock.advance(next(replay)), rounds=len(rounds), iterations=1)
+    benchmark.extra_info["calls_per_round"] = reps  # pytest-benchmark's times are per round
+    verdict = perf.with_times(verdict, rounds, reps, prep.packing)
+    kb_session.record(verdict)
+    kb_session.perf_progress(request.config, verdict)
+    assert verdict.rounds > 0 and verdict.time_median_ns > 0
