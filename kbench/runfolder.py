@@ -60,7 +60,7 @@ def load_run(path: str | Path) -> Run:
     for c in missing:  # runs written before a column existed
         df[c] = np.nan
     for c in ("message", "tags", "kind", "b_form", "catalog", "suite", "round_times_ns"):
-        df[c] = df[c].fillna("").astype(str)
+        df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
     df.loc[df["suite"] == "", "suite"] = "correctness"
     df["emulated"] = df["emulated"].astype(str).str.lower().isin(["true", "1"])
     for c in ("rounds", "reps_per_round", "layers", "flops", "threads", "k", "m", "n"):
