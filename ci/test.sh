@@ -10,7 +10,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 PY="${PYTHON:-python3}"
-export KBENCH_REQUIRE_QEMU=1
+export KBENCH_REQUIRE_QEMU=1 KBENCH_REQUIRE_CHROMIUM=1 KBENCH_REQUIRE_ORT=1
 
 t0=$(date +%s)
 step() { printf '\n== %s (at %ss) ==\n' "$*" "$(( $(date +%s) - t0 ))"; }

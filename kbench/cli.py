@@ -10,6 +10,7 @@ import click
 
 from . import api
 from .catalog import CatalogError, available_catalogs, load_catalog, resolve_catalog
+from .cli_report import report as report_command
 from .errors import KbenchError
 from .store import default_run_dir
 from .targets import parse_target
@@ -177,6 +178,8 @@ def list_catalogs() -> None:
         except CatalogError as exc:
             click.echo(f"{name:24s} invalid: {exc}")
 
+
+main.add_command(report_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

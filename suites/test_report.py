@@ -1,0 +1,659 @@
+"""`kbench report`: the tables computed from a run folder, the plots, the
+HTML page and CSV files, the command, and the page as headless Chromium
+renders it.
+
+The runs are synthetic but realistic, written with the real RunWriter and
+read back with the real loader: a hardware target with correctness,
+contract and timed rows (LLM decode GEMMs, ResNet-50 and MobileNet-v2
+convolutions, several realizations, thread counts, a row whose timing
+failed), an emulated target with timed rows, and a baseline run."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from matplotlib.image import imread
+
+from kbench import report as rep
+from kbench.cli_report import report as report_command
+from kbench.runfolder import Run, load_run
+from kbench.store import RunWriter
+from kbench.verdict import Verdict
+
+HOST, QEMU = "host", "qemu:cpu=max"
+LLAMA, RESNET, MOBILENET = "llm-llama7b-decode", "resnet50", "mobilenet-v2"
+ACCUM = {"gemm_scalar_f32acc": "fp32", "gemm_neon_f32acc_fhm": "fp32",
+         "gemm_neon_f32acc_cvt": "fp32", "gemm_neon_f16acc": "fp16",
+         "conv2d_direct_scalar_f32acc": "fp32", "conv2d_igemm_neon_f32acc_fhm": "fp32",
+         "conv2d_im2col_gemm_neon_f32acc_fhm": "fp32"}
+
+# (catalog, case, shape, layers, m, n, k, scalar median ns)
+LLAMA_CASES = [(LLAMA, "llama7b_qkvo", "m1n4096k4096", 128, 1, 4096, 4096, 40e6),
+               (LLAMA, "llama7b_gate_up", "m1n11008k4096", 64, 1, 11008, 4096, 100e6),
+               (LLAMA, "llama7b_down", "m1n4096k11008", 32, 1, 4096, 11008, 100e6)]
+RESNET_CASES = [(RESNET, "rn50_conv1", "n1h224w224c3o64k7x7s2x2p3_3_3_3", 1, 12544, 64, 147,
+                 200e6),
+                (RESNET, "rn50_l1_3x3", "n1h56w56c64o64k3x3p1_1_1_1", 3, 3136, 64, 576, 120e6),
+                (RESNET, "rn50_l4_1x1", "n1h7w7c512o2048k1x1", 3, 49, 2048, 512, 60e6)]
+MOBILENET_CASES = [(MOBILENET, "mnv2_pw_block3", "n1h56w56c24o144k1x1", 2, 3136, 144, 24, 9e6)]
+
+# realization -> (divisor of the scalar time, threads); None: the row is not timed
+LLAMA_REALS = [("gemm_scalar_f32acc", 1.0, 1), ("gemm_neon_f32acc_fhm", 4.0, 1),
+               ("gemm_neon_f16acc", 8.0, 1), ("gemm_neon_f16acc", 24.0, 4)]
+CONV_REALS = [("conv2d_direct_scalar_f32acc", 1.0, 1), ("conv2d_igemm_neon_f32acc_fhm", 5.0, 1),
+              ("conv2d_im2col_gemm_neon_f32acc_fhm", 4.0, 1)]
+GEMM_KS = (16, 64, 256, 1024, 4096)
+BASELINE_NEON_FACTOR = 1.25  # the baseline's NEON rows are this much slower
+
+
+def _backend(realization: str) -> str:
+    return next((b for b in ("scalar", "neon", "sme") if f"_{b}" in realization), "-")
+
+
+def _verdict(**kw: Any) -> Verdict:
+    real = kw["realization"]
+    base: dict[str, Any] = dict(
+        case="c", op="gemm", shape="m1n1k1", kind="uniform", target=HOST, backend=_backend(real),
+        kernel=f"kernel_of_{real}", accum=ACCUM.get(real, "-"), k=1, m=1, n=1, b_form="plain",
+        vector_bits=0, status="pass")
+    base.update(kw)
+    return Verdict(**base)
+
+
+def _perf(case: tuple, real: str, divisor: float, threads: int, target: str = HOST,
+          emulated: bool = False, scale: float = 1.0, nan_time: bool = False) -> Verdict:
+    catalog, name, shape, layers, m, n, k, scalar_ns = case
+    op = "gemm" if catalog == LLAMA else "conv2d"
+    median = float("nan") if nan_time else scalar_ns / divisor * scale
+    rounds = [median * f for f in (1.02, 1.0, 0.99, 1.01, 1.03)]
+    flops = 2 * m * n * k
+    return _verdict(
+        case=name, op=op, shape=shape, kind="uniform", target=target, realization=real,
+        k=k, m=m, n=n,
+        b_form="native" if op == "gemm" else "-", status="pass", catalog=catalog, suite="perf",
+        layers=layers, flops=flops, threads=threads, emulated=emulated, rounds=5,
+        reps_per_round=3, time_min_ns=min(rounds), time_median_ns=median,
+        time_mean_ns=float(np.mean(rounds)), time_stdev_ns=float(np.std(rounds)),
+        round_times_ns=[] if nan_time else rounds,
+        gflops=float("nan") if nan_time else flops / median, pack_time_ns=1e5,
+        max_err_bound=0.5, max_ulp=1.0, total=n, exact=n)
+
+
+def _correctness_rows() -> list[Verdict]:
+    rows = []
+    for real in ("gemm_scalar_f32acc", "gemm_neon_f32acc_fhm", "gemm_neon_f16acc"):
+        fp16 = ACCUM[real] == "fp16"
+        for k in GEMM_KS:
+            for kind in ("exact", "uniform", "normal", "specials"):
+                real_valued = kind in ("uniform", "normal")
+                ulp = (4.0 * np.sqrt(k) + (kind == "normal")) if fp16 else 1.0
+                status, message, ratio = "pass", "", (0.3 / np.sqrt(k) if fp16 else 0.95)
+                if fp16 and k == 4096 and kind == "uniform":
+                    status, ratio = "mistrusted", 0.0
+                    message = "the declared fp16 model gives no bound at K' = 4097"
+                if fp16 and k == 64 and kind == "normal":
+                    status, message = "fail", "3 element(s) outside the bound"
+                rows.append(_verdict(
+                    case=f"m7_n33_k{k}", shape=f"m7n33k{k}", kind=kind, realization=real, k=k,
+                    m=7, n=33, status=status, message=message, catalog="correctness_gemm",
+                    max_err_bound=ratio if real_valued else (0.0 if kind == "exact" else 50.0),
+                    max_ulp=ulp if real_valued else (0.0 if kind == "exact" else 9999.0),
+                    rms_rel=1e-4 * (np.sqrt(k) if fp16 else 0.1), exact=200, total=231))
+    for k in (27, 576):
+        for kind in ("exact", "uniform"):
+            rows.append(_verdict(case=f"conv_k{k}", op="conv2d", shape=f"conv{k}", kind=kind,
+                                 realization="conv2d_direct_scalar_f32acc", k=k,
+                                 catalog="correctness_conv", max_err_bound=0.9, max_ulp=1.0,
+                                 exact=10, total=10))
+    rows.append(_verdict(case="m7_n33_k16", shape="m7n33k16", realization="gemm_sme_mopa_f32acc",
+                         k=16, status="skip", catalog="correctness_gemm",
+                         message="SME not available"))
+    rows.append(_verdict(case="m7_n33_k16", shape="m7n33k16", target=QEMU, k=16,
+                         realization="gemm_scalar_f32acc", catalog="correctness_gemm",
+                         max_err_bound=0.9, max_ulp=1.0, exact=231, total=231))
+    for name in ("gemm_k_zero", "packed_wrong_backend", "header_corrupted"):
+        rows.append(_verdict(case=name, op="contract", shape="", kind="misuse", backend="-",
+                             realization="-", accum="-", k=0, suite="contracts"))
+    return rows
+
+
+def _perf_rows(emulated_target: bool = True) -> list[Verdict]:
+    rows = [_perf(c, r, d, t) for c in LLAMA_CASES for r, d, t in LLAMA_REALS]
+    for case in RESNET_CASES:
+        for real, div, thr in CONV_REALS:
+            if real.startswith("conv2d_im2col") and case[1] == "rn50_conv1":
+                continue  # this realization lacks a shape: its model total is incomplete
+            rows.append(_perf(case, real, div, thr))
+    rows.append(_perf(MOBILENET_CASES[0], "conv2d_direct_scalar_f32acc", 1.0, 1))
+    rows.append(_perf(MOBILENET_CASES[0], "conv2d_igemm_neon_f32acc_fhm", 1.0, 1,
+                      nan_time=True))
+    if emulated_target:
+        rows += [_perf(c, r, 0.01, 1, target=QEMU, emulated=True)
+                 for c in LLAMA_CASES for r in ("gemm_scalar_f32acc", "gemm_neon_f16acc")]
+    return rows
+
+
+def _target_meta(spec: str, emulated: bool, reals: list[str]) -> dict[str, Any]:
+    return {"name": spec, "kind": "worker" if emulated else "in-process", "emulated": emulated,
+            "arch": "aarch64", "cpu_features": ["fp16", "fhm"], "sme_vector_bits": 0,
+            "isa": "fhm", "library_version": "0.1.0",
+            "realizations": [{"name": r, "backend": "neon" if "neon" in r else "scalar"}
+                             for r in reals]}
+
+
+def _meta(commit: str) -> dict[str, Any]:
+    return {"host": "board", "platform": "Linux-6.1-aarch64", "machine": "aarch64",
+            "cpu_model": "Neoverse-N1", "python": "3.11.7", "compiler": "gcc",
+            "c_flags": ["-O2", "-std=c11"], "git_commit": commit, "git_dirty": False,
+            "date": "2026-11-29T10:00:00+00:00", "command_line": "kbench run --suite all",
+            "targets": {HOST: _target_meta(HOST, False, sorted(ACCUM)),
+                        QEMU: _target_meta(QEMU, True, sorted(ACCUM))}}
+
+
+def write_run(folder: Path, rows: list[Verdict], complete: bool = True,
+              commit: str = "a" * 40) -> Run:
+    writer = RunWriter(folder, _meta(commit))
+    writer.add_all(rows)
+    writer.close(complete=complete)
+    return load_run(folder)
+
+
+def _baseline_rows() -> list[Verdict]:
+    rows = []
+    for v in _perf_rows():
+        if v.realization == "gemm_neon_f16acc" and v.threads == 1 and v.case == "llama7b_down":
+            continue  # a row the baseline does not have
+        if v.backend == "neon" and not v.emulated:
+            v = replace(v, time_median_ns=v.time_median_ns * BASELINE_NEON_FACTOR)
+        rows.append(v)
+    rows.append(_perf(LLAMA_CASES[0], "gemm_neon_f32acc_cvt", 3.0, 1))  # only in the baseline
+    return rows
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    base = tmp_path_factory.mktemp("runs")
+    return {
+        "main": write_run(base / "main", _correctness_rows() + _perf_rows(), complete=False),
+        "baseline": write_run(base / "baseline", _baseline_rows(), commit="b" * 40),
+        "correctness": write_run(base / "correctness", _correctness_rows()),
+        "emulated_only": write_run(base / "emulated_only",
+                                   [v for v in _perf_rows() if v.emulated], complete=False),
+        "empty": write_run(base / "empty", [], complete=False),
+    }
+
+
+@pytest.fixture(scope="module")
+def built(runs: dict[str, Run], tmp_path_factory: pytest.TempPathFactory) -> rep.ReportFiles:
+    return rep.build_report(runs["main"], runs["baseline"], tmp_path_factory.mktemp("report"))
+
+
+def _one(df: pd.DataFrame, **where: Any) -> pd.Series:
+    sel = df
+    for col, val in where.items():
+        sel = sel[sel[col] == val]
+    assert len(sel) == 1, f"{len(sel)} rows match {where}"
+    return sel.iloc[0]
+
+
+# ----------------------------------------------------------------------------- tables
+
+def test_the_loader_sees_the_synthetic_timings(runs: dict[str, Run]) -> None:
+    perf = runs["main"].perf()
+    assert len(perf) == 12 + 8 + 2 + 6
+    assert perf["round_times"].map(len).max() == 5
+    assert perf["emulated"].sum() == 6
+
+
+def test_verdict_matrix_counts_and_worst_verdict(runs: dict[str, Run]) -> None:
+    vm = rep.verdict_matrix(runs["main"].results)
+    neon = _one(vm, target=HOST, backend="neon", catalog="correctness_gemm")
+    # 2 realizations x 5 K x 4 kinds; one fail, one mistrusted
+    assert (neon["cases"], neon["pass"], neon["fail"], neon["mistrusted"]) == (40, 38, 1, 1)
+    assert neon["verdict"] == "fail"
+    assert _one(vm, target=HOST, backend="scalar", catalog="correctness_gemm")["verdict"] == "pass"
+    contracts = _one(vm, backend="-", catalog="contracts")
+    assert (contracts["cases"], contracts["verdict"]) == (3, "pass")
+    sme = _one(vm, backend="sme")
+    assert (sme["skip"], sme["verdict"]) == (1, "skip")
+    perf = _one(vm, target=HOST, backend="neon", catalog=LLAMA)
+    assert perf["cases"] == 9
+    assert list(vm["backend"].drop_duplicates())[:3] == ["scalar", "neon", "sme"]
+    assert len(rep.failures(runs["main"].results)) == 1
+
+
+def test_gflops_table_uses_hardware_timings_only(runs: dict[str, Run]) -> None:
+    g = rep.gflops_table(runs["main"])
+    assert set(g["target"]) == {HOST}
+    assert len(g) == 12 + 8 + 2
+    row = _one(g, case="llama7b_qkvo", realization="gemm_neon_f32acc_fhm")
+    assert row["gflops"] == pytest.approx(2 * 4096 * 4096 / 10e6)
+    assert row["cv"] > 0
+    # the thread count shows in the series label where the realization varies it
+    assert set(g.loc[g["realization"] == "gemm_neon_f16acc", "series"]) == {
+        "gemm_neon_f16acc ×1t", "gemm_neon_f16acc ×4t"}
+    failed = _one(g, case="mnv2_pw_block3", realization="conv2d_igemm_neon_f32acc_fhm")
+    assert np.isnan(failed["gflops"]) and np.isnan(failed["time_median_ns"])
+
+
+def test_emulated_times_are_kept_apart_and_labelled(runs: dict[str, Run]) -> None:
+    emu = rep.emulated_times(runs["main"])
+    assert len(emu) == 6
+    assert set(emu["target"]) == {QEMU}
+    assert set(emu["label"]) == {"emulated — not a speed"}
+    assert "gflops" not in emu.columns and "speedup" not in emu.columns
+
+
+def test_speedup_over_the_scalar_reference(runs: dict[str, Run]) -> None:
+    s = rep.speedup_vs_scalar(runs["main"])
+    assert set(s["target"]) == {HOST}
+    for case in LLAMA_CASES:
+        expect = {"gemm_scalar_f32acc": 1.0, "gemm_neon_f32acc_fhm": 4.0,
+                  "gemm_neon_f16acc ×1t": 8.0, "gemm_neon_f16acc ×4t": 24.0}
+        for series, speedup in expect.items():
+            row = _one(s, case=case[1], series=series)
+            assert row["speedup"] == pytest.approx(speedup)
+            assert row["ref_realization"] == "gemm_scalar_f32acc"
+            assert row["ref_threads"] == 1
+    conv = _one(s, case="rn50_l1_3x3", realization="conv2d_igemm_neon_f32acc_fhm")
+    assert conv["ref_realization"] == "conv2d_direct_scalar_f32acc"
+    assert conv["speedup"] == pytest.approx(5.0)
+    assert np.isnan(_one(s, case="mnv2_pw_block3",
+                         realization="conv2d_igemm_neon_f32acc_fhm")["speedup"])
+
+
+def test_speedup_over_the_baseline(runs: dict[str, Run]) -> None:
+    b = rep.speedup_vs_baseline(runs["main"], runs["baseline"])
+    assert set(b["target"]) == {HOST}  # emulated rows of either run never compared
+    both = b[b["presence"] == "both"]
+    neon = both[(both["realization"].str.contains("neon")) & both["speedup"].notna()]
+    assert len(neon) == 3 * 3 - 1 + 3 + 2  # LLaMA, ResNet-50; MobileNet's NEON row has no time
+    assert np.allclose(neon["speedup"], BASELINE_NEON_FACTOR)
+    assert np.allclose(neon["time_change"], 1 / BASELINE_NEON_FACTOR - 1)
+    scalar = both[both["realization"].str.contains("scalar")]
+    assert np.allclose(scalar["speedup"], 1.0)
+    missing = _one(b, presence="no baseline row")
+    assert (missing["case"], missing["realization"], missing["threads"]) == (
+        "llama7b_down", "gemm_neon_f16acc", 1)
+    assert np.isnan(missing["speedup"])
+    extra = _one(b, presence="only in baseline")
+    assert extra["realization"] == "gemm_neon_f32acc_cvt"
+    assert np.isnan(extra["speedup"])
+    assert rep.speedup_vs_baseline(runs["main"], None).empty
+
+
+def test_model_totals_weight_shapes_by_layers(runs: dict[str, Run]) -> None:
+    m = rep.model_totals(runs["main"])
+    assert set(m["target"]) == {HOST}
+    scalar_total = sum(c[3] * c[7] for c in LLAMA_CASES)  # layers x scalar time
+    scalar = _one(m, model=LLAMA, realization="gemm_scalar_f32acc")
+    assert scalar["total_time_ns"] == pytest.approx(scalar_total)
+    assert scalar["layers"] == 128 + 64 + 32
+    assert scalar["total_gflop"] == pytest.approx(
+        sum(c[3] * 2 * c[4] * c[5] * c[6] for c in LLAMA_CASES) / 1e9)
+    fhm = _one(m, model=LLAMA, realization="gemm_neon_f32acc_fhm")
+    assert fhm["total_time_ns"] == pytest.approx(scalar_total / 4)
+    assert fhm["speedup_vs_scalar"] == pytest.approx(4.0)
+    best = _one(m, model=LLAMA, series="best per shape")
+    assert best["speedup_vs_scalar"] == pytest.approx(24.0)
+    im2col = _one(m, model=RESNET, realization="conv2d_im2col_gemm_neon_f32acc_fhm")
+    assert (im2col["shapes"], im2col["shapes_in_model"], im2col["complete"]) == (2, 3, False)
+    assert np.isnan(im2col["speedup_vs_scalar"])
+    assert _one(m, model=RESNET, realization="conv2d_igemm_neon_f32acc_fhm")[
+        "speedup_vs_scalar"] == pytest.approx(5.0)
+    # MobileNet: the NEON row has no time, so the fastest per shape is the scalar one
+    assert _one(m, model=MOBILENET, series="best per shape")["speedup_vs_scalar"] == 1.0
+
+
+def test_error_versus_k(runs: dict[str, Run]) -> None:
+    e = rep.error_vs_k(runs["main"].results)
+    f16 = e[(e["target"] == HOST) & (e["realization"] == "gemm_neon_f16acc")].sort_values("k")
+    assert list(f16["k"]) == list(GEMM_KS)
+    assert list(f16["cases"]) == [2] * len(GEMM_KS)  # uniform + normal, not exact/specials
+    assert f16["max_ulp"].is_monotonic_increasing
+    assert f16["max_ulp"].iloc[-1] == pytest.approx(4.0 * 64 + 1)
+    # at K = 4096 the uniform case is mistrusted for lack of a bound: only normal's ratio counts
+    assert f16["max_err_bound"].iloc[-1] == pytest.approx(0.3 / 64)
+    assert f16["failed"].sum() == 1 and f16["mistrusted"].sum() == 1
+    f32 = e[(e["target"] == HOST) & (e["realization"] == "gemm_scalar_f32acc")]
+    assert set(f32["max_ulp"]) == {1.0}
+    assert not (e["realization"] == "-").any()  # contract rows carry no error
+    assert set(e["op"]) == {"gemm", "conv2d"}
+
+
+def test_error_plot_has_one_series_per_realization(runs: dict[str, Run]) -> None:
+    table = rep.error_vs_k(runs["main"].results)
+    fig = rep.plot_error_vs_k(table, "gemm", rep.series_colors(list(table["realization"])))
+    expect = {f"{r} @ {t}" for t, r in zip(*(table.loc[table["op"] == "gemm", c]
+                                            for c in ("target", "realization")), strict=True)}
+    assert len(expect) == 4
+    assert len(fig.axes) == 3
+    for ax in fig.axes:
+        labels = {ln.get_label() for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+        assert labels == expect
+        assert ax.get_xlabel() == "K (reduction length)" and ax.get_ylabel() and ax.get_title()
+    f16 = next(ln for ln in fig.axes[1].get_lines() if ln.get_label().startswith("gemm_neon_f16"))
+    assert list(f16.get_xdata()) == list(GEMM_KS)
+
+
+def test_metadata_sets_run_and_baseline_side_by_side(runs: dict[str, Run]) -> None:
+    md = rep.metadata(runs["main"], runs["baseline"]).set_index("field")
+    assert md.loc["git_commit", "run"] == "a" * 40
+    assert md.loc["git_commit", "baseline"] == "b" * 40
+    assert md.loc["complete", "run"] == "False" and md.loc["complete", "baseline"] == "True"
+    assert md.loc[f"target {QEMU}: emulated", "run"] == "True"
+    assert md.loc["c_flags", "run"] == "-O2, -std=c11"
+    assert list(rep.metadata(runs["main"], None).columns) == ["field", "run"]
+
+
+# ----------------------------------------------------------------------------- files
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DATA_URI = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
+
+
+def _embedded_pngs(html: str) -> list[np.ndarray]:
+    images = []
+    for payload in DATA_URI.findall(html):
+        raw = base64.b64decode(payload, validate=True)
+        assert raw.startswith(PNG_SIGNATURE)
+        images.append(imread(io.BytesIO(raw), format="png"))
+    return images
+
+
+def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
+    assert built.html.name == "report.html" and built.html.parent == built.tables["gflops"].parent
+    assert set(built.tables) == {"verdict_matrix", "failures", "gflops", "speedup_vs_scalar",
+                                 "speedup_vs_baseline", "emulated_times", "error_vs_k",
+                                 "model_totals", "metadata"}
+    gflops = pd.read_csv(built.tables["gflops"])
+    assert len(gflops) == len(rep.gflops_table(runs["main"]))
+    speedups = pd.read_csv(built.tables["speedup_vs_scalar"])
+    assert speedups["speedup"].max() == pytest.approx(24.0)
+    html = built.html.read_text(encoding="utf-8")
+    for section in ("verdicts", "performance", "emulated", "baseline", "models", "error",
+                    "metadata"):
+        assert f'<section id="{section}">' in html
+    assert "incomplete run" in html
+    assert "emulated — not a speed" in html
+    assert "llama7b_down" in html or "m1n4096k11008" in html
+    # self-contained: every image embedded, nothing fetched, no script
+    assert html.count("<img ") == len(DATA_URI.findall(html))
+    assert not re.search(r'(src|href)="(https?:|//)', html)
+    assert "<script" not in html
+    images = _embedded_pngs(html)
+    # a perf figure per (target, catalog), baseline, model totals, error per op
+    assert len(images) == 3 + 1 + 1 + 2
+    for img in images:
+        assert img.shape[0] > 100 and img.shape[1] > 100
+        assert _colours(img) > 8  # not one colour
+
+
+def test_report_of_a_run_without_timings(runs: dict[str, Run], tmp_path: Path) -> None:
+    files = rep.build_report(runs["correctness"], None, tmp_path)
+    html = files.html.read_text(encoding="utf-8")
+    assert "has no timed rows" in html
+    assert "No baseline given" in html
+    assert "incomplete run" not in html
+    assert len(_embedded_pngs(html)) == 2  # the error plots, one per operator
+    assert pd.read_csv(files.tables["gflops"]).empty
+    assert list(pd.read_csv(files.tables["gflops"]).columns) == rep.GFLOPS_COLUMNS
+
+
+def test_report_of_emulated_timings_only(runs: dict[str, Run], tmp_path: Path) -> None:
+    files = rep.build_report(runs["emulated_only"], runs["emulated_only"], tmp_path)
+    html = files.html.read_text(encoding="utf-8")
+    assert "measured under emulation: there is no speed to report" in html
+    assert "Nothing to compare" in html
+    assert pd.read_csv(files.tables["speedup_vs_baseline"]).empty
+    assert pd.read_csv(files.tables["model_totals"]).empty
+    assert len(pd.read_csv(files.tables["emulated_times"])) == 6
+    assert _embedded_pngs(html) == []
+
+
+def test_report_of_an_empty_run(runs: dict[str, Run], tmp_path: Path) -> None:
+    files = rep.build_report(runs["empty"], runs["correctness"], tmp_path)
+    html = files.html.read_text(encoding="utf-8")
+    assert "incomplete run" in html and "This run recorded no results" in html
+    assert "No judged real-valued results" in html
+    assert html.count("<img ") == 0
+    assert all(pd.read_csv(p).empty for name, p in files.tables.items() if name != "metadata")
+
+
+# ----------------------------------------------------------------------------- command
+
+def test_command_writes_into_the_run_folder_by_default(runs: dict[str, Run],
+                                                       tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(runs["emulated_only"].path, run_dir)
+    result = CliRunner().invoke(report_command, [str(run_dir), "--baseline",
+                                                 str(runs["baseline"].path)])
+    assert result.exit_code == 0, result.output
+    out = run_dir / "report"
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["report.html", *(f"{name}.csv" for name in rep.ReportTables.__dataclass_fields__)])
+    assert f"report: {out / 'report.html'}" in result.output
+    assert "incomplete run" in result.output
+    assert "incomplete run" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_command_out_option(runs: dict[str, Run], tmp_path: Path) -> None:
+    out = tmp_path / "elsewhere" / "report"
+    result = CliRunner().invoke(report_command, [str(runs["empty"].path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "report.html").is_file() and (out / "verdict_matrix.csv").is_file()
+    assert not (runs["empty"].path / "report").exists()
+
+
+@pytest.mark.parametrize("which", ["run", "baseline"])
+def test_command_rejects_a_folder_that_is_not_a_run(runs: dict[str, Run], tmp_path: Path,
+                                                    which: str) -> None:
+    (tmp_path / "notes.txt").write_text("not a run")
+    args = ([str(tmp_path)] if which == "run"
+            else [str(runs["correctness"].path), "--baseline", str(tmp_path),
+                  "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(report_command, args)
+    assert result.exit_code == 1
+    assert "not a run folder (needs run.json and results.csv)" in result.output
+    assert ("--baseline" in result.output) == (which == "baseline")
+    assert not (tmp_path / "report").exists() and not (tmp_path / "out").exists()
+
+
+def test_command_rejects_a_missing_folder(tmp_path: Path) -> None:
+    result = CliRunner().invoke(report_command, [str(tmp_path / "nowhere")])
+    assert result.exit_code == 1
+    assert "not a folder" in result.output
+
+
+# ----------------------------------------------------------------------------- Chromium
+
+def _chromium() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None and os.environ.get("KBENCH_REQUIRE_CHROMIUM"):
+        pytest.fail("KBENCH_REQUIRE_CHROMIUM is set but chromium is not installed")
+    if found is None:
+        pytest.skip("chromium not installed (apt-get install -y chromium)")
+    return found
+
+
+HEADLESS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--hide-scrollbars"]
+
+
+@dataclass
+class DevTools:
+    """A minimal Chrome DevTools Protocol client over --remote-debugging-pipe
+    (the browser reads commands on fd 3, writes replies and events on fd 4,
+    each message JSON terminated by a NUL byte)."""
+
+    proc: subprocess.Popen
+    send_fd: int
+    recv_fd: int
+    events: list[dict[str, Any]] = field(default_factory=list)
+    buffer: bytes = b""
+    next_id: int = 0
+
+    @classmethod
+    def launch(cls, chromium: str, profile: Path) -> DevTools:
+        def high(fd: int) -> int:  # out of the way of 3 and 4 before the remapping
+            import fcntl
+            dup = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+            os.close(fd)
+            return dup
+
+        cmd_r, cmd_w = map(high, os.pipe())
+        out_r, out_w = map(high, os.pipe())
+
+        def remap() -> None:
+            os.dup2(cmd_r, 3)
+            os.dup2(out_w, 4)
+
+        proc = subprocess.Popen([chromium, *HEADLESS, f"--user-data-dir={profile}",
+                                 "--remote-debugging-pipe", "about:blank"],
+                                pass_fds=(3, 4), preexec_fn=remap,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(cmd_r)
+        os.close(out_w)
+        return cls(proc, cmd_w, out_r)
+
+    def _read(self, until: Any, timeout: float = 30.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buffer:
+                raw, self.buffer = self.buffer.split(b"\0", 1)
+                msg = json.loads(raw)
+                if "method" in msg:
+                    self.events.append(msg)
+                if until(msg):
+                    return msg
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer from chromium")
+            if select.select([self.recv_fd], [], [], left)[0]:
+                chunk = os.read(self.recv_fd, 1 << 20)
+                if not chunk:
+                    raise EOFError("chromium closed the pipe")
+                self.buffer += chunk
+
+    def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        msg: dict[str, Any] = {"id": self.next_id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.send_fd, json.dumps(msg).encode() + b"\0")
+        ident = self.next_id
+        reply = self._read(lambda m: m.get("id") == ident)
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply["result"]
+
+    def wait_event(self, method: str) -> dict[str, Any]:
+        done = [e for e in self.events if e["method"] == method]
+        return done[0] if done else self._read(lambda m: m.get("method") == method)
+
+    def close(self) -> None:
+        try:
+            self.call("Browser.close")
+            self.proc.wait(timeout=10)
+        except (OSError, RuntimeError, TimeoutError, EOFError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            os.close(self.send_fd)
+            os.close(self.recv_fd)
+
+
+IMAGES_JS = ("JSON.stringify(Array.from(document.images).map(i => "
+             "[i.complete, i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width]))")
+
+
+def _colours(png: np.ndarray) -> int:
+    """Number of distinct colours of a decoded PNG (floats in [0, 1])."""
+    rgb = np.round(png[..., :3] * 255).astype(np.uint32)
+    return len(np.unique((rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]))
+
+
+def _error_events(events: list[dict[str, Any]]) -> list[str]:
+    bad = []
+    for e in events:
+        p = e.get("params", {})
+        if e["method"] == "Runtime.exceptionThrown":
+            bad.append(json.dumps(p.get("exceptionDetails", {}))[:300])
+        elif e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+            bad.append(json.dumps(p.get("args", []))[:300])
+        elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+            bad.append(p["entry"].get("text", ""))
+    return bad
+
+
+def test_chromium_loads_every_image_without_console_errors(built: rep.ReportFiles,
+                                                           tmp_path: Path) -> None:
+    chromium = _chromium()
+    html = built.html.read_text(encoding="utf-8")
+    n_images = html.count("<img ")
+    assert n_images > 0
+    tools = DevTools.launch(chromium, tmp_path / "profile")
+    try:
+        target = tools.call("Target.createTarget", url="about:blank")["targetId"]
+        session = tools.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            tools.call(f"{domain}.enable", session)
+        tools.call("Emulation.setDeviceMetricsOverride", session, width=1280, height=900,
+                   deviceScaleFactor=1, mobile=False)
+        tools.call("Page.navigate", session, url=built.html.as_uri())
+        tools.wait_event("Page.loadEventFired")
+        images = json.loads(tools.call("Runtime.evaluate", session, expression=IMAGES_JS,
+                                       returnByValue=True)["result"]["value"])
+        title = tools.call("Runtime.evaluate", session, expression="document.title",
+                           returnByValue=True)["result"]["value"]
+        shot = tools.call("Page.captureScreenshot", session, format="png")
+    finally:
+        tools.close()
+    assert title == "kbench report — main"
+    assert len(images) == n_images
+    for complete, width, height, shown in images:
+        assert complete and width > 100 and height > 100 and shown > 0
+    assert _error_events(tools.events) == []
+    screen = imread(io.BytesIO(base64.b64decode(shot["data"])), format="png")
+    assert screen.shape[:2] == (900, 1280)
+    assert _colours(screen) > 16  # not blank: text, tables and plots
+
+
+def test_chromium_command_line_dump_and_screenshot(built: rep.ReportFiles,
+                                                   tmp_path: Path) -> None:
+    chromium = _chromium()
+    common = [chromium, *HEADLESS, f"--user-data-dir={tmp_path / 'profile'}",
+              "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000"]
+    url = built.html.as_uri()
+    dump = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True,
+                          timeout=60, check=True)
+    # the report ships no script, so any console message comes from an error of the page
+    assert [line for line in dump.stderr.splitlines() if ":CONSOLE" in line] == []
+    srcs = re.findall(r'<img [^>]*src="([^"]*)"', dump.stdout)
+    assert len(srcs) == built.html.read_text(encoding="utf-8").count("<img ") > 0
+    prefix = "data:image/png;base64,"
+    assert all(s.startswith(prefix) for s in srcs)
+    for src in srcs:  # each embedded image decodes as a PNG of some size
+        png = imread(io.BytesIO(base64.b64decode(src[len(prefix):], validate=True)), format="png")
+        assert png.shape[0] > 100 and png.shape[1] > 100
+    shot = tmp_path / "shot.png"
+    subprocess.run([*common, f"--screenshot={shot}", "--window-size=1280,2400", url],
+                   capture_output=True, timeout=60, check=True)
+    screen = imread(shot, format="png")
+    assert screen.shape[:2] == (2400, 1280)
+    assert _colours(screen) > 16
