@@ -20,6 +20,8 @@ ACCUM = ("fp32", "fp16")
 OPS = ("gemm", "conv2d")
 BFORMS = {1: "plain", 2: "packed", 4: "native"}
 LAYOUTS = {1: "portable", 2: "scalar_f16p16x1b", 3: "neon", 4: "sme_x16p2vlx2b"}
+CONV_CLASSES = ("any", "3x3s1")
+ERROR_MODELS = ("gemm", "winograd_f2x2_3x3")
 CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2"}
 
 
@@ -80,17 +82,22 @@ class Realization:
     threads: int
     max_m: int = 0  # GEMM shape class: largest M it takes (1 = GEMV), 0 = any
     max_groups: int = 0  # convolution: largest groups it takes, 0 = any
+    peer: bool = False  # another library's kernel (kbench.peers), shown for comparison only
+    conv_class: str = "any"  # convolution shapes it takes: any | 3x3s1
+    error_model: str = "gemm"  # gemm | winograd_f2x2_3x3
 
     @classmethod
     def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
                     k_per_rounding: int, bforms: int, vector_bits: int, threads: int,
-                    max_m: int = 0, max_groups: int = 0) -> Realization:
+                    max_m: int = 0, max_groups: int = 0, peer: bool = False,
+                    conv_class: int = 0, error_model: int = 0) -> Realization:
         return cls(
             name=name, backend=backend, kernel=kernel, op=OPS[op], isa=ISA_LEVELS[isa],
             accum=ACCUM[accum], k_per_rounding=int(k_per_rounding) or 1,
             bforms=tuple(v for k, v in BFORMS.items() if bforms & k),
             vector_bits=int(vector_bits), threads=int(threads), max_m=int(max_m),
-            max_groups=int(max_groups),
+            max_groups=int(max_groups), peer=bool(peer), conv_class=CONV_CLASSES[conv_class],
+            error_model=ERROR_MODELS[error_model],
         )
 
     @classmethod
@@ -98,19 +105,21 @@ class Realization:
         s = nat.ffi.string
         return cls.from_fields(s(r.name).decode(), s(r.backend).decode(), s(r.kernel).decode(),
                                r.op, r.isa, r.accum, r.k_per_rounding, r.bforms, r.vector_bits,
-                               r.threads, r.max_m, r.max_groups)
+                               r.threads, r.max_m, r.max_groups, False, r.conv_class,
+                               r.error_model)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "backend": self.backend, "kernel": self.kernel, "op": self.op,
             "isa": self.isa, "accum": self.accum, "k_per_rounding": self.k_per_rounding,
             "bforms": list(self.bforms), "vector_bits": self.vector_bits, "threads": self.threads,
-            "max_m": self.max_m, "max_groups": self.max_groups,
+            "max_m": self.max_m, "max_groups": self.max_groups, "peer": self.peer,
+            "conv_class": self.conv_class, "error_model": self.error_model,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Realization:
-        return cls(**{**d, "bforms": tuple(d["bforms"])})
+        return cls(**{**d, "bforms": tuple(d["bforms"]), "peer": bool(d.get("peer", False))})
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from .store import default_run_dir
 from .targets import parse_target
 
 REPO = Path(__file__).resolve().parent.parent
+PEER_BACKENDS = ("ort",)
 SUITES = {
     "correctness": ["test_correctness.py", "test_determinism.py"],
     "contracts": ["test_contracts.py"],
@@ -59,14 +60,20 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
             click.echo(f"SME vector:       {i.sme_vector_bits} bits")
         click.echo(f"highest ISA:      {i.isa}")
         click.echo(f"library version:  {i.library_version}")
-        backends = sorted({r.backend for r in i.realizations}, key=api.BACKENDS.index)
-        click.echo(f"backends:         {', '.join(backends)}")
+        click.echo(f"backends:         {', '.join(i.backends)}")
+        if i.peers:
+            click.echo(f"peers:            {', '.join(i.peers)} (other libraries, for comparison)")
         click.echo("realizations:")
         for r in i.realizations:
             forms = f" B:{'/'.join(r.bforms)}" if r.op == "gemm" else ""
-            click.echo(f"  {r.name:36s} {r.op:7s} {r.backend:7s} accum={r.accum}"
-                       f" isa={r.isa}{forms}")
-            click.echo(f"  {'':36s} kernel {r.kernel}")
+            extra = " (peer)" if r.peer else ""
+            if r.error_model != "gemm":
+                extra += f" error model {r.error_model}"
+            if r.conv_class != "any":
+                extra += f" shapes {r.conv_class}"
+            click.echo(f"  {r.name:40s} {r.op:7s} {r.backend:7s} accum={r.accum}"
+                       f" isa={r.isa}{forms}{extra}")
+            click.echo(f"  {'':40s} kernel {r.kernel}")
 
 
 @main.command()
@@ -78,7 +85,8 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("--target", "targets", multiple=True, default=("host",), show_default=True,
               help="Where kernels run (repeatable): host = this machine's library.")
 @click.option("--backend", "backends", multiple=True,
-              help="Only realizations of this backend (scalar, neon, sme); repeatable.")
+              help="Only realizations of this backend (scalar, neon, sme, or a peer: ort); "
+                   "repeatable.")
 @click.option("--realization", "realizations", multiple=True,
               help="Only this realization (see `kbench info`); repeatable.")
 @click.option("--shapes", "shapes", multiple=True,
@@ -113,9 +121,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if not suites_dir.is_dir():
         raise click.ClickException(f"the suites folder {suites_dir} is missing; run kbench "
                                    "from a checkout installed with `pip install -e .`")
+    known = (*api.BACKENDS, *PEER_BACKENDS)
     for name in backends:
-        if name not in api.BACKENDS:
-            raise click.BadParameter(f"{name!r} is not one of {', '.join(api.BACKENDS)}",
+        if name not in known:
+            raise click.BadParameter(f"{name!r} is not one of {', '.join(known)}",
                                      param_hint="--backend")
     for kind in filter(None, kinds.split(",")):
         if kind not in ("exact", "uniform", "normal", "specials"):

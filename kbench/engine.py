@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from . import api
 from .api import RawProblem, Realization, Selector
 from .errors import InvalidArgument, Unsupported
 from .native import Native
+
+if TYPE_CHECKING:
+    from .peers import Peer
 
 
 @dataclass
@@ -105,7 +108,18 @@ class TargetInfo:
 
     @property
     def backends(self) -> list[str]:
-        return [b for b in api.BACKENDS if any(r.backend == b for r in self.realizations)]
+        """Our backends with a realization here (peers are never among them)."""
+        return [b for b in api.BACKENDS
+                if any(r.backend == b and not r.peer for r in self.realizations)]
+
+    @property
+    def peers(self) -> list[str]:
+        """Peer backends (other libraries, kbench.peers) with a realization here."""
+        out: list[str] = []
+        for r in self.realizations:
+            if r.peer and r.backend not in out:
+                out.append(r.backend)
+        return out
 
 
 class Engine(Protocol):
@@ -137,26 +151,47 @@ def _backend_arg(backend: str | int | None) -> int | None:
 
 
 class InProcessEngine:
-    """The cffi module of this machine."""
+    """The cffi module of this machine, plus the peer backends (other libraries
+    run in this process for comparison, kbench.peers). A call whose selector
+    forces a peer's realization goes to that peer; every other call goes to
+    the library."""
 
     emulated = False
 
-    def __init__(self, nat: Native | None = None) -> None:
+    def __init__(self, nat: Native | None = None, peers: list[Peer] | None = None) -> None:
         self.nat = nat or api.load()
+        if peers is None:
+            from .peers import default_peers
+            peers = default_peers()
+        self.peers: list[Peer] = list(peers)
 
     def info(self, name: str) -> TargetInfo:
         cpu = api.cpu_info(self.nat)
         compiled = [b for i, b in enumerate(api.BACKENDS) if self.nat.lib.kb_backend_compiled(i)]
+        peer_realizations = [r for p in self.peers for r in p.realizations()]
         return TargetInfo(
             name=name, kind="in-process", emulated=False, arch=cpu.arch,
             cpu_features=list(cpu.features), sme_vector_bits=cpu.sme_vector_bits, isa=cpu.isa,
-            library_version=api.version(self.nat), realizations=api.realizations(nat=self.nat),
+            library_version=api.version(self.nat),
+            realizations=api.realizations(nat=self.nat) + peer_realizations,
             compiled_backends=compiled,
             extra={"machine": platform.machine(), "processor": platform.processor()},
         )
 
+    def _peer(self, selector: Selector | None) -> Peer | None:
+        """The peer whose realization the selector forces, if any."""
+        if selector is None or selector.force is None:
+            return None
+        for p in self.peers:
+            if any(r.name == selector.force for r in p.realizations()):
+                return p
+        return None
+
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
+        peer = self._peer(selector)
+        if peer is not None:
+            return peer.gemm(m, n, k, problems, selector, timing)
         if timing is None:
             return CallResult(api.gemm_raw(m, n, k, problems, selector=selector, nat=self.nat))
         return api.time_gemm_raw(m, n, k, problems, timing.to_c(self.nat), selector=selector,
@@ -166,6 +201,9 @@ class InProcessEngine:
                  bias: np.ndarray | None, out: np.ndarray | None,
                  selector: Selector | None = None, timing: Timing | None = None
                  ) -> CallResult:
+        peer = self._peer(selector)
+        if peer is not None:
+            return peer.conv(desc, x, w, bias, out, selector, timing)
         nat = self.nat
         d = nat.ffi.new("kb_conv_desc *")
         desc.checked()

@@ -48,6 +48,8 @@ class AccumModel:
 
     accum: str  # "fp32" or "fp16"
     k_per_rounding: int = 1  # products summed exactly before each rounding
+    extra_roundings: int = 0  # roundings outside the sum (e.g. Winograd transforms)
+    finite_inputs_only: bool = False  # non-finite inputs give some non-finite output
 
     @property
     def unit_roundoff(self) -> float:
@@ -66,7 +68,7 @@ class AccumModel:
     def roundings(self, k: int, has_bias: bool) -> int:
         """K': roundings on the longest chain (+1 for the bias addition)."""
         kpr = max(1, self.k_per_rounding)
-        return -(-k // kpr) + (1 if has_bias else 0)
+        return -(-k // kpr) + self.extra_roundings + (1 if has_bias else 0)
 
     def accumulation_error(self, s: np.ndarray, k: int, has_bias: bool) -> np.ndarray:
         n = self.roundings(k, has_bias)

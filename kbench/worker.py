@@ -95,9 +95,11 @@ class Reader:
         name, backend, kernel = self.str(), self.str(), self.str()
         op, isa, accum = self.i32(), self.i32(), self.i32()
         kpr, bforms, max_m, max_groups = self.u32(), self.u32(), self.u32(), self.u32()
+        conv_class, error_model = self.u32(), self.u32()
         vbits, threads = self.u32(), self.i32()
         return Realization.from_fields(name, backend, kernel, op, isa, accum, kpr, bforms, vbits,
-                                       threads, max_m, max_groups)
+                                       threads, max_m, max_groups, False, conv_class,
+                                       error_model)
 
 
 def _root(a: np.ndarray) -> np.ndarray:

@@ -84,7 +84,8 @@ def test_conv_realizations_agree_bit_for_bit():
     bias = rng.normal(size=8).astype(np.float16)
     p = api.ConvParams(stride=(2, 1), pad=(1, 2, 0, 1), dilation=(1, 2), groups=2)
     outs = [api.conv2d(x, w, bias, p, selector=api.Selector(force=r.name)).output
-            for r in api.realizations() if r.op == "conv2d" and r.backend == "scalar"]
+            for r in api.realizations() if r.op == "conv2d" and r.backend == "scalar"
+            and r.error_model == "gemm"]
     assert len(outs) >= 2
     for o in outs[1:]:
         assert np.array_equal(o.view(np.uint16), outs[0].view(np.uint16))
@@ -117,3 +118,17 @@ def test_native_packed_buffer_is_self_describing():
     # portable layout: panels of 16 columns, K rows each, zero padded
     payload = q.data[64:].view(np.float16).reshape(5, 16)
     assert np.array_equal(payload[:, :7], b) and (payload[:, 7:] == 0).all()
+
+
+def test_winograd_is_declared_and_refuses_other_shapes():
+    wino = [r for r in api.realizations() if r.error_model == "winograd_f2x2_3x3"]
+    assert wino and wino[0].conv_class == "3x3s1"
+    x = np.ones((1, 6, 6, 2), np.float16)
+    w = np.ones((3, 3, 2, 2), np.float16)
+    force = api.Selector(force=wino[0].name)
+    out = api.conv2d(x, w, params=api.ConvParams(pad=(1, 1, 1, 1)), selector=force)
+    assert out.output[0, 2, 2, 0] == 18 and out.realization.name == wino[0].name
+    with pytest.raises(Unsupported, match="selector.force"):
+        api.conv2d(x, w, params=api.ConvParams(stride=(2, 2)), selector=force)
+    # default dispatch never picks it for a shape it does not take
+    assert api.conv2d(x, w, params=api.ConvParams(dilation=(2, 2))).realization.name != wino[0].name

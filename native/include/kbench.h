@@ -73,6 +73,15 @@ typedef enum kb_accum {
 
 typedef enum kb_op { KB_OP_GEMM = 0, KB_OP_CONV2D = 1 } kb_op;
 
+/* Convolution shape classes a realization takes. */
+#define KB_CONV_CLASS_ANY 0u
+#define KB_CONV_CLASS_3X3_S1 1u   /* 3x3 kernel, stride 1, dilation 1 */
+
+/* Error models: GEMM class (DESIGN.md) or Winograd F(2x2,3x3) (its
+ * transforms add roundings and magnify magnitudes; see the kernel file). */
+#define KB_ERROR_MODEL_GEMM 0u
+#define KB_ERROR_MODEL_WINOGRAD_F2X2_3X3 1u
+
 /* Forms of B a GEMM realization accepts (bit set). */
 #define KB_BFORM_PLAIN    1u
 #define KB_BFORM_PORTABLE 2u
@@ -92,6 +101,8 @@ typedef struct kb_realization {
     uint32_t bforms;         /* KB_BFORM_* accepted (GEMM)               */
     uint32_t max_m;          /* GEMM: largest M it takes, 0 = any        */
     uint32_t max_groups;     /* conv: largest groups it takes, 0 = any   */
+    uint32_t conv_class;     /* conv: KB_CONV_CLASS_* it takes           */
+    uint32_t error_model;    /* KB_ERROR_MODEL_* it declares             */
     uint32_t vector_bits;    /* vector length it ran at, 0 if none       */
     int threads;             /* threads used                             */
 } kb_realization;

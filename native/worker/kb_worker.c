@@ -195,6 +195,8 @@ static void write_realization(kb_writer *w, const kb_realization *re) {
     kb_wr_u32(w, re->bforms);
     kb_wr_u32(w, re->max_m);
     kb_wr_u32(w, re->max_groups);
+    kb_wr_u32(w, re->conv_class);
+    kb_wr_u32(w, re->error_model);
     kb_wr_u32(w, re->vector_bits);
     kb_wr_i32(w, re->threads);
 }

@@ -144,6 +144,8 @@ void kb_fill_conv_realization(const kb_conv_impl *impl, int threads, kb_realizat
     strncpy(r->kernel, impl->kernel, sizeof r->kernel - 1);
     r->op = KB_OP_CONV2D;
     r->max_groups = impl->max_groups;
+    r->conv_class = impl->conv_class;
+    r->error_model = impl->error_model;
     r->isa = impl->isa;
     r->accum = impl->accum;
     r->k_per_rounding = impl->k_per_rounding ? impl->k_per_rounding : 1;
@@ -218,6 +220,9 @@ kb_status kb_select_conv(const kb_selector *sel, const kb_conv_desc *d, const kb
         if (sel->force && strcmp(c->name, sel->force)) continue;
         if (!impl_allowed(c->backend, c->isa, sel, &cpu)) continue;
         if (c->max_groups && d->groups > c->max_groups) continue;
+        if (c->conv_class == KB_CONV_CLASS_3X3_S1 &&
+            (d->kh != 3 || d->kw != 3 || d->stride_h != 1 || d->stride_w != 1 || d->dil_h != 1 || d->dil_w != 1))
+            continue;
         *out = c;
         return KB_OK;
     }

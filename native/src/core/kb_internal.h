@@ -139,6 +139,8 @@ typedef struct kb_conv_impl {
     kb_conv_run_fn run;
     const struct kb_gemm_impl *gemm; /* the GEMM an im2col realization uses */
     uint32_t max_groups;  /* 0 = any; 1 = groups 1 only (others go elsewhere) */
+    uint32_t conv_class;  /* KB_CONV_CLASS_*: shapes it takes */
+    uint32_t error_model; /* KB_ERROR_MODEL_* */
 } kb_conv_impl;
 
 /* Backend registries: each backend exposes its tables (may be empty). The
