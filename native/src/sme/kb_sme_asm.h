@@ -1,0 +1,40 @@
+/* kb_sme_asm.h — pieces of assembly text shared by the SME micro-kernels.
+ *
+ * Register conventions inside every kernel: p0 = all lanes, z30 = clamp_min
+ * and z31 = clamp_max broadcast as FP32, p6 a scratch predicate.
+ *
+ * The clamp is the store step of every backend (kb_store_f16): v < lo gives
+ * lo, v > hi gives hi, anything else (NaN included) stays. It is built from
+ * compares and selects rather than FMAX/FMIN or FCLAMP, whose NaN and
+ * signed-zero rules differ from it. */
+#ifndef KB_SME_ASM_H
+#define KB_SME_ASM_H
+
+#define KB_SME_CLAMP(z)                        \
+    "fcmgt p6.s, p0/z, z30.s, " z ".s\n"       \
+    "mov " z ".s, p6/m, z30.s\n"               \
+    "fcmgt p6.s, p0/z, " z ".s, z31.s\n"       \
+    "mov " z ".s, p6/m, z31.s\n"
+
+/* Clamp two FP32 vectors, narrow them to FP16 (round to nearest even, into
+ * the low half of each 32-bit container) and store the columns [0, VL32)
+ * under p4 and [VL32, 2*VL32) under p5 at the row address in xrow. */
+#define KB_SME_STORE_ROW(za, zb, xrow)         \
+    KB_SME_CLAMP(za)                           \
+    KB_SME_CLAMP(zb)                           \
+    "fcvt " za ".h, p0/m, " za ".s\n"          \
+    "fcvt " zb ".h, p0/m, " zb ".s\n"          \
+    "st1h {" za ".s}, p4, [" xrow "]\n"        \
+    "st1h {" zb ".s}, p5, [" xrow ", #1, mul vl]\n"
+
+/* Everything a kernel's assembly may change besides its x registers: the
+ * whole FP/SIMD file (SMSTART and SMSTOP zero it), flags and memory. The
+ * SVE predicate registers hold nothing the compiler relies on in this
+ * backend (no SVE code generation) and are caller-saved in the base PCS. */
+#define KB_SME_CLOBBER_VEC                                                         \
+    "cc", "memory", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9",     \
+        "v10", "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19",       \
+        "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29",       \
+        "v30", "v31"
+
+#endif /* KB_SME_ASM_H */

@@ -1,0 +1,246 @@
+/* kb_sme_gemm.c — the SME backend's GEMM drivers: the MOPA block loop
+ * (shared with the convolution), the GEMV loop, and the preparation of B.
+ *
+ * Drivers run outside streaming mode; each micro-kernel call enters and
+ * leaves it. All memory a call needs comes from one thread-local scratch
+ * buffer taken once per call (kb_scratch_get), laid out as
+ *     [packed B, unless B came natively packed] [per-thread areas]
+ * and each per-thread area as [LHS chunk] [FP32 partial sums] [extra]. The
+ * LHS chunk is at most KB_SME_LHS_CHUNK_BYTES and the partial sums at most
+ * KB_SME_ACC_BYTES (one block if that is larger), whatever M and K are. */
+#include "kb_sme.h"
+
+#if defined(__aarch64__)
+#include <string.h>
+
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+static bool align_ok(size_t v, size_t *out) {
+    if (v > SIZE_MAX - 63u) return false;
+    *out = KB_SME_ALIGN(v);
+    return true;
+}
+
+/* ---- the MOPA block loop -------------------------------------------------- */
+
+bool kb_sme_mopa_prepare(kb_sme_mopa_plan *p, size_t *bytes) {
+    p->svlb = kb_sme_svl_bytes();
+    p->mr = p->svlb / 2;
+    size_t mr = p->mr, pair_bytes = mr * 2 * sizeof(kb_f16); /* one k pair of mr rows */
+    if (!kb_mul_ok(p->kpairs, mr * 4, &p->rhs_stride) || !kb_add_ok(p->rhs_stride, mr * 2, &p->rhs_stride))
+        return false;
+    p->nblocks = kb_ceil_div(p->N, mr);
+    size_t mblocks = kb_ceil_div(p->M, mr);
+
+    /* k pairs per chunk: the LHS chunk of mr rows stays within its budget */
+    p->kc = KB_SME_LHS_CHUNK_BYTES / pair_bytes;
+    if (p->kc == 0) p->kc = 1;
+    if (p->kc > p->kpairs) p->kc = p->kpairs;
+    p->nchunks = kb_ceil_div(p->kpairs, p->kc);
+
+    /* column blocks per unit */
+    int threads = p->threads > 0 ? p->threads : 1;
+    if (p->nchunks > 1) {
+        size_t block_acc = mr * mr * sizeof(float);
+        p->range_blocks = KB_SME_ACC_BYTES / block_acc;
+        if (p->range_blocks == 0) p->range_blocks = 1;
+    } else {
+        p->range_blocks = p->nblocks;
+    }
+    if ((size_t)threads > mblocks) {
+        /* too few block rows to go round: split the columns too */
+        size_t want = kb_ceil_div((size_t)threads, mblocks);
+        size_t split = kb_ceil_div(p->nblocks, min_sz(want, p->nblocks));
+        if (split < p->range_blocks) p->range_blocks = split;
+    }
+    if (p->range_blocks > p->nblocks) p->range_blocks = p->nblocks;
+    p->nranges = kb_ceil_div(p->nblocks, p->range_blocks);
+    if (!kb_mul_ok(mblocks, p->nranges, &p->units)) return false;
+    p->tasks = min_sz((size_t)threads, p->units);
+
+    p->lhs_bytes = KB_SME_ALIGN(p->kc * pair_bytes);
+    p->acc_bytes = 0;
+    if (p->nchunks > 1 && !kb_mul_ok(mr * sizeof(float), p->range_blocks * mr, &p->acc_bytes)) return false;
+    if (!align_ok(p->acc_bytes, &p->acc_bytes)) return false;
+    size_t extra;
+    if (!align_ok(p->extra_bytes, &extra)) return false;
+    p->task_bytes = p->lhs_bytes;
+    if (!kb_add_ok(p->task_bytes, p->acc_bytes, &p->task_bytes) ||
+        !kb_add_ok(p->task_bytes, extra, &p->task_bytes))
+        return false;
+    atomic_init(&p->failed, 0);
+    return kb_mul_ok(p->task_bytes, p->tasks, bytes);
+}
+
+static void mopa_task(void *ctx, size_t t) {
+    kb_sme_mopa_plan *p = (kb_sme_mopa_plan *)ctx;
+    if (kb_sme_svl_bytes() != p->svlb) { /* the packing was for another SVL */
+        atomic_store(&p->failed, 1);
+        return;
+    }
+    unsigned char *mem = p->task_mem + t * p->task_bytes;
+    kb_f16 *lhs = (kb_f16 *)mem;
+    float *acc = (float *)(mem + p->lhs_bytes);
+    void *extra = mem + p->lhs_bytes + p->acc_bytes;
+    size_t mr = p->mr, packed_m0 = SIZE_MAX;
+    for (size_t u = t; u < p->units; u += p->tasks) {
+        size_t m0 = u / p->nranges * mr, b0 = u % p->nranges * p->range_blocks;
+        size_t rows = min_sz(mr, p->M - m0);
+        size_t n0 = b0 * mr, cols = min_sz(p->N, (b0 + p->range_blocks) * mr) - n0;
+        for (size_t c = 0; c < p->nchunks; c++) {
+            size_t p0 = c * p->kc, pc = min_sz(p->kc, p->kpairs - p0);
+            if (p->nchunks > 1 || packed_m0 != m0) {
+                p->pack(p->pack_ctx, extra, m0, rows, p0, pc, lhs);
+                packed_m0 = m0;
+            }
+            kb_sme_mopa_args a = {
+                .lhs = lhs, .lhs_block_stride = pc * mr * 2 * sizeof(kb_f16),
+                .rhs = p->rhs + b0 * p->rhs_stride, .rhs_block_stride = p->rhs_stride,
+                .rhs_k_offset = mr * sizeof(kb_f16) + p0 * mr * 2 * sizeof(kb_f16),
+                .m = rows, .n = cols, .kpairs = pc,
+                .dst = p->C + m0 * p->ldc + n0, .dst_stride = p->ldc * sizeof(kb_f16),
+                .acc = acc, .acc_stride = p->range_blocks * mr * sizeof(float),
+                .flags = (c > 0 ? KB_SME_ACC_LOAD : 0u) | (c + 1 < p->nchunks ? KB_SME_ACC_STORE : 0u),
+                .clamp_min = p->clamp_min, .clamp_max = p->clamp_max,
+            };
+            p->core(&a);
+        }
+    }
+}
+
+bool kb_sme_mopa_execute(kb_sme_mopa_plan *p, unsigned char *task_mem) {
+    p->task_mem = task_mem;
+    kb_parallel_for(p->tasks, (int)p->tasks, mopa_task, p);
+    return atomic_load(&p->failed) == 0;
+}
+
+/* ---- B in the x16p2vlx2b layout ------------------------------------------ */
+
+/* Bytes of B repacked for this call (0 when it came natively packed). */
+static bool rhs_bytes(const kb_gemm_call *c, size_t svlb, size_t *bytes) {
+    if (c->bform == KB_BFORM_NATIVE) {
+        *bytes = 0;
+        return true;
+    }
+    return kb_layout_payload_size(KB_LAYOUT_SME_X16P2VLX2B, c->N, c->K, (uint32_t)(svlb * 8), bytes) &&
+           align_ok(*bytes, bytes);
+}
+
+static const unsigned char *prepare_rhs(const kb_gemm_call *c, size_t nr, unsigned char *dst) {
+    if (c->bform == KB_BFORM_NATIVE) return (const unsigned char *)c->bpayload;
+    kb_bview v;
+    kb_bview_from_call(c, &v); /* plain or portable; bias separate (or none) */
+    kb_sme_rhs_pack_view(&v, c->N, 1, c->K, nr, dst);
+    return dst;
+}
+
+/* ---- MOPA GEMM -------------------------------------------------------------- */
+
+typedef struct gemm_lhs {
+    const kb_gemm_call *c;
+    size_t mr;
+} gemm_lhs;
+
+static void gemm_pack_lhs(const void *ctx, void *extra, size_t m0, size_t rows, size_t p0,
+                          size_t pc, kb_f16 *dst) {
+    const gemm_lhs *g = (const gemm_lhs *)ctx;
+    const kb_gemm_call *c = g->c;
+    (void)extra;
+    kb_sme_lhs_pack_block(c->A + m0 * c->lda, c->lda, rows, c->K, g->mr, p0, pc, dst);
+}
+
+kb_status kb_sme_gemm_mopa_run(const kb_sme_matmul_ukernel *uk, const kb_gemm_call *c,
+                               kb_error *err) {
+    kb_sme_mopa_plan p;
+    memset(&p, 0, sizeof p);
+    p.core = uk->core;
+    p.M = c->M;
+    p.N = c->N;
+    p.kpairs = kb_ceil_div(c->K, KB_SME_KR);
+    p.C = c->C;
+    p.ldc = c->ldc;
+    p.clamp_min = c->clamp_min;
+    p.clamp_max = c->clamp_max;
+    gemm_lhs src = {c, 0};
+    p.pack = gemm_pack_lhs;
+    p.pack_ctx = &src;
+    p.threads = c->threads;
+    size_t task_bytes, b_bytes, total;
+    if (!kb_sme_mopa_prepare(&p, &task_bytes) || !rhs_bytes(c, p.svlb, &b_bytes) ||
+        !kb_add_ok(b_bytes, task_bytes, &total))
+        return kb_fail(err, KB_ERR_OVERFLOW, "scratch", "SME GEMM scratch size overflows size_t");
+    src.mr = p.mr;
+    unsigned char *mem = (unsigned char *)kb_scratch_get(total);
+    if (!mem) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes", total);
+    p.rhs = prepare_rhs(c, p.mr, mem);
+    bool ok = kb_sme_mopa_execute(&p, mem + b_bytes);
+    kb_scratch_release();
+    if (!ok)
+        return kb_fail(err, KB_ERR_INTERNAL, "selector",
+                       "a thread ran at another streaming vector length than the call");
+    return KB_OK;
+}
+
+/* ---- GEMV ------------------------------------------------------------------- */
+
+typedef struct gemv_plan {
+    const kb_sme_gemv_ukernel *uk;
+    const kb_gemm_call *c;
+    const unsigned char *rhs;
+    size_t svlb, nr, rhs_stride, nblocks, per_task;
+    atomic_int failed;
+} gemv_plan;
+
+static void gemv_task(void *ctx, size_t t) {
+    gemv_plan *g = (gemv_plan *)ctx;
+    if (kb_sme_svl_bytes() != g->svlb) {
+        atomic_store(&g->failed, 1);
+        return;
+    }
+    const kb_gemm_call *c = g->c;
+    size_t b0 = t * g->per_task, b1 = min_sz(g->nblocks, b0 + g->per_task);
+    if (b0 >= b1) return;
+    size_t n0 = b0 * g->nr, cols = min_sz(c->N, b1 * g->nr) - n0;
+    for (size_t m = 0; m < c->M; m++) {
+        kb_sme_gemv_args a = {
+            .a = c->A + m * c->lda, .k = c->K,
+            .rhs = g->rhs + b0 * g->rhs_stride, .rhs_block_stride = g->rhs_stride,
+            .n = cols, .dst = c->C + m * c->ldc + n0,
+            .clamp_min = c->clamp_min, .clamp_max = c->clamp_max,
+        };
+        g->uk->core(&a);
+    }
+}
+
+kb_status kb_sme_gemm_gemv_run(const kb_sme_gemv_ukernel *uk, const kb_gemm_call *c,
+                               kb_error *err) {
+    gemv_plan g;
+    memset(&g, 0, sizeof g);
+    g.uk = uk;
+    g.c = c;
+    g.svlb = kb_sme_svl_bytes();
+    g.nr = uk->get_nr();
+    atomic_init(&g.failed, 0);
+    size_t b_bytes;
+    if (!rhs_bytes(c, g.svlb, &b_bytes) || !kb_mul_ok(kb_ceil_div(c->K, KB_SME_KR), g.nr * 4, &g.rhs_stride) ||
+        !kb_add_ok(g.rhs_stride, g.nr * 2, &g.rhs_stride))
+        return kb_fail(err, KB_ERR_OVERFLOW, "scratch", "SME GEMV scratch size overflows size_t");
+    unsigned char *mem = NULL;
+    if (b_bytes) {
+        mem = (unsigned char *)kb_scratch_get(b_bytes);
+        if (!mem) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes", b_bytes);
+    }
+    g.rhs = prepare_rhs(c, g.nr, mem);
+    g.nblocks = kb_ceil_div(c->N, g.nr);
+    size_t tasks = min_sz((size_t)(c->threads > 0 ? c->threads : 1), g.nblocks);
+    g.per_task = kb_ceil_div(g.nblocks, tasks);
+    tasks = kb_ceil_div(g.nblocks, g.per_task);
+    kb_parallel_for(tasks, (int)tasks, gemv_task, &g);
+    kb_scratch_release();
+    if (atomic_load(&g.failed))
+        return kb_fail(err, KB_ERR_INTERNAL, "selector",
+                       "a thread ran at another streaming vector length than the call");
+    return KB_OK;
+}
+
+#endif /* __aarch64__ */

@@ -1,0 +1,168 @@
+/* kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot.c
+ *
+ * FP16 GEMV micro-kernel for SME2 (M = 1): a plain FP16 LHS row times the
+ * packed RHS with bias (x16p2vlx2b), 2VL output columns per block.
+ *
+ * The two FP32 accumulator vectors of a block (columns [0, VL32) and
+ * [VL32, 2*VL32)) are one ZA vector group of two (za.s[w8, 0, vgx2]). The
+ * LHS is read eight values (four k pairs) at a time, replicated into every
+ * 128-bit segment (LD1RQH); each k pair is one SME2 FDOT of the two RHS
+ * vectors of that pair with the indexed LHS pair: a fused 2-way dot product
+ * b[k][j]*a[k] + b[k+1][j]*a[k+1] added to the FP32 accumulator.
+ *
+ * Accumulation: the group starts from the bias (converted to FP32, -0 made
+ * +0), then one FDOT per k pair in increasing k; the store clamps in FP32 and
+ * rounds once to FP16. At most K + 1 FP32 roundings on a chain ("fp32,
+ * k_per_rounding = 1").
+ *
+ * The kernel enters streaming mode and enables ZA itself (SMSTART) and
+ * leaves both off (SMSTOP) before it returns. */
+#include "../kb_sme.h"
+
+#if defined(__aarch64__)
+#include "../kb_sme_asm.h"
+
+#include <stddef.h>
+
+static void kb_sme2_gemv_core(const kb_sme_gemv_args *args) {
+    __asm__ volatile(
+        ".arch armv8.2-a+sme\n" /* streaming-legal only; SME2 as .inst words */
+        "smstart\n"
+        "ptrue p0.b\n"
+        ".inst 0x25607810\n" /* ptrue pn8.h */
+        "cntw x16\n"
+        "rdsvl x17, #1\n"
+        "lsl x13, x16, #1\n"                      /* nr = 2 * VL32          */
+        "ldr x1, [%x[args], %[o_a]]\n"
+        "ldr x2, [%x[args], %[o_k]]\n"
+        "ldr x3, [%x[args], %[o_rhs]]\n"
+        "ldr x4, [%x[args], %[o_rbs]]\n"
+        "ldr x5, [%x[args], %[o_n]]\n"
+        "ldr x6, [%x[args], %[o_dst]]\n"
+        "ld1rw {z30.s}, p0/z, [%x[args], %[o_lo]]\n"
+        "ld1rw {z31.s}, p0/z, [%x[args], %[o_hi]]\n"
+        "dup z28.s, #0\n"
+        "mov w8, #0\n"
+
+        "1:\n"                                    /* ---- block ----        */
+        "ld1h {z2.s}, p0/z, [x3]\n"               /* bias, FP16 -> FP32     */
+        "ld1h {z3.s}, p0/z, [x3, #1, mul vl]\n"
+        "fcvt z2.s, p0/m, z2.h\n"
+        "fcvt z3.s, p0/m, z3.h\n"
+        "fadd z2.s, z2.s, z28.s\n"                /* -0 -> +0               */
+        "fadd z3.s, z3.s, z28.s\n"
+        ".inst 0xc0040840\n" /* mova za.d[w8, 0, vgx2], {z2.d-z3.d} */
+        "add x24, x3, x17\n"                      /* first k pair           */
+        "mov x23, x1\n"
+        "mov x25, #0\n"                           /* k                      */
+
+        "2:\n"                                    /* four k pairs per step  */
+        "whilelt p1.h, x25, x2\n"
+        "ld1rqh {z8.h}, p1/z, [x23]\n"            /* a[k .. k+7], 0 past K  */
+        "sub x26, x2, x25\n"
+        ".inst 0xa0402300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24] */
+        ".inst 0xc1581008\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[0] */
+        "cmp x26, #2\n"
+        "b.le 3f\n"
+        ".inst 0xa0412300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24, #2, mul vl] */
+        ".inst 0xc1581408\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[1] */
+        "cmp x26, #4\n"
+        "b.le 3f\n"
+        ".inst 0xa0422300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24, #4, mul vl] */
+        ".inst 0xc1581808\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[2] */
+        "cmp x26, #6\n"
+        "b.le 3f\n"
+        ".inst 0xa0432300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24, #6, mul vl] */
+        ".inst 0xc1581c08\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[3] */
+        "add x23, x23, #16\n"
+        "addvl x24, x24, #8\n"
+        "add x25, x25, #8\n"
+        "cmp x25, x2\n"
+        "b.lo 2b\n"
+
+        "3:\n"                                    /* clamp, FP16, store     */
+        ".inst 0xc0060804\n" /* mova {z4.d-z5.d}, za.d[w8, 0, vgx2] */
+        "cmp x5, x13\n"
+        "csel x26, x5, x13, lo\n"
+        "whilelt p4.s, xzr, x26\n"
+        "whilelt p5.s, x16, x26\n"
+        KB_SME_STORE_ROW("z4", "z5", "x6")
+        "add x3, x3, x4\n"
+        "add x6, x6, x17\n"
+        "subs x5, x5, x13\n"
+        "b.gt 1b\n"
+        "smstop\n"
+        :
+        : [args] "r"(args),
+          [o_a] "I"(offsetof(kb_sme_gemv_args, a)),
+          [o_k] "I"(offsetof(kb_sme_gemv_args, k)),
+          [o_rhs] "I"(offsetof(kb_sme_gemv_args, rhs)),
+          [o_rbs] "I"(offsetof(kb_sme_gemv_args, rhs_block_stride)),
+          [o_n] "I"(offsetof(kb_sme_gemv_args, n)),
+          [o_dst] "I"(offsetof(kb_sme_gemv_args, dst)),
+          [o_lo] "I"(offsetof(kb_sme_gemv_args, clamp_min)),
+          [o_hi] "I"(offsetof(kb_sme_gemv_args, clamp_max))
+        : "x1", "x2", "x3", "x4", "x5", "x6", "x8", "x13", "x16", "x17", "x23", "x24", "x25",
+          "x26", KB_SME_CLOBBER_VEC);
+}
+
+/* ---- micro-kernel interface -------------------------------------------- */
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_m_step(void) { return 1; }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_n_step(void) { return kb_sme_block(); }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_mr(void) { return 1; }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_nr(void) { return kb_sme_block(); }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_kr(void) { return KB_SME_KR; }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_sr(void) { return KB_SME_SR; }
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_lhs_offset(size_t m_idx, size_t lhs_stride) {
+    return m_idx * lhs_stride;
+}
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_rhs_packed_offset(size_t n_idx, size_t k) {
+    return kb_sme_rhs_offset(n_idx, kb_sme_block(), k);
+}
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_dst_offset(size_t m_idx, size_t n_idx,
+                                                                       size_t dst_stride) {
+    return m_idx * dst_stride + n_idx * sizeof(kb_f16);
+}
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_dst_size(size_t m, size_t n) {
+    return m * n * sizeof(kb_f16);
+}
+
+/* Each of the m rows is one GEMV; dst_stride_col must be sizeof(kb_f16). */
+void kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_run_matmul(
+    size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride, const void *rhs_packed,
+    void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min, float clamp_max) {
+    (void)dst_stride_col;
+    if (n == 0 || k == 0) return;
+    for (size_t i = 0; i < m; i++) {
+        kb_sme_gemv_args a = {
+            .a = (const unsigned char *)lhs + i * lhs_stride, .k = k,
+            .rhs = rhs_packed, .rhs_block_stride = kb_sme_rhs_block_bytes(kb_sme_block(), k),
+            .n = n, .dst = (unsigned char *)dst + i * dst_stride_row,
+            .clamp_min = clamp_min, .clamp_max = clamp_max,
+        };
+        kb_sme2_gemv_core(&a);
+    }
+}
+
+const kb_sme_gemv_ukernel kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot = {
+    .name = "matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot",
+    .get_m_step = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_m_step,
+    .get_n_step = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_n_step,
+    .get_mr = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_mr,
+    .get_nr = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_nr,
+    .get_kr = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_kr,
+    .get_sr = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_sr,
+    .get_lhs_offset = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_lhs_offset,
+    .get_rhs_packed_offset = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_rhs_packed_offset,
+    .get_dst_offset = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_dst_offset,
+    .get_dst_size = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_dst_size,
+    .run_matmul = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_run_matmul,
+    .core = kb_sme2_gemv_core,
+};
+
+#endif /* __aarch64__ */

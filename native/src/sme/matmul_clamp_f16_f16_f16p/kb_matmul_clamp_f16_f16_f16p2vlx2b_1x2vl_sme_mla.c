@@ -1,0 +1,161 @@
+/* kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla.c
+ *
+ * FP16 GEMV micro-kernel for SME without SME2 (M = 1): a plain FP16 LHS row
+ * times the packed RHS with bias (x16p2vlx2b), 2VL output columns per block,
+ * in streaming SVE registers (no ZA).
+ *
+ * Two FP32 accumulator vectors per block (columns [0, VL32) and
+ * [VL32, 2*VL32)). For each k pair the LHS pair (a[k], a[k+1]) is broadcast
+ * to every 32-bit container (LD1RW); the widening multiply-adds FMLALB and
+ * FMLALT then add b[k][j]*a[k] and b[k+1][j]*a[k+1], one product at a time.
+ *
+ * Accumulation: acc = +0, then acc = fp32(acc + a[k]*b[k][j]) for k = 0 ..
+ * K-1 in order (the product of two FP16 values is exact in FP32, so each
+ * fused step rounds once), then acc = fp32(acc + bias[j]); clamp in FP32;
+ * round once to FP16. That is the scalar reference's order exactly, so this
+ * kernel matches it bit for bit; the declared model is "fp32,
+ * k_per_rounding = 1".
+ *
+ * The kernel enters streaming mode itself (SMSTART, which also enables ZA;
+ * ZA is not used) and leaves both off (SMSTOP) before it returns. */
+#include "../kb_sme.h"
+
+#if defined(__aarch64__)
+#include "../kb_sme_asm.h"
+
+#include <stddef.h>
+
+static void kb_sme_gemv_core(const kb_sme_gemv_args *args) {
+    __asm__ volatile(
+        ".arch armv8.2-a+sme\n" /* streaming-legal SME only */
+        "smstart\n"
+        "ptrue p0.b\n"
+        "cntw x16\n"
+        "rdsvl x17, #1\n"
+        "lsl x13, x16, #1\n"                      /* nr = 2 * VL32          */
+        "ldr x1, [%x[args], %[o_a]]\n"
+        "ldr x2, [%x[args], %[o_k]]\n"
+        "ldr x3, [%x[args], %[o_rhs]]\n"
+        "ldr x4, [%x[args], %[o_rbs]]\n"
+        "ldr x5, [%x[args], %[o_n]]\n"
+        "ldr x6, [%x[args], %[o_dst]]\n"
+        "ld1rw {z30.s}, p0/z, [%x[args], %[o_lo]]\n"
+        "ld1rw {z31.s}, p0/z, [%x[args], %[o_hi]]\n"
+
+        "1:\n"                                    /* ---- block ----        */
+        "dup z16.s, #0\n"
+        "dup z17.s, #0\n"
+        "add x24, x3, x17\n"                      /* first k pair           */
+        "mov x23, x1\n"
+        "lsr x25, x2, #1\n"                       /* whole k pairs          */
+        "cbz x25, 3f\n"
+        "2:\n"
+        "ld1rw {z8.s}, p0/z, [x23]\n"             /* (a[k], a[k+1])         */
+        "ld1h {z0.h}, p0/z, [x24]\n"
+        "ld1h {z1.h}, p0/z, [x24, #1, mul vl]\n"
+        "fmlalb z16.s, z0.h, z8.h\n"
+        "fmlalb z17.s, z1.h, z8.h\n"
+        "fmlalt z16.s, z0.h, z8.h\n"
+        "fmlalt z17.s, z1.h, z8.h\n"
+        "add x23, x23, #4\n"
+        "addvl x24, x24, #2\n"
+        "subs x25, x25, #1\n"
+        "b.ne 2b\n"
+        "3:\n"
+        "tbz x2, #0, 4f\n"                        /* odd K: the last k      */
+        "ld1rh {z8.s}, p0/z, [x23]\n"             /* (a[K-1], 0)            */
+        "ld1h {z0.h}, p0/z, [x24]\n"
+        "ld1h {z1.h}, p0/z, [x24, #1, mul vl]\n"
+        "fmlalb z16.s, z0.h, z8.h\n"
+        "fmlalb z17.s, z1.h, z8.h\n"
+        "4:\n"
+        "ld1h {z2.s}, p0/z, [x3]\n"               /* + bias                 */
+        "ld1h {z3.s}, p0/z, [x3, #1, mul vl]\n"
+        "fcvt z2.s, p0/m, z2.h\n"
+        "fcvt z3.s, p0/m, z3.h\n"
+        "fadd z16.s, z16.s, z2.s\n"
+        "fadd z17.s, z17.s, z3.s\n"
+        "cmp x5, x13\n"                           /* clamp, FP16, store     */
+        "csel x26, x5, x13, lo\n"
+        "whilelt p4.s, xzr, x26\n"
+        "whilelt p5.s, x16, x26\n"
+        KB_SME_STORE_ROW("z16", "z17", "x6")
+        "add x3, x3, x4\n"
+        "add x6, x6, x17\n"
+        "subs x5, x5, x13\n"
+        "b.gt 1b\n"
+        "smstop\n"
+        :
+        : [args] "r"(args),
+          [o_a] "I"(offsetof(kb_sme_gemv_args, a)),
+          [o_k] "I"(offsetof(kb_sme_gemv_args, k)),
+          [o_rhs] "I"(offsetof(kb_sme_gemv_args, rhs)),
+          [o_rbs] "I"(offsetof(kb_sme_gemv_args, rhs_block_stride)),
+          [o_n] "I"(offsetof(kb_sme_gemv_args, n)),
+          [o_dst] "I"(offsetof(kb_sme_gemv_args, dst)),
+          [o_lo] "I"(offsetof(kb_sme_gemv_args, clamp_min)),
+          [o_hi] "I"(offsetof(kb_sme_gemv_args, clamp_max))
+        : "x1", "x2", "x3", "x4", "x5", "x6", "x13", "x16", "x17", "x23", "x24", "x25", "x26",
+          KB_SME_CLOBBER_VEC);
+}
+
+/* ---- micro-kernel interface -------------------------------------------- */
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_m_step(void) { return 1; }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_n_step(void) { return kb_sme_block(); }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_mr(void) { return 1; }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_nr(void) { return kb_sme_block(); }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_kr(void) { return KB_SME_KR; }
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_sr(void) { return KB_SME_SR; }
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_lhs_offset(size_t m_idx, size_t lhs_stride) {
+    return m_idx * lhs_stride;
+}
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_rhs_packed_offset(size_t n_idx, size_t k) {
+    return kb_sme_rhs_offset(n_idx, kb_sme_block(), k);
+}
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_dst_offset(size_t m_idx, size_t n_idx,
+                                                                      size_t dst_stride) {
+    return m_idx * dst_stride + n_idx * sizeof(kb_f16);
+}
+
+size_t kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_dst_size(size_t m, size_t n) {
+    return m * n * sizeof(kb_f16);
+}
+
+/* Each of the m rows is one GEMV; dst_stride_col must be sizeof(kb_f16). */
+void kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_run_matmul(
+    size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride, const void *rhs_packed,
+    void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min, float clamp_max) {
+    (void)dst_stride_col;
+    if (n == 0 || k == 0) return;
+    for (size_t i = 0; i < m; i++) {
+        kb_sme_gemv_args a = {
+            .a = (const unsigned char *)lhs + i * lhs_stride, .k = k,
+            .rhs = rhs_packed, .rhs_block_stride = kb_sme_rhs_block_bytes(kb_sme_block(), k),
+            .n = n, .dst = (unsigned char *)dst + i * dst_stride_row,
+            .clamp_min = clamp_min, .clamp_max = clamp_max,
+        };
+        kb_sme_gemv_core(&a);
+    }
+}
+
+const kb_sme_gemv_ukernel kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla = {
+    .name = "matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla",
+    .get_m_step = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_m_step,
+    .get_n_step = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_n_step,
+    .get_mr = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_mr,
+    .get_nr = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_nr,
+    .get_kr = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_kr,
+    .get_sr = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_sr,
+    .get_lhs_offset = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_lhs_offset,
+    .get_rhs_packed_offset = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_rhs_packed_offset,
+    .get_dst_offset = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_dst_offset,
+    .get_dst_size = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_dst_size,
+    .run_matmul = kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_run_matmul,
+    .core = kb_sme_gemv_core,
+};
+
+#endif /* __aarch64__ */

@@ -1,0 +1,291 @@
+/* kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa.c
+ *
+ * FP16 GEMM micro-kernel for SME2: packed LHS (x16p2vlx2) x packed RHS with
+ * bias (x16p2vlx2b), output blocks of 2VL x 2VL FP16 values (mr = nr =
+ * 2 * VL32), computed in the four 32-bit ZA tiles:
+ *     za0 = rows [0, VL32)     x columns [0, VL32)
+ *     za1 = rows [0, VL32)     x columns [VL32, 2*VL32)
+ *     za2 = rows [VL32, 2VL32) x columns [0, VL32)
+ *     za3 = rows [VL32, 2VL32) x columns [VL32, 2*VL32)
+ * with widening FMOPA (FP16 pairs into FP32). The SME2 parts: the k loop
+ * takes two k pairs per step with four-register contiguous loads (LD1H
+ * {z0.h-z3.h} under a predicate-as-counter), and the store reads four tile
+ * rows per MOVA.
+ *
+ * Accumulation is that of the SME kernel, step for step: the tiles start
+ * from the bias (one FMOPA of the pair (1.0, 0) with (bias[j], 0), which also
+ * turns a -0 bias into +0), then one FMOPA per k pair in increasing k, each a
+ * fused 2-way dot product added to the FP32 tile; the store clamps in FP32
+ * and rounds once to FP16. At most K + 1 FP32 roundings on any chain: the
+ * "fp32, k_per_rounding = 1" model.
+ *
+ * The kernel enters streaming mode and enables ZA itself (SMSTART) and
+ * leaves both off (SMSTOP) before it returns. */
+#include "../kb_sme.h"
+
+#if defined(__aarch64__)
+#include "../kb_sme_asm.h"
+
+#include <stddef.h>
+
+static void kb_sme2_mopa_core(const kb_sme_mopa_args *args) {
+    __asm__ volatile(
+        ".arch armv8.2-a+sme\n" /* streaming-legal only; SME2 as .inst words */
+        "smstart\n"
+        "ptrue p0.b\n"
+        ".inst 0x25607810\n" /* ptrue pn8.h */
+        "cntw x16\n"
+        "rdsvl x17, #1\n"
+        "lsl x13, x16, #1\n"                      /* mr = nr = 2 * VL32     */
+        "ldr x1, [%x[args], %[o_lhs]]\n"
+        "ldr x2, [%x[args], %[o_lbs]]\n"
+        "ldr x3, [%x[args], %[o_rhs]]\n"
+        "ldr x4, [%x[args], %[o_rbs]]\n"
+        "ldr x5, [%x[args], %[o_rko]]\n"
+        "ldr x6, [%x[args], %[o_m]]\n"
+        "ldr x7, [%x[args], %[o_n]]\n"
+        "ldr x8, [%x[args], %[o_kp]]\n"
+        "ldr x9, [%x[args], %[o_dst]]\n"
+        "ldr x10, [%x[args], %[o_ds]]\n"
+        "ldr x11, [%x[args], %[o_acc]]\n"
+        "ldr x14, [%x[args], %[o_as]]\n"
+        "ldr x15, [%x[args], %[o_fl]]\n"
+        "ld1rw {z30.s}, p0/z, [%x[args], %[o_lo]]\n"
+        "ld1rw {z31.s}, p0/z, [%x[args], %[o_hi]]\n"
+        "mov z29.s, #0x3c00\n"                    /* FP16 pairs (1.0, +0)   */
+
+        "1:\n"                                    /* ---- block row ----    */
+        "cmp x6, x13\n"
+        "csel x26, x6, x13, lo\n"                 /* rows in this block     */
+        "mov x19, x3\n"
+        "mov x20, x7\n"
+        "mov x21, x9\n"
+        "mov x22, x11\n"
+
+        "2:\n"                                    /* ---- block ----        */
+        "tbnz x15, #0, 3f\n"
+        "zero {za}\n"
+        "ld1h {z2.s}, p0/z, [x19]\n"              /* (bias[j], 0) pairs     */
+        "ld1h {z3.s}, p0/z, [x19, #1, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z29.h, z2.h\n"
+        "fmopa za1.s, p0/m, p0/m, z29.h, z3.h\n"
+        "fmopa za2.s, p0/m, p0/m, z29.h, z2.h\n"
+        "fmopa za3.s, p0/m, p0/m, z29.h, z3.h\n"
+        "b 5f\n"
+        "3:\n"                                    /* start from partial sums */
+        "mov w12, #0\n"
+        "mov x27, x22\n"
+        "madd x28, x16, x14, x22\n"
+        "4:\n"
+        "ld1w {za0h.s[w12, 0]}, p0/z, [x27]\n"
+        "ld1w {za1h.s[w12, 0]}, p0/z, [x27, x16, lsl #2]\n"
+        "ld1w {za2h.s[w12, 0]}, p0/z, [x28]\n"
+        "ld1w {za3h.s[w12, 0]}, p0/z, [x28, x16, lsl #2]\n"
+        "add x27, x27, x14\n"
+        "add x28, x28, x14\n"
+        "add w12, w12, #1\n"
+        "cmp w12, w16\n"
+        "b.lt 4b\n"
+
+        "5:\n"                                    /* ---- k pairs ----      */
+        "mov x23, x1\n"
+        "add x24, x19, x5\n"
+        "mov x25, x8\n"
+        "cmp x25, #2\n"
+        "b.lo 61f\n"
+        "6:\n"                                    /* two pairs per step     */
+        ".inst 0xa040a2e0\n" /* ld1h {z0.h-z3.h}, pn8/z, [x23] */
+        ".inst 0xa040a304\n" /* ld1h {z4.h-z7.h}, pn8/z, [x24] */
+        "fmopa za0.s, p0/m, p0/m, z0.h, z4.h\n"
+        "fmopa za1.s, p0/m, p0/m, z0.h, z5.h\n"
+        "fmopa za2.s, p0/m, p0/m, z1.h, z4.h\n"
+        "fmopa za3.s, p0/m, p0/m, z1.h, z5.h\n"
+        "fmopa za0.s, p0/m, p0/m, z2.h, z6.h\n"
+        "fmopa za1.s, p0/m, p0/m, z2.h, z7.h\n"
+        "fmopa za2.s, p0/m, p0/m, z3.h, z6.h\n"
+        "fmopa za3.s, p0/m, p0/m, z3.h, z7.h\n"
+        "addvl x23, x23, #4\n"
+        "addvl x24, x24, #4\n"
+        "sub x25, x25, #2\n"
+        "cmp x25, #2\n"
+        "b.hs 6b\n"
+        "61:\n"
+        "cbz x25, 62f\n"                         /* odd pair count         */
+        ".inst 0xa04022e0\n" /* ld1h {z0.h-z1.h}, pn8/z, [x23] */
+        ".inst 0xa0402304\n" /* ld1h {z4.h-z5.h}, pn8/z, [x24] */
+        "fmopa za0.s, p0/m, p0/m, z0.h, z4.h\n"
+        "fmopa za1.s, p0/m, p0/m, z0.h, z5.h\n"
+        "fmopa za2.s, p0/m, p0/m, z1.h, z4.h\n"
+        "fmopa za3.s, p0/m, p0/m, z1.h, z5.h\n"
+        "62:\n"
+
+        "tbnz x15, #1, 9f\n"
+        /* ---- clamp, FP16, store rows < rows and columns < cols ---- */
+        "cmp x20, x13\n"
+        "csel x25, x20, x13, lo\n"                /* columns in this block  */
+        "whilelt p4.s, xzr, x25\n"
+        "whilelt p5.s, x16, x25\n"
+        "mov x27, x21\n"
+        "cmp x26, x16\n"
+        "csel x28, x26, x16, lo\n"
+        "mov w12, #0\n"
+        "7:\n"
+        ".inst 0xc0860410\n" /* mova {z16.s-z19.s}, za0h.s[w12, 0:3] */
+        ".inst 0xc0860434\n" /* mova {z20.s-z23.s}, za1h.s[w12, 0:3] */
+        KB_SME_STORE_ROW("z16", "z20", "x27")
+        "add x27, x27, x10\n"
+        "subs x28, x28, #1\n"
+        "b.eq 79f\n"
+        KB_SME_STORE_ROW("z17", "z21", "x27")
+        "add x27, x27, x10\n"
+        "subs x28, x28, #1\n"
+        "b.eq 79f\n"
+        KB_SME_STORE_ROW("z18", "z22", "x27")
+        "add x27, x27, x10\n"
+        "subs x28, x28, #1\n"
+        "b.eq 79f\n"
+        KB_SME_STORE_ROW("z19", "z23", "x27")
+        "add x27, x27, x10\n"
+        "subs x28, x28, #1\n"
+        "b.eq 79f\n"
+        "add w12, w12, #4\n"
+        "b 7b\n"
+        "79:\n"
+        "subs x28, x26, x16\n"
+        "b.le 10f\n"
+        "mov w12, #0\n"
+        "8:\n"
+        ".inst 0xc0860450\n" /* mova {z16.s-z19.s}, za2h.s[w12, 0:3] */
+        ".inst 0xc0860474\n" /* mova {z20.s-z23.s}, za3h.s[w12, 0:3] */
+        KB_SME_STORE_ROW("z16", "z20", "x27")
+        "add x27, x27, x10\n"
+        "subs x28, x28, #1\n"
+        "b.eq 89f\n"
+        KB_SME_STORE_ROW("z17", "z21", "x27")
+        "add x27, x27, x10\n"
+        "subs x28, x28, #1\n"
+        "b.eq 89f\n"
+        KB_SME_STORE_ROW("z18", "z22", "x27")
+        "add x27, x27, x10\n"
+        "subs x28, x28, #1\n"
+        "b.eq 89f\n"
+        KB_SME_STORE_ROW("z19", "z23", "x27")
+        "add x27, x27, x10\n"
+        "subs x28, x28, #1\n"
+        "b.eq 89f\n"
+        "add w12, w12, #4\n"
+        "b 8b\n"
+        "89:\n"
+        "b 10f\n"
+
+        "9:\n"                                    /* FP32 partial sums out  */
+        "mov w12, #0\n"
+        "mov x27, x22\n"
+        "madd x28, x16, x14, x22\n"
+        "91:\n"
+        "st1w {za0h.s[w12, 0]}, p0, [x27]\n"
+        "st1w {za1h.s[w12, 0]}, p0, [x27, x16, lsl #2]\n"
+        "st1w {za2h.s[w12, 0]}, p0, [x28]\n"
+        "st1w {za3h.s[w12, 0]}, p0, [x28, x16, lsl #2]\n"
+        "add x27, x27, x14\n"
+        "add x28, x28, x14\n"
+        "add w12, w12, #1\n"
+        "cmp w12, w16\n"
+        "b.lt 91b\n"
+
+        "10:\n"                                   /* next block             */
+        "add x19, x19, x4\n"
+        "add x21, x21, x17\n"
+        "add x22, x22, x17, lsl #1\n"
+        "subs x20, x20, x13\n"
+        "b.gt 2b\n"
+        "add x1, x1, x2\n"                        /* next block row         */
+        "madd x9, x13, x10, x9\n"
+        "madd x11, x13, x14, x11\n"
+        "subs x6, x6, x13\n"
+        "b.gt 1b\n"
+        "smstop\n"
+        :
+        : [args] "r"(args),
+          [o_lhs] "I"(offsetof(kb_sme_mopa_args, lhs)),
+          [o_lbs] "I"(offsetof(kb_sme_mopa_args, lhs_block_stride)),
+          [o_rhs] "I"(offsetof(kb_sme_mopa_args, rhs)),
+          [o_rbs] "I"(offsetof(kb_sme_mopa_args, rhs_block_stride)),
+          [o_rko] "I"(offsetof(kb_sme_mopa_args, rhs_k_offset)),
+          [o_m] "I"(offsetof(kb_sme_mopa_args, m)),
+          [o_n] "I"(offsetof(kb_sme_mopa_args, n)),
+          [o_kp] "I"(offsetof(kb_sme_mopa_args, kpairs)),
+          [o_dst] "I"(offsetof(kb_sme_mopa_args, dst)),
+          [o_ds] "I"(offsetof(kb_sme_mopa_args, dst_stride)),
+          [o_acc] "I"(offsetof(kb_sme_mopa_args, acc)),
+          [o_as] "I"(offsetof(kb_sme_mopa_args, acc_stride)),
+          [o_fl] "I"(offsetof(kb_sme_mopa_args, flags)),
+          [o_lo] "I"(offsetof(kb_sme_mopa_args, clamp_min)),
+          [o_hi] "I"(offsetof(kb_sme_mopa_args, clamp_max))
+        : "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
+          "x14", "x15", "x16", "x17", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
+          "x27", "x28", KB_SME_CLOBBER_VEC);
+}
+
+/* ---- micro-kernel interface -------------------------------------------- */
+
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_m_step(void) { return kb_sme_block(); }
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_n_step(void) { return kb_sme_block(); }
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_mr(void) { return kb_sme_block(); }
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_nr(void) { return kb_sme_block(); }
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_kr(void) { return KB_SME_KR; }
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_sr(void) { return KB_SME_SR; }
+
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_lhs_packed_offset(size_t m_idx, size_t k) {
+    return kb_sme_lhs_offset(m_idx, k);
+}
+
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_rhs_packed_offset(size_t n_idx, size_t k) {
+    return kb_sme_rhs_offset(n_idx, kb_sme_block(), k);
+}
+
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_dst_offset(size_t m_idx, size_t n_idx,
+                                                                               size_t dst_stride) {
+    return m_idx * dst_stride + n_idx * sizeof(kb_f16);
+}
+
+size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_dst_size(size_t m, size_t n) {
+    return m * n * sizeof(kb_f16);
+}
+
+/* dst_stride_col must be sizeof(kb_f16). */
+void kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul(
+    size_t m, size_t n, size_t k, const void *lhs_packed, const void *rhs_packed, void *dst,
+    size_t dst_stride_row, size_t dst_stride_col, float clamp_min, float clamp_max) {
+    (void)dst_stride_col;
+    if (m == 0 || n == 0 || k == 0) return;
+    size_t mr = kb_sme_block(), kp = kb_sme_roundup(k, KB_SME_KR) / KB_SME_KR;
+    kb_sme_mopa_args a = {
+        .lhs = lhs_packed, .lhs_block_stride = kb_sme_lhs_offset(mr, k),
+        .rhs = rhs_packed, .rhs_block_stride = kb_sme_rhs_block_bytes(mr, k),
+        .rhs_k_offset = mr * sizeof(kb_f16),
+        .m = m, .n = n, .kpairs = kp,
+        .dst = dst, .dst_stride = dst_stride_row,
+        .acc = NULL, .acc_stride = 0, .flags = 0,
+        .clamp_min = clamp_min, .clamp_max = clamp_max,
+    };
+    kb_sme2_mopa_core(&a);
+}
+
+const kb_sme_matmul_ukernel kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa = {
+    .name = "matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa",
+    .get_m_step = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_m_step,
+    .get_n_step = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_n_step,
+    .get_mr = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_mr,
+    .get_nr = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_nr,
+    .get_kr = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_kr,
+    .get_sr = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_sr,
+    .get_lhs_packed_offset = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_lhs_packed_offset,
+    .get_rhs_packed_offset = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_rhs_packed_offset,
+    .get_dst_offset = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_dst_offset,
+    .get_dst_size = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_dst_size,
+    .run_matmul = kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul,
+    .core = kb_sme2_mopa_core,
+};
+
+#endif /* __aarch64__ */
