@@ -31,6 +31,39 @@ def backend_id(name: str) -> int:
     return BACKENDS.index(name)
 
 
+class DispatchTable:
+    """A tuned dispatch table (JSON from `kbench tune`). The native library
+    checks it against this machine and library version when it is loaded."""
+
+    def __init__(self, text: str, path: str = "") -> None:
+        self.text = text
+        self.path = path
+        self._loaded: dict[int, Any] = {}
+
+    @classmethod
+    def from_file(cls, path: str) -> DispatchTable:
+        from pathlib import Path
+        try:
+            return cls(Path(path).read_text(), str(path))
+        except OSError as exc:
+            raise InvalidArgument(f"table: cannot read {path}: {exc}", "table") from exc
+
+    def native(self, nat: Native) -> Any:
+        """The loaded kb_dispatch_table* for this library (loaded once)."""
+        key = id(nat)
+        if key not in self._loaded:
+            data = self.text.encode()
+            out = nat.ffi.new("kb_dispatch_table **")
+            err = nat.new_error()
+            nat.check(nat.lib.kb_load_dispatch_table(data, len(data), out, err), err)
+            self._loaded[key] = nat.ffi.gc(out[0], nat.lib.kb_free_dispatch_table)
+        return self._loaded[key]
+
+    def rules(self, nat: Native | None = None) -> int:
+        nat = nat or load()
+        return int(nat.lib.kb_dispatch_table_rules(self.native(nat)))
+
+
 @dataclass(frozen=True)
 class Selector:
     """Which realizations a call may use."""
@@ -40,6 +73,7 @@ class Selector:
     force: str | None = None  # realization name
     threads: int = 1
     trust_payload: bool = False
+    table: DispatchTable | None = None  # tuned choices per shape class
 
     def to_c(self, nat: Native) -> tuple[Any, list[Any]]:
         """Returns the kb_selector* and the objects that must outlive it."""
@@ -63,6 +97,10 @@ class Selector:
             raise InvalidArgument("selector.threads: must not be negative", "selector.threads")
         sel.threads = self.threads
         sel.trust_payload = int(self.trust_payload)
+        if self.table is not None:
+            ptr = self.table.native(nat)
+            keep.append(ptr)
+            sel.table = ptr
         return sel, keep
 
 

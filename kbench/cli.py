@@ -108,12 +108,16 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("--cold", is_flag=True, help="perf: flush caches before every round.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="perf: threads per call.")
+@click.option("--dispatch", "dispatch", type=click.Path(dir_okay=False, exists=True),
+              default=None, help="A dispatch table from `kbench tune`: the library follows it, "
+                                 "and every case also runs unforced, checked to be computed by "
+                                 "the realization the table names.")
 @click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
         rounds: int, max_time: float, min_round_ms: float, cold: bool, threads: int,
-        verbose: bool, exitfirst: bool) -> None:
+        dispatch: str | None, verbose: bool, exitfirst: bool) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed."""
     import pytest
 
@@ -161,6 +165,13 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-shapes", c]
     if kinds:
         args += ["--kb-kinds", kinds]
+    if dispatch:
+        try:  # each target checks the table against its machine when it loads it
+            json.loads(Path(dispatch).read_text())
+        except (OSError, ValueError) as exc:
+            raise click.BadParameter(f"{dispatch}: not a JSON dispatch table ({exc})",
+                                     param_hint="--dispatch") from exc
+        args += ["--kb-dispatch", str(Path(dispatch).resolve())]
     if suite == "perf":
         run_dir.mkdir(parents=True, exist_ok=True)
         args += ["--kb-perf", "--kb-rounds", str(rounds), "--kb-min-round-ms", str(min_round_ms),
@@ -174,6 +185,101 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}")
     code = pytest.main(args)
     sys.exit(int(code))
+
+
+@main.command("realizations")
+@click.option("--target", "targets", multiple=True, default=("host",), show_default=True,
+              help="Target to list (repeatable).")
+def list_realizations(targets: tuple[str, ...]) -> None:
+    """List every realization (backend, kernel, parameters) and what it supports."""
+    for spec in targets:
+        try:
+            t = parse_target(spec)
+            info = t.info()
+            t.close()
+        except KbenchError as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(f"{info.name}:")
+        for r in info.realizations:
+            supports = []
+            if r.op == "gemm":
+                supports.append("B " + "/".join(r.bforms))
+                supports.append("M = 1 only" if r.max_m == 1 else "any M")
+            else:
+                supports.append("3x3 stride 1 only" if r.conv_class == "3x3s1" else "any shape")
+                supports.append("groups 1 only" if r.max_groups == 1 else "any groups")
+            params = [f"accum {r.accum}", f"isa {r.isa}", "threads up to selector"
+                      if r.threads else "", f"SVL {r.vector_bits}" if r.vector_bits else "",
+                      f"error model {r.error_model}", "peer" if r.peer else ""]
+            click.echo(f"  {r.name}")
+            click.echo(f"      {r.op} on {r.backend}: kernel {r.kernel}")
+            click.echo(f"      {', '.join(p for p in params if p)}; {', '.join(supports)}")
+
+
+@main.command()
+@click.option("--shapes", "shapes", multiple=True, required=True,
+              help="Catalog(s) to tune over (file or name in reference/).")
+@click.option("--target", "target_spec", default="host", show_default=True,
+              help="The machine to tune for.")
+@click.option("--budget", type=click.FloatRange(0.0), default=None,
+              help="Stop timing new shapes after this many seconds (the rest stay untuned).")
+@click.option("--rounds", type=click.IntRange(1), default=5, show_default=True)
+@click.option("--min-round-ms", type=click.FloatRange(0.0), default=1.0, show_default=True)
+@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Run folder for dispatch.json, results.csv and run.json "
+                   "[default: runs/<date>-<time>-<host>-tune].")
+def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds: int,
+         min_round_ms: float, threads: int, out: str | None) -> None:
+    """Verify and time every candidate realization per shape; write a dispatch table."""
+    from .perf import PerfSettings
+    from .store import RunWriter, machine_metadata
+    from .tune import tune as run_tune
+
+    cases = []
+    for s in shapes:
+        try:
+            cat = load_catalog(resolve_catalog(s))
+        except (CatalogError, FileNotFoundError, ValueError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--shapes") from exc
+        cases += [(cat.name, c) for c in cat.cases]
+    try:
+        target = parse_target(target_spec)
+        info = target.info()
+    except KbenchError as exc:
+        raise click.BadParameter(str(exc), param_hint="--target") from exc
+    run_dir = Path(out) if out else Path(str(default_run_dir(Path.cwd() / "runs")) + "-tune")
+    writer = RunWriter(run_dir, {"kind": "tune", **machine_metadata(),
+                                 "targets": {target_spec: info.to_dict()}})
+    settings = PerfSettings(warmup=1, rounds=rounds, min_round_ns=int(min_round_ms * 1e6),
+                            threads=threads)
+    if target.emulated:
+        click.echo("note: the target is emulated; its times are not speeds, so the table "
+                   "only exercises the mechanism")
+    try:
+        result = run_tune(target, cases, settings, budget, progress=click.echo)
+    except KeyboardInterrupt:
+        writer.close(complete=False)
+        raise
+    finally:
+        target.close()
+    for sr in result.shapes:
+        writer.add_all(sr.verdicts.values())
+    table_path = run_dir / "dispatch.json"
+    table_path.write_text(json.dumps(result.table, indent=2))
+    writer.metadata["dispatch_table"] = str(table_path)
+    writer.metadata["skipped_shapes"] = result.skipped
+    writer.close(complete=not result.skipped)
+    click.echo(f"\n{len(result.table['rules'])} rules:")
+    for rule in result.table["rules"]:
+        gain = rule["default_time_ns"] / rule["time_ns"] if rule["time_ns"] else float("nan")
+        runner = rule.get("runner_up", {}).get("realization", "-")
+        click.echo(f"  {rule['op']:6s} {json.dumps(rule['class'])}: {rule['realization']} "
+                   f"({rule['time_ns'] / 1e3:.1f} us over {len(rule['shapes'])} shape(s); "
+                   f"runner-up {runner}; {gain:.2f}x the default dispatch)")
+    if result.skipped:
+        click.echo(f"budget ran out: {len(result.skipped)} shape(s) not tuned")
+    click.echo(f"dispatch table: {table_path}")
 
 
 @main.command("catalogs")

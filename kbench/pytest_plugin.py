@@ -8,6 +8,7 @@ folder (--kb-out) as they come, and summarized at the end."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,15 +18,16 @@ import pytest
 
 from . import catalog as catalogs
 from . import contracts
-from .api import Realization
+from .api import DispatchTable, Realization
 from .contracts import ContractCase
 from .engine import TargetInfo
 from .perf import PERF_KIND, PerfSettings, VirtualClock, eta_line
 from .problems import Case, ConvCase, GemmCase
-from .runner import InputCache, Job, jobs_for
+from .runner import InputCache, Job, applicable, jobs_for, random_kind
 from .store import RunWriter, machine_metadata
 from .summary import summary_dict, summary_text
 from .targets import Target, parse_target
+from .tune import default_realization, table_choice
 from .verdict import Verdict
 
 
@@ -51,6 +53,27 @@ class KbSession:
     perf_total: int = 0
     perf_start: float = 0.0
     pending_lines: list[str] = field(default_factory=list)
+    table: DispatchTable | None = None
+
+    def dispatch_jobs(self) -> list[Job]:
+        """With a dispatch table: every case, run unforced; the realization
+        that must run is the table's choice, or the default order's."""
+        if self.table is None:
+            return []
+        rules = json.loads(self.table.text)
+        out: list[Job] = []
+        for op in ("gemm", "conv2d"):
+            for cat_name, case in self.cases(op):
+                for spec in self.target_specs:
+                    reals = {r.name: r for r in self.info(spec).realizations}
+                    name = table_choice(rules, case) or default_realization(
+                        list(reals.values()), case)
+                    if name not in reals or not applicable(case, reals[name]):
+                        name = default_realization(list(reals.values()), case)
+                    if name:
+                        out += [Job(case, k, reals[name], spec, cat_name)
+                                for k in (self.kinds or ("exact", random_kind(case)))]
+        return out
     _cases: dict[str, list[tuple[str, Case]]] | None = None
 
     def target(self, spec: str) -> Target:
@@ -148,6 +171,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-cold", action="store_true",
                 help="perf: flush caches before every round (one call per round)")
     g.addoption("--kb-threads", type=int, default=1, help="perf: threads per call")
+    g.addoption("--kb-dispatch", default="",
+                help="a tuned dispatch table: also run every case unforced and check that "
+                     "the realization the table names is the one that ran")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -167,6 +193,9 @@ def pytest_configure(config: pytest.Config) -> None:
             cold=config.getoption("--kb-cold"), threads=config.getoption("--kb-threads")),
     )
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
+    table_path = config.getoption("--kb-dispatch")
+    if table_path:
+        config.stash[SESSION].table = DispatchTable.from_file(table_path)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -182,6 +211,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("kb_perf_job", perf_jobs,
                              ids=[f"{j.target}-{j.realization.name}-{j.case.name}"
                                   for j in perf_jobs])
+    if "kb_dispatch_job" in metafunc.fixturenames:
+        kb = metafunc.config.stash[SESSION]
+        djobs = kb.dispatch_jobs()
+        metafunc.parametrize("kb_dispatch_job", djobs,
+                             ids=[f"{j.target}-table-{j.case.name}-{j.kind}" for j in djobs])
     if "kb_job" not in metafunc.fixturenames:
         return
     marker = metafunc.definition.get_closest_marker("kb_op")

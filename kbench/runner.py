@@ -81,21 +81,23 @@ def _verdict(job: Job, status: str, message: str = "", ran: api.Realization | No
 
 
 def run_job(target: Target, job: Job, selector: api.Selector | None = None,
-            cache: InputCache | None = None) -> Verdict:
+            cache: InputCache | None = None, force: bool = True) -> Verdict:
+    """Runs and judges one job. With force=False the selector (e.g. its
+    dispatch table) chooses, and the job's realization is what it must pick."""
     case, want = job.case, job.realization
     if not applicable(case, want):
         return _verdict(job, SKIP, f"{want.name} does not take this case")
     if isinstance(case, GemmCase):
         inp = cache.get(case, job.kind) if cache else inputs.gemm_inputs(case, job.kind)
         assert isinstance(inp, inputs.GemmInputs)
-        outcome = target.run_gemm(case, inp, want.name, selector)
+        outcome = target.run_gemm(case, inp, want.name, selector, force)
         refs = inp.refs
         has_bias = case.bias
     else:
         assert isinstance(case, ConvCase)
         cinp = cache.get(case, job.kind) if cache else inputs.conv_inputs(case, job.kind)
         assert isinstance(cinp, inputs.ConvInputs)
-        outcome = target.run_conv(case, cinp, want.name, selector)
+        outcome = target.run_conv(case, cinp, want.name, selector, force)
         refs = [cinp.ref]
         has_bias = case.bias
     if outcome.error is not None:
@@ -106,7 +108,8 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
     ran = outcome.ran
     assert ran is not None
     if ran.name != want.name:
-        return _verdict(job, FAIL, f"asked for {want.name} but {ran.name} ran", ran)
+        how = "asked for" if force else "dispatch should have chosen"
+        return _verdict(job, FAIL, f"{how} {want.name} but {ran.name} ran", ran)
     model = AccumModel(ran.accum, ran.k_per_rounding)
     k = case.reduction
     gemm_class = None

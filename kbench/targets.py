@@ -99,10 +99,14 @@ class Target:
                               "realization")
 
     @staticmethod
-    def _forced(selector: api.Selector | None, realization: str) -> api.Selector:
+    def _forced(selector: api.Selector | None, realization: str | None) -> api.Selector:
+        """The selector with `realization` forced (None: the selector's own choice,
+        e.g. its dispatch table or the default order)."""
         sel = selector or api.Selector()
+        if realization is None:
+            return sel
         return api.Selector(sel.disabled, sel.isa_cap, realization, sel.threads,
-                            sel.trust_payload)
+                            sel.trust_payload, sel.table)
 
     def gemm_problems(self, case: GemmCase, inp: GemmInputs, realization: api.Realization,
                       sel: api.Selector, bufs: list[GuardedBuffer]) -> list[api.RawProblem]:
@@ -153,8 +157,10 @@ class Target:
                                     np.ascontiguousarray(inp.w), inp.bias, out, sel, timing)
 
     def run_gemm(self, case: GemmCase, inp: GemmInputs, realization: str,
-                 selector: api.Selector | None = None) -> Outcome:
-        sel = self._forced(selector, realization)
+                 selector: api.Selector | None = None, force: bool = True) -> Outcome:
+        """Runs a case with `realization` forced; with force=False the selector
+        chooses (realization then only decides the backend that packs B)."""
+        sel = self._forced(selector, realization if force else None)
         bufs = [GuardedBuffer(case.m, case.n, case.ldc) for _ in range(case.batch)]
         try:
             r = self._realization(realization)
@@ -169,8 +175,8 @@ class Target:
         return Outcome([b.view.copy() for b in bufs], res.realization, None, damage)
 
     def run_conv(self, case: ConvCase, inp: ConvInputs, realization: str,
-                 selector: api.Selector | None = None) -> Outcome:
-        sel = self._forced(selector, realization)
+                 selector: api.Selector | None = None, force: bool = True) -> Outcome:
+        sel = self._forced(selector, realization if force else None)
         shape = (case.n, case.out_h, case.out_w, case.c_out)
         count = int(np.prod(shape))
         buf = GuardedBuffer(1, count, count)

@@ -30,7 +30,7 @@ MAGIC = 0x3157424B
 PROTOCOL = 1
 REPLY = 0x80000000
 PROTOCOL_ERROR = 0xFFFFFFFF
-HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN = 1, 2, 3, 4, 5, 6
+HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE = 1, 2, 3, 4, 5, 6, 7
 MAX_PAYLOAD = 1 << 30
 DEFAULT_TIMEOUT = 900.0  # seconds for one call; emulated kernels are slow
 
@@ -180,6 +180,7 @@ def _selector(w: Writer, sel: Selector | None) -> None:
     force = (sel.force or "").encode()
     w.u32(len(force))
     w.raw(force)
+    w.u32(1 if sel.table is not None else 0)
 
 
 def _timing(w: Writer, t: Timing | None) -> None:
@@ -217,6 +218,7 @@ class WorkerEngine:
     # -- process ----------------------------------------------------------------
 
     def _start(self) -> None:
+        self._table = None  # a fresh worker has no table loaded
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         env = {**os.environ, **self.spec.env}
         try:
@@ -354,6 +356,7 @@ class WorkerEngine:
 
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
+        self._sync_table(selector)
         w = Writer()
         w.u64(_u64(m, "M"))
         w.u64(_u64(n, "N"))
@@ -385,6 +388,7 @@ class WorkerEngine:
                  selector: Selector | None = None, timing: Timing | None = None
                  ) -> CallResult:
         desc.checked()
+        self._sync_table(selector)
         w = Writer()
         for name in ConvDesc.SIZE_FIELDS:
             w.u64(_u64(getattr(desc, name), f"desc.{name}"))
@@ -439,6 +443,20 @@ class WorkerEngine:
             raise from_status(status, field, message)
         data = np.frombuffer(bytes(r.take(size)), dtype=np.uint8).copy()
         return data, CallResult(None, times, reps)
+
+    def load_table(self, table: api.DispatchTable) -> int:
+        """Loads a dispatch table into the worker session; returns its rule count."""
+        r = self.call(LOAD_TABLE, table.text.encode(), "load_table")
+        status, field, message, rules = r.i32(), r.str(), r.str(), r.u32()
+        if status != 0:
+            raise from_status(status, field, message)
+        self._table = table
+        return rules
+
+    def _sync_table(self, sel: Selector | None) -> None:
+        loaded = getattr(self, "_table", None)
+        if sel is not None and sel.table is not None and loaded is not sel.table:
+            self.load_table(sel.table)
 
     def set_svl(self, bits: int) -> int:
         w = Writer()

@@ -4,6 +4,7 @@ against the float64 oracle under the realization's declared error model."""
 
 import pytest
 
+from kbench.api import Selector
 from kbench.runner import run_job
 from kbench.verdict import MISTRUSTED, PASS, SKIP
 
@@ -29,3 +30,18 @@ def test_gemm(kb_session, kb_target, kb_job):
 @pytest.mark.kb_op("conv2d")
 def test_conv2d(kb_session, kb_target, kb_job):
     _check(kb_session, kb_target, kb_job)
+
+
+@pytest.mark.correctness
+def test_dispatch_table(kb_session, kb_dispatch_job):
+    """With --kb-dispatch: the case runs unforced under the table and must be
+    computed by the realization the table names (or, for a shape no rule
+    covers, by the default order's first choice)."""
+    job = kb_dispatch_job
+    target = kb_session.target(job.target)
+    sel = Selector(table=kb_session.table)
+    verdict = run_job(target, job, sel, cache=kb_session.inputs, force=False)
+    kb_session.record(verdict)
+    if verdict.status == MISTRUSTED:
+        pytest.xfail(f"mistrusted: {verdict.message}")
+    assert verdict.status == PASS, verdict.line()

@@ -128,6 +128,21 @@ void kb_cpu_detect(kb_cpu_info *out);
  * not the running CPU can use them). */
 int kb_backend_compiled(int backend);
 
+/* ---- dispatch tables ----------------------------------------------------
+ * A tuned table maps shape classes to realizations (JSON written by
+ * `kbench tune`). Loading checks that it was tuned on this library version
+ * and this machine (architecture, CPU features, SVL) and refuses it
+ * otherwise, naming the field. A selector that points at a table follows
+ * it for every call whose shape a rule covers (a forced realization still
+ * wins); other shapes use the default order. */
+
+typedef struct kb_dispatch_table kb_dispatch_table;
+
+kb_status kb_load_dispatch_table(const char *json, size_t len, kb_dispatch_table **out,
+                                 kb_error *err);
+void kb_free_dispatch_table(kb_dispatch_table *table);
+size_t kb_dispatch_table_rules(const kb_dispatch_table *table);
+
 /* ---- selector ---------------------------------------------------------- */
 
 typedef struct kb_selector {
@@ -136,6 +151,7 @@ typedef struct kb_selector {
     const char *force;          /* realization name or NULL              */
     int threads;                /* 0 or 1: single-threaded               */
     int trust_payload;          /* 1: skip the packed payload checksum   */
+    const kb_dispatch_table *table; /* tuned choices, or NULL           */
 } kb_selector;
 
 /* Fills *sel with the defaults (everything enabled, no cap, no force).

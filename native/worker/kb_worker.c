@@ -162,6 +162,8 @@ static void *read_ptr(kb_reader *r, const buffers *bs, const char *what, bool *o
     return bs->b[idx].data + off;
 }
 
+static kb_dispatch_table *current_table; /* the worker session's loaded table */
+
 static void read_selector(kb_reader *r, kb_selector *sel, char *force) {
     kb_selector_default(sel);
     sel->disabled_backends = kb_rd_u32(r, "selector.disabled");
@@ -182,6 +184,27 @@ static void read_selector(kb_reader *r, kb_selector *sel, char *force) {
     } else {
         sel->force = NULL;
     }
+    sel->table = kb_rd_u32(r, "selector.use_table") ? current_table : NULL;
+}
+
+static int handle_load_table(kb_reader *r) {
+    size_t len = r->left;
+    const unsigned char *text = kb_rd_bytes(r, len, "table");
+    kb_error err;
+    kb_dispatch_table *t = NULL;
+    kb_status st = kb_load_dispatch_table((const char *)text, len, &t, &err);
+    if (st == KB_OK) {
+        kb_free_dispatch_table(current_table);
+        current_table = t;
+    }
+    kb_writer w = {0};
+    kb_wr_i32(&w, st);
+    kb_wr_str(&w, st ? err.field : "");
+    kb_wr_str(&w, st ? err.message : "");
+    kb_wr_u32(&w, (uint32_t)kb_dispatch_table_rules(st == KB_OK ? t : NULL));
+    int rc = send_frame(KB_MSG_LOAD_TABLE | KB_WIRE_REPLY, &w);
+    free(w.buf);
+    return rc;
 }
 
 static void write_realization(kb_writer *w, const kb_realization *re) {
@@ -527,6 +550,7 @@ int main(void) {
         case KB_MSG_CONV: rc = handle_conv(&r); break;
         case KB_MSG_PACK: rc = handle_pack(&r); break;
         case KB_MSG_SET_SVL: rc = handle_set_svl(&r); break;
+        case KB_MSG_LOAD_TABLE: rc = handle_load_table(&r); break;
         case KB_MSG_SHUTDOWN:
             free(payload);
             send_frame(KB_MSG_SHUTDOWN | KB_WIRE_REPLY, NULL);

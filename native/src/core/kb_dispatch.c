@@ -182,12 +182,30 @@ static bool name_known(const table *t, const char *name) {
     return false;
 }
 
+static bool gemm_fits(const kb_gemm_impl *g, const kb_selector *sel, const kb_cpu_info *cpu,
+                      int bform, int native_layout, size_t M) {
+    if (!impl_allowed(g->backend, g->isa, sel, cpu)) return false;
+    if (!(g->bforms & (uint32_t)bform)) return false;
+    if (bform == KB_BFORM_NATIVE && g->native_layout != native_layout) return false;
+    return !(g->max_m && M > g->max_m);
+}
+
 kb_status kb_select_gemm(const kb_selector *sel, int bform, int native_layout,
-                         size_t M, const kb_gemm_impl **out, kb_error *err) {
+                         size_t M, size_t N, size_t K, const kb_gemm_impl **out, kb_error *err) {
     kb_cpu_info cpu;
     kb_cpu_detect(&cpu);
     table t;
     table_build(&t);
+    if (!sel->force && sel->table) {
+        /* a tuned choice for this shape class, when it can take this call */
+        const char *want = kb_table_gemm_choice(sel->table, M, N, K);
+        for (size_t i = 0; want && i < t.n_gemm; i++) {
+            if (!strcmp(t.gemm[i]->name, want) && gemm_fits(t.gemm[i], sel, &cpu, bform, native_layout, M)) {
+                *out = t.gemm[i];
+                return KB_OK;
+            }
+        }
+    }
     if (sel->force && !name_known(&t, sel->force))
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.force", "no realization is named '%s'", sel->force);
     for (size_t i = 0; i < t.n_gemm; i++) {
@@ -215,9 +233,12 @@ kb_status kb_select_conv(const kb_selector *sel, const kb_conv_desc *d, const kb
     table_build(&t);
     if (sel->force && !name_known(&t, sel->force))
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.force", "no realization is named '%s'", sel->force);
+    const char *want = (!sel->force && sel->table) ? kb_table_conv_choice(sel->table, d) : NULL;
+    for (int pass = want ? 0 : 1; pass < 2; pass++)
     for (size_t i = 0; i < t.n_conv; i++) {
         const kb_conv_impl *c = t.conv[i];
         if (sel->force && strcmp(c->name, sel->force)) continue;
+        if (pass == 0 && strcmp(c->name, want)) continue;
         if (!impl_allowed(c->backend, c->isa, sel, &cpu)) continue;
         if (c->max_groups && d->groups > c->max_groups) continue;
         if (c->conv_class == KB_CONV_CLASS_3X3_S1 &&

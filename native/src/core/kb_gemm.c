@@ -171,7 +171,7 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
     }
 
     const kb_gemm_impl *impl;
-    kb_status st = kb_select_gemm(sel, bform, native_layout, M, &impl, err);
+    kb_status st = kb_select_gemm(sel, bform, native_layout, M, N, K, &impl, err);
     if (st != KB_OK) return st;
 
     /* Pass 2: run. */

@@ -176,7 +176,10 @@ bool kb_backend_usable(int backend, const kb_selector *sel,
 
 /* Picks the GEMM realization for a call (after argument validation). */
 kb_status kb_select_gemm(const kb_selector *sel, int bform, int native_layout,
-                         size_t M, const kb_gemm_impl **out, kb_error *err);
+                         size_t M, size_t N, size_t K, const kb_gemm_impl **out, kb_error *err);
+/* The realization a dispatch table names for a shape, or NULL. */
+const char *kb_table_gemm_choice(const kb_dispatch_table *t, size_t M, size_t N, size_t K);
+const char *kb_table_conv_choice(const kb_dispatch_table *t, const kb_conv_desc *d);
 kb_status kb_select_conv(const kb_selector *sel, const kb_conv_desc *d,
                          const kb_conv_impl **out, kb_error *err);
 void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads,

@@ -1,0 +1,181 @@
+/* kb_json.c — recursive-descent JSON parser (RFC 8259 subset enough for
+ * machine-written files: \uXXXX escapes are decoded to UTF-8). */
+#include "kb_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct parser {
+    const char *p, *end, *start;
+    char *error;
+    size_t error_len;
+    int depth;
+} parser;
+
+static kb_json *fail(parser *ps, const char *what) {
+    if (ps->error && !ps->error[0])
+        snprintf(ps->error, ps->error_len, "%s at byte %zu", what, (size_t)(ps->p - ps->start));
+    return NULL;
+}
+
+static void skip_ws(parser *ps) {
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+        ps->p++;
+}
+
+static kb_json *node(kb_json_type t) {
+    kb_json *n = calloc(1, sizeof *n);
+    if (n) n->type = t;
+    return n;
+}
+
+static char *parse_string_raw(parser *ps) {
+    if (ps->p >= ps->end || *ps->p != '"') return (char *)fail(ps, "expected a string");
+    ps->p++;
+    size_t cap = 16, len = 0;
+    char *out = malloc(cap);
+    if (!out) return (char *)fail(ps, "out of memory");
+    while (ps->p < ps->end && *ps->p != '"') {
+        unsigned int c = (unsigned char)*ps->p++;
+        char buf[4];
+        size_t n = 1;
+        buf[0] = (char)c;
+        if (c < 0x20) { free(out); return (char *)fail(ps, "control character in a string"); }
+        if (c == '\\') {
+            if (ps->p >= ps->end) break;
+            char e = *ps->p++;
+            switch (e) {
+            case '"': case '\\': case '/': buf[0] = e; break;
+            case 'b': buf[0] = '\b'; break;
+            case 'f': buf[0] = '\f'; break;
+            case 'n': buf[0] = '\n'; break;
+            case 'r': buf[0] = '\r'; break;
+            case 't': buf[0] = '\t'; break;
+            case 'u': {
+                if (ps->end - ps->p < 4) { free(out); return (char *)fail(ps, "bad \\u escape"); }
+                unsigned int u = 0;
+                for (int i = 0; i < 4; i++) {
+                    char h = *ps->p++;
+                    u <<= 4;
+                    if (h >= '0' && h <= '9') u |= (unsigned)(h - '0');
+                    else if (h >= 'a' && h <= 'f') u |= (unsigned)(h - 'a' + 10);
+                    else if (h >= 'A' && h <= 'F') u |= (unsigned)(h - 'A' + 10);
+                    else { free(out); return (char *)fail(ps, "bad \\u escape"); }
+                }
+                if (u < 0x80) buf[0] = (char)u;
+                else if (u < 0x800) { buf[0] = (char)(0xc0 | (u >> 6)); buf[1] = (char)(0x80 | (u & 0x3f)); n = 2; }
+                else { buf[0] = (char)(0xe0 | (u >> 12)); buf[1] = (char)(0x80 | ((u >> 6) & 0x3f)); buf[2] = (char)(0x80 | (u & 0x3f)); n = 3; }
+                break;
+            }
+            default: free(out); return (char *)fail(ps, "bad escape");
+            }
+        }
+        if (len + n + 1 > cap) {
+            while (len + n + 1 > cap) cap *= 2;
+            char *o = realloc(out, cap);
+            if (!o) { free(out); return (char *)fail(ps, "out of memory"); }
+            out = o;
+        }
+        memcpy(out + len, buf, n);
+        len += n;
+    }
+    if (ps->p >= ps->end) { free(out); return (char *)fail(ps, "unterminated string"); }
+    ps->p++;
+    out[len] = '\0';
+    return out;
+}
+
+static kb_json *parse_value(parser *ps);
+
+static kb_json *parse_container(parser *ps, int object) {
+    kb_json *n = node(object ? KB_JSON_OBJECT : KB_JSON_ARRAY);
+    if (!n) return fail(ps, "out of memory");
+    ps->p++;
+    kb_json **tail = &n->child;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == (object ? '}' : ']')) { ps->p++; return n; }
+    for (;;) {
+        char *key = NULL;
+        skip_ws(ps);
+        if (object) {
+            key = parse_string_raw(ps);
+            if (!key) { kb_json_free(n); return NULL; }
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':') { free(key); kb_json_free(n); return fail(ps, "expected ':'"); }
+            ps->p++;
+        }
+        kb_json *v = parse_value(ps);
+        if (!v) { free(key); kb_json_free(n); return NULL; }
+        v->key = key;
+        *tail = v;
+        tail = &v->next;
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') { ps->p++; continue; }
+        if (ps->p < ps->end && *ps->p == (object ? '}' : ']')) { ps->p++; return n; }
+        kb_json_free(n);
+        return fail(ps, object ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+static kb_json *parse_value(parser *ps) {
+    if (++ps->depth > 64) return fail(ps, "nesting too deep");
+    skip_ws(ps);
+    kb_json *n = NULL;
+    if (ps->p >= ps->end) n = fail(ps, "unexpected end");
+    else if (*ps->p == '{') n = parse_container(ps, 1);
+    else if (*ps->p == '[') n = parse_container(ps, 0);
+    else if (*ps->p == '"') {
+        char *s = parse_string_raw(ps);
+        if (s && (n = node(KB_JSON_STRING))) n->string = s;
+        else free(s);
+    } else if (ps->end - ps->p >= 4 && !strncmp(ps->p, "true", 4)) {
+        ps->p += 4; if ((n = node(KB_JSON_BOOL))) n->number = 1;
+    } else if (ps->end - ps->p >= 5 && !strncmp(ps->p, "false", 5)) {
+        ps->p += 5; n = node(KB_JSON_BOOL);
+    } else if (ps->end - ps->p >= 4 && !strncmp(ps->p, "null", 4)) {
+        ps->p += 4; n = node(KB_JSON_NULL);
+    } else {
+        char buf[64];
+        size_t k = 0;
+        while (ps->p < ps->end && k < sizeof buf - 1 && strchr("+-0123456789.eE", *ps->p)) buf[k++] = *ps->p++;
+        buf[k] = '\0';
+        char *endp;
+        double v = strtod(buf, &endp);
+        if (k == 0 || *endp) n = fail(ps, "bad value");
+        else if ((n = node(KB_JSON_NUMBER))) n->number = v;
+    }
+    ps->depth--;
+    return n;
+}
+
+kb_json *kb_json_parse(const char *text, size_t len, char *error, size_t error_len) {
+    parser ps = {text, text + len, text, error, error_len, 0};
+    if (error && error_len) error[0] = '\0';
+    kb_json *root = parse_value(&ps);
+    if (!root) return NULL;
+    skip_ws(&ps);
+    if (ps.p != ps.end) {
+        kb_json_free(root);
+        return fail(&ps, "trailing characters");
+    }
+    return root;
+}
+
+void kb_json_free(kb_json *n) {
+    while (n) {
+        kb_json *next = n->next;
+        kb_json_free(n->child);
+        free(n->string);
+        free(n->key);
+        free(n);
+        n = next;
+    }
+}
+
+const kb_json *kb_json_get(const kb_json *o, const char *key) {
+    if (!o || o->type != KB_JSON_OBJECT) return NULL;
+    for (const kb_json *c = o->child; c; c = c->next)
+        if (c->key && !strcmp(c->key, key)) return c;
+    return NULL;
+}
