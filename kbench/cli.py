@@ -268,6 +268,7 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     table_path = run_dir / "dispatch.json"
     table_path.write_text(json.dumps(result.table, indent=2))
     writer.metadata["dispatch_table"] = str(table_path)
+    writer.metadata["tuning_defaults"] = {sr.case.name: sr.default for sr in result.shapes}
     writer.metadata["skipped_shapes"] = result.skipped
     writer.close(complete=not result.skipped)
     click.echo(f"\n{len(result.table['rules'])} rules:")

@@ -364,9 +364,41 @@ class ReportTables:
     error_vs_k: pd.DataFrame
     model_totals: pd.DataFrame
     metadata: pd.DataFrame
+    tuning: pd.DataFrame
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def tuning_table(run: Run) -> pd.DataFrame:
+    """The tuning view (a `kbench tune` run): per shape, each candidate's
+    median time, the winner, the default dispatch's choice and the gain of
+    the winner over it. Candidates that failed verification have no time."""
+    cols = ["catalog", "case", "shape", "candidates", "winner", "winner_time_ns", "default",
+            "default_time_ns", "gain_over_default"]
+    df = run.results
+    df = df[df["suite"] == "tune"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    defaults = run.meta.get("tuning_defaults") or {}
+    rows = []
+    for (catalog, case), g in df.groupby(["catalog", "case"], sort=False):
+        ok = g[(g["status"].isin(["pass", "mistrusted"])) & (g["rounds"] > 0)]
+        times = dict(zip(ok["realization"], ok["time_median_ns"], strict=True))
+        refused = sorted(set(g["realization"]) - set(times))
+        cand = "; ".join(f"{r} {t / 1e3:.1f} us" for r, t in sorted(times.items(),
+                                                                   key=lambda x: x[1]))
+        if refused:
+            cand += "; not eligible: " + ", ".join(refused)
+        winner = min(times, key=times.__getitem__) if times else ""
+        default = defaults.get(case, "")
+        wt = times.get(winner, np.nan)
+        dt = times.get(default, np.nan)
+        rows.append({"catalog": catalog, "case": case, "shape": g["shape"].iloc[0],
+                     "candidates": cand, "winner": winner, "winner_time_ns": wt,
+                     "default": default, "default_time_ns": dt,
+                     "gain_over_default": dt / wt if wt and wt == wt and dt == dt else np.nan})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
@@ -376,6 +408,7 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         speedup_vs_baseline=speedup_vs_baseline(run, baseline),
         emulated_times=emulated_times(run), error_vs_k=error_vs_k(run.results),
         model_totals=model_totals(run), metadata=metadata(run, baseline),
+        tuning=tuning_table(run),
     )
 
 
@@ -774,6 +807,8 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "n_baseline_rows": len(t.speedup_vs_baseline),
         "baseline_missing": int((t.speedup_vs_baseline["presence"] != "both").sum()),
         "baseline_timed": 0 if baseline is None else len(timed_rows(baseline)),
+        "tuning": html_table(t.tuning),
+        "n_tuning": len(t.tuning),
         "models": html_table(t.model_totals, ["target", "model", "series", "speedup_vs_scalar",
                                               "total_time_ns", "gflops", "shapes",
                                               "shapes_in_model", "complete", "layers"]),

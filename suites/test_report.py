@@ -380,7 +380,7 @@ def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
     assert built.html.name == "report.html" and built.html.parent == built.tables["gflops"].parent
     assert set(built.tables) == {"verdict_matrix", "failures", "gflops", "speedup_vs_scalar",
                                  "speedup_vs_baseline", "emulated_times", "error_vs_k",
-                                 "model_totals", "metadata"}
+                                 "model_totals", "metadata", "tuning"}
     gflops = pd.read_csv(built.tables["gflops"])
     assert len(gflops) == len(rep.gflops_table(runs["main"]))
     speedups = pd.read_csv(built.tables["speedup_vs_scalar"])
@@ -657,3 +657,20 @@ def test_chromium_command_line_dump_and_screenshot(built: rep.ReportFiles,
     screen = imread(shot, format="png")
     assert screen.shape[:2] == (2400, 1280)
     assert _colours(screen) > 16
+
+
+def test_tuning_view_lists_candidates_winner_and_gain(tmp_path):
+    w = RunWriter(tmp_path / "tune", {"kind": "tune", "tuning_defaults": {"c1": "slow"}})
+    for name, t, status in (("slow", 200.0, "pass"), ("fast", 100.0, "pass"),
+                            ("wrong", 50.0, "fail")):
+        w.add(Verdict(case="c1", op="gemm", shape="m4n4k4", kind="uniform", target="host",
+                      backend="scalar", realization=name, kernel=name, accum="fp32", k=4, m=4,
+                      n=4, b_form="plain", vector_bits=0, status=status, catalog="cat",
+                      suite="tune", rounds=3 if status == "pass" else 0,
+                      time_median_ns=t))
+    w.close(complete=True)
+    table = rep.tuning_table(load_run(tmp_path / "tune"))
+    row = table.iloc[0]
+    assert row["winner"] == "fast" and row["default"] == "slow"
+    assert row["gain_over_default"] == pytest.approx(2.0)
+    assert "not eligible: wrong" in row["candidates"]
