@@ -36,6 +36,32 @@ typedef struct kb_neon_ukernel {
     void (*run)(const kb_neon_tile *t);
 } kb_neon_ukernel;
 
+#if defined(__aarch64__) && defined(__ARM_FEATURE_FP16_VECTOR_ARITHMETIC)
+#include <arm_neon.h>
+#include <string.h>
+
+/* The FP32-accumulating kernels' epilogue: + bias (one FP32 rounding), clamp
+ * (NaN passes), round to FP16, store the tile's m rows of n columns. */
+static inline void kb_neon_f32_epilogue(const kb_neon_tile *t, float32x4_t (*acc)[4], size_t mr) {
+    if (t->bias) {
+        float16x8_t b0 = vld1q_f16((const __fp16 *)t->bias), b1 = vld1q_f16((const __fp16 *)t->bias + 8);
+        float32x4_t bq[4] = {vcvt_f32_f16(vget_low_f16(b0)), vcvt_f32_f16(vget_high_f16(b0)),
+                             vcvt_f32_f16(vget_low_f16(b1)), vcvt_f32_f16(vget_high_f16(b1))};
+        for (size_t r = 0; r < mr; r++)
+            for (int j = 0; j < 4; j++) acc[r][j] = vaddq_f32(acc[r][j], bq[j]);
+    }
+    float32x4_t vmin = vdupq_n_f32(t->clamp_min), vmax = vdupq_n_f32(t->clamp_max);
+    for (size_t r = 0; r < t->m; r++) {
+        float16x4_t h[4];
+        for (int i = 0; i < 4; i++) h[i] = vcvt_f16_f32(vminq_f32(vmaxq_f32(acc[r][i], vmin), vmax));
+        kb_f16 tmp[KB_NEON_NR];
+        vst1q_f16((__fp16 *)tmp, vcombine_f16(h[0], h[1]));
+        vst1q_f16((__fp16 *)tmp + 8, vcombine_f16(h[2], h[3]));
+        memcpy(t->c + r * t->ldc, tmp, t->n * sizeof(kb_f16));
+    }
+}
+#endif
+
 #if defined(__aarch64__)
 extern const kb_neon_ukernel kb_matmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla;
 extern const kb_neon_ukernel kb_matmul_clamp_f16_f16_f16p16x1b_4x16_neon_fhm_mlal;

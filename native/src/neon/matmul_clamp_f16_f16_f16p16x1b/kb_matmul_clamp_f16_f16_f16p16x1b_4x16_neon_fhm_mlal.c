@@ -19,16 +19,6 @@ static size_t mr(void) { return MR; }
 static size_t nr(void) { return KB_NEON_NR; }
 static size_t kr(void) { return 1; }
 
-static inline void store_row(kb_f16 *out, size_t n, const float32x4_t *q, float cmin, float cmax) {
-    float32x4_t vmin = vdupq_n_f32(cmin), vmax = vdupq_n_f32(cmax);
-    float16x4_t h[4];
-    for (int i = 0; i < 4; i++) h[i] = vcvt_f16_f32(vminq_f32(vmaxq_f32(q[i], vmin), vmax));
-    kb_f16 tmp[KB_NEON_NR];
-    vst1q_f16((__fp16 *)tmp, vcombine_f16(h[0], h[1]));
-    vst1q_f16((__fp16 *)tmp + 8, vcombine_f16(h[2], h[3]));
-    memcpy(out, tmp, n * sizeof(kb_f16));
-}
-
 static void run(const kb_neon_tile *t) {
     float32x4_t acc[MR][4];
     const kb_f16 *rows[MR];
@@ -67,15 +57,7 @@ static void run(const kb_neon_tile *t) {
             }
         }
     }
-    if (t->bias) {
-        float16x8_t b0 = vld1q_f16((const __fp16 *)t->bias), b1 = vld1q_f16((const __fp16 *)t->bias + 8);
-        float32x4_t bq[4] = {vcvt_f32_f16(vget_low_f16(b0)), vcvt_f32_f16(vget_high_f16(b0)),
-                             vcvt_f32_f16(vget_low_f16(b1)), vcvt_f32_f16(vget_high_f16(b1))};
-        for (size_t r = 0; r < MR; r++)
-            for (int j = 0; j < 4; j++) acc[r][j] = vaddq_f32(acc[r][j], bq[j]);
-    }
-    for (size_t r = 0; r < t->m; r++)
-        store_row(t->c + r * t->ldc, t->n, acc[r], t->clamp_min, t->clamp_max);
+    kb_neon_f32_epilogue(t, acc, MR);
 }
 
 const kb_neon_ukernel kb_matmul_clamp_f16_f16_f16p16x1b_4x16_neon_fhm_mlal = {
