@@ -10,6 +10,9 @@ import click
 
 from . import api
 from .catalog import CatalogError, available_catalogs, load_catalog, resolve_catalog
+from .cli_history import compare as compare_command
+from .cli_history import gate_command
+from .cli_history import history as history_command
 from .cli_report import report as report_command
 from .errors import KbenchError
 from .store import default_run_dir
@@ -112,12 +115,17 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
               default=None, help="A dispatch table from `kbench tune`: the library follows it, "
                                  "and every case also runs unforced, checked to be computed by "
                                  "the realization the table names.")
+@click.option("--db", "db", type=click.Path(dir_okay=False), default=None,
+              help="History database the run is appended to "
+                   "[default: $XDG_DATA_HOME/kbench/history.sqlite].")
+@click.option("--no-history", is_flag=True, help="Do not append the run to the history.")
 @click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
         rounds: int, max_time: float, min_round_ms: float, cold: bool, threads: int,
-        dispatch: str | None, verbose: bool, exitfirst: bool) -> None:
+        dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
+        exitfirst: bool) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed."""
     import pytest
 
@@ -184,7 +192,22 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["-p", "no:benchmark"]
     click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}")
     code = pytest.main(args)
+    if not no_history:
+        _append_history(run_dir, db)
     sys.exit(int(code))
+
+
+def _append_history(run_dir: Path, db: str | None) -> None:
+    """Adds the run folder (complete or not) to the history database."""
+    from .history import append_run, default_db_path
+    from .runfolder import RunFolderError, load_run
+    path = Path(db) if db else default_db_path()
+    try:
+        run_id = append_run(path, load_run(run_dir))
+    except (RunFolderError, OSError, ValueError) as exc:
+        click.echo(f"history: not appended ({exc})", err=True)
+        return
+    click.echo(f"history: run #{run_id} in {path}")
 
 
 @main.command("realizations")
@@ -296,6 +319,9 @@ def list_catalogs() -> None:
 
 
 main.add_command(report_command)
+main.add_command(history_command)
+main.add_command(compare_command)
+main.add_command(gate_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,333 @@
+"""The comparison and the regression gate, on synthetic run folders written
+through RunWriter and read back by the real loader. Per-round times are
+synthetic (seeded), so nothing here depends on this machine's timing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from kbench.cli_history import compare, gate_command, load_gate_config, parse_fraction
+from kbench.compare import (
+    FASTER,
+    MISSING,
+    NEW,
+    NOT_COMPARABLE,
+    SAME,
+    SLOWER,
+    UNTIMED,
+    compare_runs,
+    gate,
+    mann_whitney,
+    markdown,
+    min_p_value,
+)
+from kbench.runfolder import Run, load_run
+from kbench.store import RunWriter
+from kbench.verdict import Verdict
+
+CPU = {"host": "box", "machine": "aarch64", "cpu_model": "Test CPU"}
+
+
+def rounds(median_ns: float, seed: int, n: int = 15, noise: float = 0.01) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(median_ns * (1 + noise * rng.standard_normal(n)))
+
+
+def row(case: str, status: str = "pass", suite: str = "perf", times: list[float] | None = None,
+        target: str = "host", realization: str = "gemm_scalar_f32acc", emulated: bool = False,
+        message: str = "") -> Verdict:
+    v = Verdict(case=case, op="gemm", shape="m8n8k8", kind="uniform" if suite == "perf"
+                else "exact", target=target, backend="scalar", realization=realization,
+                kernel="matmul_scalar", accum="fp32", k=8, m=8, n=8, b_form="plain",
+                vector_bits=0, status=status, catalog="synthetic", suite=suite,
+                emulated=emulated, message=message, flops=1024)
+    if times:
+        v.rounds, v.reps_per_round, v.round_times_ns = len(times), 1, times
+        v.time_median_ns = float(np.median(times))
+        v.time_min_ns = float(min(times))
+    return v
+
+
+def write_run(folder: Path, rows: list[Verdict], complete: bool = True,
+              **meta: Any) -> Run:
+    emulated = any(r.emulated for r in rows)
+    metadata = {**CPU, "git_commit": "0123456789abcdef", "git_dirty": False,
+                "date": "2025-01-01T00:00:00+00:00", "command_line": "kbench run",
+                "targets": {t: {"emulated": emulated, "arch": "aarch64"}
+                            for t in sorted({r.target for r in rows})}, **meta}
+    w = RunWriter(folder, metadata)
+    w.add_all(rows)
+    w.close(complete=complete)
+    return load_run(folder)
+
+
+def pair(tmp_path: Path, base_rows: list[Verdict], cand_rows: list[Verdict],
+         **cand_meta: Any) -> tuple[Run, Run]:
+    return (write_run(tmp_path / "base", base_rows),
+            write_run(tmp_path / "cand", cand_rows, **cand_meta))
+
+
+def by_case(comp: Any) -> dict[str, Any]:
+    return {c.key[4]: c for c in comp.cases}
+
+
+def test_verdicts_slower_same_faster(tmp_path: Path) -> None:
+    same_times = rounds(1e6, 1)
+    base, cand = pair(
+        tmp_path,
+        [row("slow", times=rounds(1e6, 2)), row("same", times=same_times),
+         row("fast", times=rounds(1e6, 3)), row("check", suite="correctness")],
+        [row("slow", times=rounds(1.2e6, 4)), row("same", times=same_times[::-1]),
+         row("fast", times=rounds(0.8e6, 5)), row("check", suite="correctness")])
+    cases = by_case(compare_runs(base, cand, alpha=0.01, max_slowdown=0.05))
+    assert cases["slow"].verdict == SLOWER
+    assert cases["slow"].ratio == pytest.approx(1.2, rel=0.02)
+    assert cases["slow"].p_slower < 1e-4
+    assert cases["same"].verdict == SAME
+    assert cases["same"].ratio == pytest.approx(1.0)
+    assert cases["same"].p_slower > 0.4 and cases["same"].p_faster > 0.4
+    assert cases["fast"].verdict == FASTER
+    assert cases["fast"].p_faster < 1e-4
+    assert cases["check"].verdict == UNTIMED and not cases["check"].timed
+
+
+def test_one_sided_tests_are_complementary() -> None:
+    base, cand = [10.0, 11, 12, 13, 14], [15.0, 16, 17, 18, 19]
+    p_slower, p_faster = mann_whitney(base, cand)
+    assert p_slower == pytest.approx(min_p_value(5, 5)) == pytest.approx(1 / 252)
+    assert p_faster == pytest.approx(1.0)
+
+
+def test_identical_builds_rarely_flagged() -> None:
+    """A/A calibration: the slower-test false-alarm rate stays near alpha."""
+    alpha = 0.05
+    flagged = sum(mann_whitney(rounds(1e6, 2 * i), rounds(1e6, 2 * i + 1))[0] < alpha
+                  for i in range(400))
+    assert flagged / 400 <= 2 * alpha
+
+
+def test_gate_passes_a_over_a(tmp_path: Path) -> None:
+    rows = [row(f"c{i}", times=rounds(1e6 * (i + 1), i)) for i in range(5)]
+    rows.append(row("contract", suite="contracts"))
+    again = [row(f"c{i}", times=rounds(1e6 * (i + 1), 100 + i)) for i in range(5)]
+    again.append(row("contract", suite="contracts"))
+    result = gate(*pair(tmp_path, rows, again))
+    assert result.passed, result.failures
+    assert set(result.comparison.counts()) <= {SAME, FASTER, SLOWER}
+
+
+def test_gate_fails_a_significant_slowdown_above_the_limit(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, [row("k", times=rounds(1e6, 1))],
+                      [row("k", times=rounds(1.2e6, 2))])
+    result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
+    assert not result.passed
+    assert [f.reason for f in result.failures] == ["slowdown"]
+    assert result.failures[0].case == "host gemm_scalar_f32acc synthetic/k [uniform]"
+    assert result.failures[0].detail.startswith("+19.2% (limit 5.0%)")
+    assert gate(base, cand, alpha=0.01, max_slowdown=0.25).passed
+
+
+def test_gate_passes_a_significant_slowdown_below_the_limit(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, [row("k", times=rounds(1e6, 1, noise=0.002))],
+                      [row("k", times=rounds(1.03e6, 2, noise=0.002))])
+    result = gate(base, cand, max_slowdown=0.05)
+    assert by_case(result.comparison)["k"].verdict == SLOWER
+    assert result.passed
+
+
+def test_gate_ignores_a_large_but_insignificant_slowdown(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, [row("k", times=rounds(1e6, 1, n=12, noise=0.5))],
+                      [row("k", times=rounds(1.1e6, 2, n=12, noise=0.5))])
+    case = by_case(compare_runs(base, cand))["k"]
+    assert case.p_slower >= 0.01 and case.verdict == SAME
+    assert gate(base, cand).passed
+
+
+def test_gate_fails_a_correctness_failure_in_any_suite(tmp_path: Path) -> None:
+    base_rows = [row("k", times=rounds(1e6, 1)), row("misuse", suite="contracts")]
+    for bad in (row("k", status="fail", message="3 element(s) outside the bound"),
+                row("misuse", suite="contracts", status="error", message="crashed")):
+        cand_rows = [bad] + [r for r in base_rows if r.case != bad.case]
+        result = gate(*pair(tmp_path / bad.case, base_rows, cand_rows))
+        assert [f.reason for f in result.failures] == ["correctness"]
+        assert bad.message in result.failures[0].detail
+
+
+def test_gate_fails_a_missing_or_newly_skipped_case(tmp_path: Path) -> None:
+    base_rows = [row("a", times=rounds(1e6, 1)), row("b", suite="correctness")]
+    result = gate(*pair(tmp_path / "gone", base_rows, [row("a", times=rounds(1e6, 2))]))
+    assert [(f.reason, "b" in f.case) for f in result.failures] == [("missing", True)]
+    assert by_case(result.comparison)["b"].verdict == MISSING
+    skipped = [row("a", times=rounds(1e6, 2)), row("b", suite="correctness", status="skip")]
+    result = gate(*pair(tmp_path / "skip", base_rows, skipped))
+    assert [f.reason for f in result.failures] == ["missing"]
+
+
+def test_new_cases_do_not_fail(tmp_path: Path) -> None:
+    result = gate(*pair(tmp_path, [row("a", suite="correctness")],
+                        [row("a", suite="correctness"), row("b", suite="correctness")]))
+    assert result.passed
+    assert by_case(result.comparison)["b"].verdict == NEW
+
+
+def test_gate_fails_an_incomplete_run(tmp_path: Path) -> None:
+    rows = [row("a", suite="correctness")]
+    base = write_run(tmp_path / "base", rows)
+    cand = write_run(tmp_path / "cand", rows, complete=False)
+    assert [f.reason for f in gate(base, cand).failures] == ["incomplete"]
+
+
+def test_gate_fails_a_failed_suite_without_failing_rows(tmp_path: Path) -> None:
+    rows = [row("a", suite="correctness")]
+    base, cand = pair(tmp_path, rows, rows, pytest_exit_status=1)
+    assert [f.reason for f in gate(base, cand).failures] == ["suite"]
+
+
+def test_emulated_times_are_never_speed(tmp_path: Path) -> None:
+    spec = "qemu:svl=512"
+    base, cand = pair(tmp_path,
+                      [row("k", target=spec, emulated=True, times=rounds(1e6, 1))],
+                      [row("k", target=spec, emulated=True, times=rounds(3e6, 2))])
+    result = gate(base, cand)
+    case = by_case(result.comparison)["k"]
+    assert case.verdict == NOT_COMPARABLE and "emulated" in case.note
+    assert np.isnan(case.ratio) and np.isnan(case.p_slower)
+    assert result.passed
+    broken = [row("k", target=spec, emulated=True, status="fail", message="wrong")]
+    result = gate(*pair(tmp_path / "broken",
+                        [row("k", target=spec, emulated=True, times=rounds(1e6, 1))], broken))
+    assert [f.reason for f in result.failures] == ["correctness"]
+
+
+def test_emulated_target_in_run_metadata_is_not_speed(tmp_path: Path) -> None:
+    """A row without the emulated flag still counts as emulated when the run
+    says its target was emulated."""
+    base, cand = pair(tmp_path, [row("k", times=rounds(1e6, 1))],
+                      [row("k", times=rounds(2e6, 2))],
+                      targets={"host": {"emulated": True}})
+    assert by_case(gate(base, cand).comparison)["k"].verdict == NOT_COMPARABLE
+
+
+def test_speed_targets_and_cpus_limit_speed_comparison(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, [row("k", target="worker:x", times=rounds(1e6, 1))],
+                      [row("k", target="worker:x", times=rounds(2e6, 2))])
+    assert not gate(base, cand, speed_targets=("*",)).passed
+    result = gate(base, cand, speed_targets=("host",))
+    assert result.passed
+    assert by_case(result.comparison)["k"].note == "target not speed-comparable"
+    other = write_run(tmp_path / "other", [row("k", target="worker:x", times=rounds(2e6, 2))],
+                      cpu_model="Another CPU")
+    result = gate(base, other)
+    assert result.passed and by_case(result.comparison)["k"].note == "different CPUs"
+    assert any("different CPUs" in w for w in result.warnings)
+
+
+def test_too_few_rounds_is_not_comparable_and_warned(tmp_path: Path) -> None:
+    assert min_p_value(3, 3) == pytest.approx(0.05)
+    assert min_p_value(1000, 1000) == 0.0  # no overflow for long runs
+    base, cand = pair(tmp_path, [row("k", times=[1e6, 1e6 + 1, 1e6 + 2])],
+                      [row("k", times=[2e6, 2e6 + 1, 2e6 + 2])])
+    result = gate(base, cand, alpha=0.01)
+    assert by_case(result.comparison)["k"].verdict == NOT_COMPARABLE
+    assert any("too few rounds" in w for w in result.warnings)
+
+
+def test_markdown_summary(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path,
+                      [row("slowcase", times=rounds(1e6, 1)), row("gone", suite="correctness")],
+                      [row("slowcase", times=rounds(1.5e6, 2))])
+    text = markdown(gate(base, cand))
+    assert text.startswith("## kbench gate: FAILED")
+    assert "| target | realization | case | kind | base median | candidate median | ratio" in text
+    line = next(ln for ln in text.splitlines() if "slowcase" in ln and ln.startswith("| host"))
+    assert "`gemm_scalar_f32acc`" in line and "**slower**" in line and "1 ms" in line
+    assert "| missing |" in text and "| slowdown |" in text
+    assert "### Candidate results by suite" in text
+    assert markdown(compare_runs(base, cand)).startswith("## kbench compare")
+
+
+@pytest.mark.parametrize("text,value", [("5%", 0.05), ("0.05", 0.05), (" 12.5% ", 0.125),
+                                        ("0", 0.0), (0.1, 0.1), ("150%", 1.5)])
+def test_parse_fraction(text: str | float, value: float) -> None:
+    assert parse_fraction(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["5", "abc", "-1%", "nan", "%"])
+def test_parse_fraction_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_fraction(text)
+
+
+def test_gate_config_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text('[gate]\nmax_slowdown = "10%"\nalpha = 0.05\nspeed_targets = ["host"]\n')
+    loaded = load_gate_config(cfg)
+    assert (loaded.max_slowdown, loaded.alpha, loaded.speed_targets) == (0.1, 0.05, ("host",))
+    cfg.write_text("[gate]\nmax_slowdwn = 0.1\n")
+    with pytest.raises(ValueError, match="max_slowdwn"):
+        load_gate_config(cfg)
+    shipped = load_gate_config()  # ci/gate.toml of this checkout
+    assert shipped.max_slowdown == pytest.approx(0.05) and shipped.alpha == pytest.approx(0.01)
+    assert "host" in shipped.speed_targets
+
+
+def test_gate_cli_exit_codes(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, [row("k", times=rounds(1e6, 1))],
+                      [row("k", times=rounds(1.2e6, 2))])
+    runner = CliRunner()
+    same = runner.invoke(gate_command, [str(base.path), str(base.path)])
+    assert same.exit_code == 0, same.output
+    assert "gate: PASSED" in same.output
+    slow = runner.invoke(gate_command, [str(base.path), str(cand.path), "--max-slowdown", "5%"])
+    assert slow.exit_code == 1 and "FAIL slowdown" in slow.output
+    assert runner.invoke(gate_command, [str(base.path), str(cand.path),
+                                        "--max-slowdown", "0.3"]).exit_code == 0
+    assert runner.invoke(gate_command, [str(base.path), str(cand.path),
+                                        "--max-slowdown", "30%"]).exit_code == 0
+    for bad in (["--max-slowdown", "5"], ["--alpha", "0.9"]):
+        out = runner.invoke(gate_command, [str(base.path), str(cand.path), *bad])
+        assert out.exit_code == 2, out.output
+    assert runner.invoke(gate_command, [str(base.path), str(tmp_path / "nope")]).exit_code == 2
+    (tmp_path / "empty").mkdir()
+    assert runner.invoke(gate_command, [str(base.path), str(tmp_path / "empty")]).exit_code == 2
+
+
+def test_gate_cli_markdown_and_job_summary(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, [row("k", times=rounds(1e6, 1))],
+                      [row("k", times=rounds(1.2e6, 2))])
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    report = tmp_path / "gate.md"
+    out = CliRunner().invoke(gate_command, [str(base.path), str(cand.path), "--markdown",
+                                            str(report)],
+                             env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert out.exit_code == 1
+    assert report.read_text().startswith("## kbench gate: FAILED")
+    assert summary.read_text().startswith("earlier step\n## kbench gate: FAILED")
+
+
+def test_gate_cli_reads_config(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, [row("k", times=rounds(1e6, 1))],
+                      [row("k", times=rounds(1.2e6, 2))])
+    cfg = tmp_path / "loose.toml"
+    cfg.write_text('[gate]\nmax_slowdown = "30%"\n')
+    args = [str(base.path), str(cand.path), "--config", str(cfg)]
+    assert CliRunner().invoke(gate_command, args).exit_code == 0
+    assert CliRunner().invoke(gate_command, [*args, "--max-slowdown", "5%"]).exit_code == 1
+
+
+def test_compare_cli(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, [row("k", times=rounds(1e6, 1)), row("c", suite="correctness")],
+                      [row("k", times=rounds(0.5e6, 2)), row("c", suite="correctness")])
+    md = tmp_path / "cmp.md"
+    out = CliRunner().invoke(compare, [str(base.path), str(cand.path), "--markdown", str(md)])
+    assert out.exit_code == 0, out.output
+    line = next(ln for ln in out.output.splitlines() if "synthetic/k" in ln)
+    assert line.split()[-1] == FASTER and float(line.split()[-3]) == pytest.approx(0.5, abs=0.01)
+    assert "timed: 1 faster" in out.output
+    assert md.read_text().startswith("## kbench compare")

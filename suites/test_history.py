@@ -1,0 +1,183 @@
+"""The run history database, on synthetic run folders written through
+RunWriter and read back by the real loader."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from kbench.cli_history import history
+from kbench.history import append_run, default_db_path, query_runs, run_results
+from kbench.runfolder import Run, load_run
+from kbench.store import RunWriter
+from kbench.verdict import Verdict
+
+
+def verdict(case: str, backend: str = "scalar", status: str = "pass",
+            times: list[float] | None = None) -> Verdict:
+    v = Verdict(case=case, op="gemm", shape="m4n4k4", kind="exact", target="host",
+                backend=backend, realization=f"gemm_{backend}_f32acc", kernel="k", accum="fp32",
+                k=4, m=4, n=4, b_form="plain", vector_bits=0, status=status, exact=16, total=16,
+                tags=["t1", "t2"], catalog="synthetic")
+    if times:
+        v.suite, v.rounds, v.round_times_ns = "perf", len(times), times
+        v.time_median_ns = float(np.median(times))
+    return v
+
+
+def make_run(folder: Path, rows: list[Verdict], complete: bool | None = True,
+             **meta: Any) -> Run:
+    """complete=None leaves the writer open, like a run killed mid-way."""
+    metadata = {"host": "alpha-box", "machine": "aarch64", "cpu_model": "Neoverse-V2",
+                "git_commit": "c0ffee0123456789", "git_dirty": False,
+                "date": "2025-03-01T10:00:00+00:00", "command_line": "kbench run",
+                "c_flags": ["-O2", "-march=armv8.2-a+fp16"],
+                "targets": {"host": {"emulated": False, "library_version": "0.3.0"}}, **meta}
+    w = RunWriter(folder, metadata)
+    w.add_all(rows)
+    if complete is not None:
+        w.close(complete=complete)
+    return load_run(folder)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "history.sqlite"
+
+
+def test_default_db_path() -> None:
+    assert default_db_path({"XDG_DATA_HOME": "/data"}) == Path("/data/kbench/history.sqlite")
+    home = Path.home() / ".local" / "share" / "kbench" / "history.sqlite"
+    assert default_db_path({}) == home
+    assert default_db_path({"XDG_DATA_HOME": "relative/dir"}) == home  # per the XDG spec
+
+
+def test_append_and_read_back(tmp_path: Path, db: Path) -> None:
+    run = make_run(tmp_path / "r1", [verdict("a"), verdict("b", status="fail"),
+                                     verdict("p", times=[1000.0, 1010.0, 990.0])])
+    run_id = append_run(db, run)
+    listing = query_runs(db)
+    assert listing["id"].tolist() == [run_id]
+    first = listing.iloc[0]
+    assert (first["host"], first["cpu_model"], first["arch"]) == ("alpha-box", "Neoverse-V2",
+                                                                  "aarch64")
+    assert (first["n_results"], first["n_failed"], first["n_timed"]) == (3, 1, 1)
+    assert bool(first["complete"]) and first["git_dirty"] is False
+    assert first["path"] == str((tmp_path / "r1").resolve())
+    assert first["backends"] == "scalar"
+    results = run_results(db, run_id)
+    assert results["case"].tolist() == ["a", "b", "p"]
+    assert results["status"].tolist() == ["pass", "fail", "pass"]
+    assert results.loc[2, "round_times_ns"] == "1000 1010 990"
+    assert results.loc[0, "tags"] == "t1 t2"
+    with sqlite3.connect(db) as con:
+        version, targets, flags = con.execute(
+            "SELECT library_version, targets, c_flags FROM runs").fetchone()
+    assert version == "0.3.0" and '"library_version": "0.3.0"' in targets
+    assert flags == "-O2 -march=armv8.2-a+fp16"
+
+
+def test_append_is_idempotent(tmp_path: Path, db: Path) -> None:
+    run = make_run(tmp_path / "r1", [verdict("a"), verdict("b")])
+    first = append_run(db, run)
+    assert append_run(db, run) == first
+    assert len(query_runs(db)) == 1
+    assert len(run_results(db, first)) == 2
+    # another run folder, or the same folder re-run at another date, is a new run
+    other = append_run(db, make_run(tmp_path / "r2", [verdict("a")]))
+    rerun = append_run(db, make_run(tmp_path / "r1", [verdict("a")],
+                                    date="2025-03-02T10:00:00+00:00"))
+    assert len({first, other, rerun}) == 3
+    assert query_runs(db)["id"].tolist() == [rerun, other, first]  # newest first
+
+
+def test_incomplete_run_is_kept_and_marked(tmp_path: Path, db: Path) -> None:
+    folder = tmp_path / "killed"
+    killed = make_run(folder, [verdict("a"), verdict("b")], complete=None)
+    run_id = append_run(db, killed)
+    row = query_runs(db).iloc[0]
+    assert not row["complete"] and row["n_results"] == 2
+    # the same run folder, completed later, updates the same history entry
+    finished = make_run(folder, [verdict("a"), verdict("b"), verdict("c")], complete=True)
+    assert append_run(db, finished) == run_id
+    row = query_runs(db).iloc[0]
+    assert row["complete"] and row["n_results"] == 3
+    assert run_results(db, run_id)["case"].tolist() == ["a", "b", "c"]
+
+
+def test_interrupted_run_closed_incomplete(tmp_path: Path, db: Path) -> None:
+    append_run(db, make_run(tmp_path / "int", [verdict("a")], complete=False))
+    assert query_runs(db)["complete"].tolist() == [False]
+
+
+@pytest.fixture
+def three_runs(tmp_path: Path, db: Path) -> dict[str, int]:
+    return {
+        "x86": append_run(db, make_run(tmp_path / "x86", [verdict("a")], host="ci-x86",
+                                       machine="x86_64", cpu_model="AMD EPYC 7763",
+                                       git_commit="aaaa1111", date="2025-03-01T00:00:00")),
+        "arm": append_run(db, make_run(tmp_path / "arm", [verdict("a"), verdict("b", "neon")],
+                                       host="ci-arm", machine="aarch64",
+                                       cpu_model="Neoverse-N1", git_commit="bbbb2222",
+                                       date="2025-03-02T00:00:00")),
+        "arm2": append_run(db, make_run(tmp_path / "arm2", [verdict("a", "sme")],
+                                        host="board", machine="aarch64",
+                                        cpu_model="Apple M4", git_commit="bbbb3333",
+                                        git_dirty=True, date="2025-03-03T00:00:00")),
+    }
+
+
+def test_filters(db: Path, three_runs: dict[str, int]) -> None:
+    def ids(**kw: Any) -> list[int]:
+        return query_runs(db, **kw)["id"].tolist()
+    r = three_runs
+    assert ids() == [r["arm2"], r["arm"], r["x86"]]
+    assert ids(machine="ci-x86") == [r["x86"]]
+    assert ids(machine="epyc") == [r["x86"]]  # CPU model, any case
+    assert ids(machine="aarch64") == [r["arm2"], r["arm"]]
+    assert ids(machine="ci-") == [r["arm"], r["x86"]]
+    assert ids(backend="neon") == [r["arm"]]
+    assert ids(backend="scalar") == [r["arm"], r["x86"]]
+    assert ids(backend="sve") == []
+    assert ids(commit="bbbb") == [r["arm2"], r["arm"]]
+    assert ids(commit="BBBB2222") == [r["arm"]]
+    assert ids(commit="bbbb", machine="Apple") == [r["arm2"]]
+    assert ids(limit=1) == [r["arm2"]]
+    assert ids(limit=None) == ids()
+    assert query_runs(db, commit="bbbb3")["git_dirty"].tolist() == [True]
+
+
+def test_cli_history(tmp_path: Path, db: Path) -> None:
+    runner = CliRunner()
+    empty = runner.invoke(history, ["--db", str(db)])
+    assert empty.exit_code == 0 and "no history yet" in empty.output and not db.exists()
+    make_run(tmp_path / "arm", [verdict("a", "neon")], host="ci-arm", git_commit="bbbb2222")
+    make_run(tmp_path / "x86", [verdict("a")], host="ci-x86", machine="x86_64",
+             git_commit="aaaa1111", date="2025-03-05T00:00:00", complete=False)
+    out = runner.invoke(history, ["--db", str(db), "--add", str(tmp_path / "arm"),
+                                  "--add", str(tmp_path / "x86")])
+    assert out.exit_code == 0, out.output
+    assert out.output.count("recorded ") == 2
+    lines = out.output.splitlines()
+    assert "aaaa1111" in lines[3] and "INCOMPLETE" in lines[3]
+    assert "bbbb2222" in lines[4] and "complete" in lines[4]
+    filtered = runner.invoke(history, ["--db", str(db), "--backend", "neon"])
+    assert filtered.exit_code == 0
+    assert "bbbb2222" in filtered.output and "aaaa1111" not in filtered.output
+    assert "aaaa1111" in runner.invoke(history, ["--db", str(db), "--machine", "x86"]).output
+    none = runner.invoke(history, ["--db", str(db), "--commit", "ffff"])
+    assert none.output.strip() == "no runs"
+    assert runner.invoke(history, ["--db", str(db), "--add", str(tmp_path)]).exit_code == 2
+
+
+def test_cli_history_default_db_follows_xdg(tmp_path: Path) -> None:
+    make_run(tmp_path / "r", [verdict("a")])
+    out = CliRunner().invoke(history, ["--add", str(tmp_path / "r")],
+                             env={"XDG_DATA_HOME": str(tmp_path / "xdg")})
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "xdg" / "kbench" / "history.sqlite").exists()
