@@ -29,6 +29,18 @@ step "suites on the host"
 step "contracts under AddressSanitizer + UBSan"
 bash ci/sanitize.sh
 
+step "perf suite, report and gate, end to end (smoke catalog; no timing is judged)"
+perf="$(mktemp -d)"
+kbench run --suite perf --shapes smoke --rounds 2 --max-time 0.02 --no-history --out "$perf/host"
+kbench run --suite perf --shapes smoke --rounds 2 --min-round-ms 0.1 --no-history \
+  --target qemu:cpu=max:svl=256 --backend sme --backend neon --out "$perf/qemu"
+kbench report "$perf/host" --baseline "$perf/host" --out "$perf/report"
+kbench gate "$perf/qemu" "$perf/qemu" --markdown "$perf/gate.md" > "$perf/gate.txt"  # emulated:
+tail -n 2 "$perf/gate.txt"                                         # correctness only
+kbench tune --shapes smoke --rounds 2 --min-round-ms 0.1 --out "$perf/tune" | tail -n 3
+kbench run --suite correctness --shapes smoke --dispatch "$perf/tune/dispatch.json" \
+  --no-history --out "$perf/dispatch"
+
 step "suites on emulated Arm targets (two groups in parallel)"
 group_a=(qemu:cpu=max:svl=128 qemu:cpu=max:svl=512 qemu:cpu=max:isa=sme qemu:cpu=neoverse-n1
          qemu:cpu=max:svl=1024)
