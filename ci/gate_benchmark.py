@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""How often does the gate flag a slowdown, and how often a change that is
+no change? A benchmark of the gate on this machine (not a unit test: it
+takes minutes and its figures depend on the machine's noise).
+
+Each trial runs the perf suite (`kbench run --suite perf`) once as the base
+and once per condition as the candidate, in a shuffled order:
+
+- A/A: the same build again;
+- a slowdown of 5%, 10%, 20% (--fractions) of one realization, made with
+  the test-only knob KBENCH_TEST_SLOWDOWN="<realization>=<fraction>", which
+  makes that realization busy-wait after each call for the fraction of its
+  own duration.
+
+Each candidate is gated against the trial's base (kbench.compare.gate,
+with the slowdown limit and alpha of ci/gate.toml unless given). A trial
+counts as flagged if the gate reports a slowdown: for a slowed condition,
+on a case of the slowed realization; for A/A, on any case. The table gives
+the flag rate per condition with a 95% Wilson interval, the fraction of
+timed cases flagged, and the median observed ratio of the slowed cases (to
+show the knob did what it says). Runs go to --work (kept with --keep);
+the benchmark's runs are recorded in a history database under --work, not
+in the user's.
+
+    python ci/gate_benchmark.py --trials 20 --shapes llm_llama7b_small
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kbench.cli_history import load_gate_config, parse_fraction
+from kbench.compare import SLOWER, gate
+from kbench.runfolder import Run, load_run
+
+AA = "A/A"
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    fraction: float  # 0: no slowdown (A/A)
+
+
+@dataclass
+class Outcome:
+    """One candidate gated against its trial's base."""
+
+    trial: int
+    condition: str
+    flagged: bool  # the gate reported the slowdown this condition is about
+    cases_flagged: int  # timed cases that failed the gate for a slowdown
+    cases_compared: int  # timed cases compared as speed
+    target_ratios: list[float] = field(default_factory=list)  # slowed realization's cases
+    other_failures: list[str] = field(default_factory=list)  # correctness, missing, ...
+    load: float = math.nan  # highest 1-minute load average at the start of its two runs
+
+
+@dataclass
+class Settings:
+    trials: int
+    shapes: list[str]
+    target: str
+    realization: str | None
+    conditions: list[Condition]
+    max_slowdown: float
+    alpha: float
+    speed_targets: tuple[str, ...]
+    work: Path
+    command: list[str]
+    all_realizations: bool
+    seed: int
+    keep_runs: bool
+    run_args: list[str] = field(default_factory=list)
+    max_load: float | None = None  # wait for the 1-minute load average to drop below this
+    max_wait: float = 600.0  # seconds, then run anyway
+    reuse: bool = False  # gate the complete run folders already in work instead of re-running
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion k/n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def wait_for_quiet(s: Settings) -> float:
+    """Wait (up to s.max_wait) for the 1-minute load average to fall below
+    s.max_load; return the load average when the run starts."""
+    deadline = time.monotonic() + s.max_wait
+    while (s.max_load is not None and os.getloadavg()[0] > s.max_load
+           and time.monotonic() < deadline):
+        time.sleep(5)
+    return os.getloadavg()[0]
+
+
+def perf_run(s: Settings, out: Path, realization: str | None, slowdown: float) -> Run:
+    """One `kbench run --suite perf` into out; the slowdown knob set if > 0."""
+    if s.reuse and (out / "run.json").exists():
+        kept = load_run(out)
+        if kept.complete:
+            return kept
+    cmd = [*s.command, "run", "--suite", "perf", "--target", s.target, "--out", str(out)]
+    for shapes in s.shapes:
+        cmd += ["--shapes", shapes]
+    if realization and not s.all_realizations:
+        cmd += ["--realization", realization]
+    cmd += s.run_args
+    env = {k: v for k, v in os.environ.items() if k != "KBENCH_TEST_SLOWDOWN"}
+    env["XDG_DATA_HOME"] = str(s.work / "xdg")  # keep the benchmark out of the user's history
+    if slowdown > 0:
+        if realization is None:
+            raise ValueError("a slowdown needs a realization")
+        env["KBENCH_TEST_SLOWDOWN"] = f"{realization}={slowdown:g}"
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if not (out / "run.json").exists():
+        sys.exit(f"gate_benchmark: {shlex.join(cmd)} wrote no run folder (exit {proc.returncode})"
+                 f"\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    if proc.returncode not in (0, 1):
+        print(f"  warning: {out.name}: kbench run exited {proc.returncode}", file=sys.stderr)
+    return load_run(out)
+
+
+def pick_realization(run: Run) -> str:
+    """The realization with the most speed-comparable timed cases."""
+    perf = run.perf()
+    perf = perf[~perf["emulated"]]
+    if perf.empty:
+        sys.exit("gate_benchmark: the probe run has no timed, non-emulated rows")
+    counts = perf.groupby("realization").size()
+    return str(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])
+
+
+def judge(s: Settings, trial: int, cond: Condition, realization: str, base: Run,
+          cand: Run) -> Outcome:
+    result = gate(base, cand, s.alpha, s.max_slowdown, s.speed_targets)
+    slow = [c for c in result.comparison.cases
+            if c.verdict == SLOWER and c.ratio > 1 + s.max_slowdown]
+    compared = [c for c in result.comparison.timed() if not math.isnan(c.p_slower)]
+    mine = [c for c in compared if c.key[6] == realization]
+    flagged = (bool(slow) if cond.fraction == 0
+               else any(c.key[6] == realization for c in slow))
+    return Outcome(
+        trial=trial, condition=cond.name, flagged=flagged, cases_flagged=len(slow),
+        cases_compared=len(compared), target_ratios=[c.ratio for c in mine],
+        other_failures=[f"{f.reason}: {f.case} {f.detail}".strip()
+                        for f in result.failures if f.reason != "slowdown"])
+
+
+def table(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str, object],
+          seconds: float) -> str:
+    loads = [o.load for o in outcomes if not math.isnan(o.load)]
+    lines = [
+        "## Gate detection rates",
+        "",
+        f"- machine: {meta.get('cpu_model')} ({meta.get('machine')}), host {meta.get('host')}, "
+        f"commit {str(meta.get('git_commit') or '')[:12]}",
+        f"- perf suite on `{s.target}`, catalogs {', '.join(s.shapes)}; slowed realization "
+        f"`{realization}`" + ("" if s.all_realizations else " (only realization run)")
+        + (f"; `kbench run {shlex.join(s.run_args)}`" if s.run_args else ""),
+        f"- gate: slowdown limit {s.max_slowdown:.0%}, alpha {s.alpha:g} (one-sided "
+        f"Mann-Whitney U on per-round times); {s.trials} trials per condition, "
+        f"{seconds / 60:.1f} min",
+        f"- 1-minute load average at the start of the runs: median {statistics.median(loads):.2f}"
+        f", max {max(loads):.2f} ({os.cpu_count()} CPUs)" if loads else "- load: –",
+        "",
+        "| condition | trials | flagged | flag rate (95% CI) | timed cases flagged "
+        "| median observed ratio | other gate failures |",
+        "|---|---:|---:|---|---:|---:|---:|",
+    ]
+    for cond in s.conditions:
+        rows = [o for o in outcomes if o.condition == cond.name]
+        k, n = sum(o.flagged for o in rows), len(rows)
+        lo, hi = wilson(k, n)
+        cases = sum(o.cases_flagged for o in rows)
+        compared = sum(o.cases_compared for o in rows)
+        ratios = [r for o in rows for r in o.target_ratios if not math.isnan(r)]
+        ratio = f"{statistics.median(ratios):.3f}" if ratios else "–"
+        other = sum(bool(o.other_failures) for o in rows)
+        lines.append(f"| {cond.name} | {n} | {k} | {k / n if n else 0:.0%} "
+                     f"({lo:.0%}–{hi:.0%}) | {cases}/{compared} | {ratio} | {other} |")
+    lines += ["", "A/A counts a trial as flagged if any case fails the gate for a slowdown; a "
+              "slowed condition, if a case of the slowed realization does. \"Other gate "
+              "failures\" (correctness, missing, incomplete) should be 0: a trial with one "
+              "is suspect.", ""]
+    return "\n".join(lines)
+
+
+def run(s: Settings) -> tuple[str, list[Outcome]]:
+    s.work.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    print(f"probe run ({shlex.join(s.command)} run --suite perf) ...", file=sys.stderr)
+    probe = perf_run(s, s.work / "probe", s.realization if not s.all_realizations else None, 0)
+    if probe.perf()["emulated"].any():
+        sys.exit(f"gate_benchmark: {s.target} is emulated: its times are not speed")
+    realization = s.realization or pick_realization(probe)
+    if realization not in set(probe.perf()["realization"]):
+        sys.exit(f"gate_benchmark: {realization} has no timed rows in the probe run")
+    print(f"slowing {realization}; {s.trials} trials x {len(s.conditions) + 1} runs",
+          file=sys.stderr)
+    rng = random.Random(s.seed)
+    outcomes: list[Outcome] = []
+    for trial in range(1, s.trials + 1):
+        folder = s.work / f"trial-{trial:03d}"
+        jobs: list[tuple[str, float]] = [("base", 0.0)]
+        jobs += [(f"cand-{i}", c.fraction) for i, c in enumerate(s.conditions)]
+        rng.shuffle(jobs)  # no condition always runs first: drift hits all alike
+        runs: dict[str, Run] = {}
+        loads: dict[str, float] = {}
+        for name, frac in jobs:
+            kept = s.reuse and (folder / name / "run.json").exists()
+            loads[name] = math.nan if kept else wait_for_quiet(s)
+            runs[name] = perf_run(s, folder / name, realization, frac)
+        for i, cond in enumerate(s.conditions):
+            o = judge(s, trial, cond, realization, runs["base"], runs[f"cand-{i}"])
+            o.load = max(loads["base"], loads[f"cand-{i}"])  # NaN if a run was reused
+            outcomes.append(o)
+        done = time.monotonic() - started
+        flags = " ".join(f"{o.condition}:{'F' if o.flagged else '.'}"
+                         for o in outcomes[-len(s.conditions):])
+        print(f"trial {trial}/{s.trials} ({done:.0f} s): {flags}", file=sys.stderr)
+        if not s.keep_runs:
+            shutil.rmtree(folder, ignore_errors=True)
+    text = table(s, realization, outcomes, probe.meta, time.monotonic() - started)
+    return text, outcomes
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namespace]:
+    cfg = load_gate_config()
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--trials", type=int, default=20, help="trials per condition [20]")
+    p.add_argument("--shapes", action="append", default=None,
+                   help="catalog for the perf suite (repeatable) [llm_llama7b_small]")
+    p.add_argument("--target", default="host", help="target to time on [host]")
+    p.add_argument("--realization", default=None,
+                   help="realization to slow [the one with most timed cases]")
+    p.add_argument("--all-realizations", action="store_true",
+                   help="run every realization, not only the slowed one")
+    p.add_argument("--fractions", default="0.05,0.10,0.20",
+                   help="slowdowns to inject, comma-separated [0.05,0.10,0.20]")
+    p.add_argument("--max-slowdown", default=None,
+                   help=f"gate limit, 5%% or 0.05 [{cfg.max_slowdown:.0%} from ci/gate.toml]")
+    p.add_argument("--alpha", type=float, default=cfg.alpha,
+                   help=f"gate significance level [{cfg.alpha:g}]")
+    p.add_argument("--work", type=Path, default=None, help="folder for the runs [a temp dir]")
+    p.add_argument("--keep", action="store_true", help="keep every run folder")
+    p.add_argument("--markdown", type=Path, default=None, help="also write the table here")
+    p.add_argument("--json", type=Path, default=None, help="write per-trial outcomes here")
+    p.add_argument("--command", default=None,
+                   help=f"the kbench command [{sys.executable} -m kbench.cli]")
+    p.add_argument("--run-args", default="",
+                   help='more options for kbench run, e.g. "--max-time 1 --rounds 20"')
+    p.add_argument("--max-load", type=float, default=None,
+                   help="before each run, wait until the 1-minute load average is at most this "
+                        "(a shared machine's other work is noise the gate would see)")
+    p.add_argument("--max-wait", type=float, default=600.0,
+                   help="seconds to wait for --max-load before running anyway [600]")
+    p.add_argument("--reuse", action="store_true",
+                   help="gate the complete runs already in --work (kept with --keep) instead of "
+                        "running them again: re-evaluates other gate settings on the same runs")
+    p.add_argument("--seed", type=int, default=0, help="seed of the run order shuffle [0]")
+    a = p.parse_args(argv)
+    if a.trials < 1:
+        p.error("--trials must be >= 1")
+    try:
+        fractions = [parse_fraction(f) for f in a.fractions.split(",") if f.strip()]
+        max_slowdown = (parse_fraction(a.max_slowdown) if a.max_slowdown is not None
+                        else cfg.max_slowdown)
+    except ValueError as exc:
+        p.error(str(exc))
+    conditions = [Condition(AA, 0.0)] + [Condition(f"slowed {f:.0%}", f)
+                                         for f in fractions if f > 0]
+    work = a.work or Path(tempfile.mkdtemp(prefix="kbench-gate-benchmark-"))
+    command = shlex.split(a.command) if a.command else [sys.executable, "-m", "kbench.cli"]
+    s = Settings(trials=a.trials, shapes=a.shapes or ["llm_llama7b_small"], target=a.target,
+                 realization=a.realization, conditions=conditions, max_slowdown=max_slowdown,
+                 alpha=a.alpha, speed_targets=("*",), work=work, command=command,
+                 all_realizations=a.all_realizations, seed=a.seed,
+                 run_args=shlex.split(a.run_args), max_load=a.max_load, max_wait=a.max_wait,
+                 reuse=a.reuse, keep_runs=a.keep or a.reuse)
+    return s, a
+
+
+def main(argv: list[str] | None = None) -> int:
+    s, a = parse_args(argv)
+    text, outcomes = run(s)
+    print(text)
+    if a.markdown:
+        a.markdown.write_text(text)
+    if a.json:
+        a.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    if not (a.keep or a.reuse) and a.work is None:
+        shutil.rmtree(s.work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
