@@ -205,7 +205,8 @@ def table(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str
 def run(s: Settings) -> tuple[str, list[Outcome]]:
     s.work.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    print(f"probe run ({shlex.join(s.command)} run --suite perf) ...", file=sys.stderr)
+    if not (s.reuse and (s.work / "probe" / "run.json").exists()):
+        print(f"probe run ({shlex.join(s.command)} run --suite perf) ...", file=sys.stderr)
     probe = perf_run(s, s.work / "probe", s.realization if not s.all_realizations else None, 0)
     if probe.perf()["emulated"].any():
         sys.exit(f"gate_benchmark: {s.target} is emulated: its times are not speed")
@@ -256,7 +257,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
     p.add_argument("--fractions", default="0.05,0.10,0.20",
                    help="slowdowns to inject, comma-separated [0.05,0.10,0.20]")
     p.add_argument("--max-slowdown", default=None,
-                   help=f"gate limit, 5%% or 0.05 [{cfg.max_slowdown:.0%} from ci/gate.toml]")
+                   help=f"gate limit, 5%% or 0.05 [{cfg.max_slowdown * 100:g}%% from ci/gate.toml]")
     p.add_argument("--alpha", type=float, default=cfg.alpha,
                    help=f"gate significance level [{cfg.alpha:g}]")
     p.add_argument("--work", type=Path, default=None, help="folder for the runs [a temp dir]")

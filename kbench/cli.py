@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -204,7 +205,7 @@ def _append_history(run_dir: Path, db: str | None) -> None:
     path = Path(db) if db else default_db_path()
     try:
         run_id = append_run(path, load_run(run_dir))
-    except (RunFolderError, OSError, ValueError) as exc:
+    except (RunFolderError, OSError, ValueError, sqlite3.Error) as exc:
         click.echo(f"history: not appended ({exc})", err=True)
         return
     click.echo(f"history: run #{run_id} in {path}")
