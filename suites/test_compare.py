@@ -331,3 +331,70 @@ def test_compare_cli(tmp_path: Path) -> None:
     assert line.split()[-1] == FASTER and float(line.split()[-3]) == pytest.approx(0.5, abs=0.01)
     assert "timed: 1 faster" in out.output
     assert md.read_text().startswith("## kbench compare")
+
+
+def test_holm_adjustment() -> None:
+    from kbench.compare import holm
+    assert holm([]) == []
+    assert holm([0.01]) == [0.01]
+    # m = 4: sorted p 0.001, 0.01, 0.02, 0.5 -> 0.004, 0.03, 0.04, 0.5 (monotone)
+    assert holm([0.02, 0.5, 0.001, 0.01]) == pytest.approx([0.04, 0.5, 0.004, 0.03])
+    assert holm([0.3, 0.3, 0.3]) == pytest.approx([0.9, 0.9, 0.9])
+    assert holm([0.6, 0.6]) == [1.0, 1.0]
+
+
+def test_many_cases_are_corrected_for_multiple_comparisons(tmp_path: Path) -> None:
+    """A p just below alpha on one case of many is what chance gives: after
+    Holm's adjustment over 20 cases it no longer makes a verdict."""
+    base_rows, cand_rows = [], []
+    for i in range(20):
+        base_rows.append(row(f"c{i}", times=rounds(1e6, 2 * i)))
+        cand_rows.append(row(f"c{i}", times=rounds(1e6, 2 * i + 1)))
+    # c0: every candidate round above every base round, but only 5 rounds a side:
+    # raw one-sided p = 1/252 < 0.01, Holm-adjusted over 20 cases > 0.01
+    base_rows[0] = row("c0", times=[1.00e6, 1.01e6, 1.02e6, 1.03e6, 1.04e6])
+    cand_rows[0] = row("c0", times=[1.10e6, 1.11e6, 1.12e6, 1.13e6, 1.14e6])
+    base, cand = pair(tmp_path, base_rows, cand_rows)
+    result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
+    c0 = by_case(result.comparison)["c0"]
+    assert c0.ratio > 1.05 and c0.p_slower == pytest.approx(20 / 252)
+    assert c0.verdict == SAME and result.passed
+    # the same pair alone is significant
+    alone = gate(*pair(tmp_path / "alone", [base_rows[0]], [cand_rows[0]]), alpha=0.01)
+    assert not alone.passed and by_case(alone.comparison)["c0"].verdict == SLOWER
+
+
+def passes(case: str, medians: list[float], seed: int, n: int = 15) -> list[Verdict]:
+    """One row per pass, as `kbench run --passes N` writes them."""
+    return [row(case, times=rounds(m, seed * 100 + i, n=n)) for i, m in enumerate(medians)]
+
+
+def test_a_burst_in_one_pass_is_not_a_slowdown(tmp_path: Path) -> None:
+    """Background load during one pass shifts every round of that pass; the
+    pooled test sees a significant shift, the pass ratio does not."""
+    base, cand = pair(tmp_path, passes("k", [1e6, 1e6, 1e6], 1),
+                      passes("k", [1e6, 1.6e6, 1e6], 2))
+    result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
+    c = by_case(result.comparison)["k"]
+    assert c.passes == 3 and c.pass_ratio == pytest.approx(1.0, abs=0.01)
+    assert c.base_rounds == c.cand_rounds == 45
+    assert result.passed, result.failures
+    # one pass only: the same burst fails the gate
+    single = gate(*pair(tmp_path / "one", passes("k", [1e6], 1), passes("k", [1.6e6], 2)))
+    assert not single.passed
+
+
+@pytest.mark.parametrize("n_passes", [2, 3, 4, 5])
+def test_a_slowdown_in_most_passes_fails_the_gate(tmp_path: Path, n_passes: int) -> None:
+    slowed = [1.1e6] * n_passes
+    slowed[0] = 1.6e6  # a burst on top of the slowdown changes nothing
+    base, cand = pair(tmp_path, passes("k", [1e6] * n_passes, 1), passes("k", slowed, 2))
+    result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
+    c = by_case(result.comparison)["k"]
+    assert c.verdict == SLOWER and c.pass_ratio == pytest.approx(1.1, rel=0.01)
+    assert [f.reason for f in result.failures] == ["slowdown"]
+    assert f"in more than half of {n_passes} passes" in result.failures[0].detail
+    # more than half the passes must be slow: with half of them slowed, it passes
+    half = [1.1e6 if i < n_passes // 2 else 1e6 for i in range(n_passes)]
+    assert gate(*pair(tmp_path / "half", passes("k", [1e6] * n_passes, 3),
+                      passes("k", half, 4)), alpha=0.01, max_slowdown=0.05).passed
