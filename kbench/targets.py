@@ -9,6 +9,8 @@ that writes outside its output is caught here.
 Target specs:
     host                                  the cffi module of this machine
     qemu[:cpu=MODEL][:svl=BITS][:isa=CAP] the aarch64 worker under qemu-aarch64
+    qemu-python[:cpu=MODEL][:svl=BITS]    the aarch64 cffi module (and the peers) in an
+                                          aarch64 CPython under qemu-aarch64 (kbench.pyworker)
     worker:host                           the worker built for this machine
     worker:CMD                            any command line speaking the protocol
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,7 @@ from .engine import CallResult, ConvDesc, Engine, InProcessEngine, TargetInfo, T
 from .errors import InvalidArgument, KbenchError
 from .inputs import ConvInputs, GemmInputs
 from .problems import ConvCase, GemmCase
+from .pyworker import PySpec, PyWorkerEngine
 from .worker import WorkerEngine, WorkerSpec
 
 GUARD = 64  # FP16 elements on each side of an output
@@ -233,10 +237,16 @@ class QemuSpec:
     cpu: str = "max"
     svl: int | None = None  # bits
     isa: str | None = None  # KBENCH_ISA_CAP inside the worker
+    kind: str = "qemu"  # or "qemu-python"
+
+    @property
+    def qemu_cpu(self) -> str:
+        """The -cpu argument: the model, and the SVL in bytes."""
+        return self.cpu + (f",sme-default-vector-length={self.svl // 8}" if self.svl else "")
 
     @property
     def name(self) -> str:
-        s = f"qemu:cpu={self.cpu}"
+        s = f"{self.kind}:cpu={self.cpu}"
         if self.svl:
             s += f":svl={self.svl}"
         if self.isa:
@@ -246,7 +256,7 @@ class QemuSpec:
 
 def parse_qemu(spec: str) -> QemuSpec:
     parts = spec.split(":")
-    if parts[0] != "qemu":
+    if parts[0] not in ("qemu", "qemu-python"):
         raise InvalidArgument(f"target: {spec!r} is not a qemu target", "target")
     values: dict[str, str] = {}
     for p in parts[1:]:
@@ -271,11 +281,11 @@ def parse_qemu(spec: str) -> QemuSpec:
     if isa is not None and isa not in api.ISA_LEVELS:
         raise InvalidArgument(f"target: isa must be one of {', '.join(api.ISA_LEVELS)}",
                               "target")
-    return QemuSpec(cpu, svl, isa)
+    return QemuSpec(cpu, svl, isa, parts[0])
 
 
 def qemu_worker_spec(q: QemuSpec) -> WorkerSpec:
-    cpu = q.cpu + (f",sme-default-vector-length={q.svl // 8}" if q.svl else "")
+    cpu = q.qemu_cpu
     env = {"KBENCH_ISA_CAP": q.isa} if q.isa else {}
     # the guest's environment: only the ISA cap is passed in
     cmd = [find_qemu(), "-cpu", cpu]
@@ -285,12 +295,31 @@ def qemu_worker_spec(q: QemuSpec) -> WorkerSpec:
     return WorkerSpec(cmd, {}, emulated=True)
 
 
+def qemu_python_spec(q: QemuSpec) -> PySpec:
+    """The emulated aarch64 CPython of kbench.pyroot (installed on first use)."""
+    from . import pyroot
+    root, reason = pyroot.status()
+    if root is None:
+        if os.environ.get("KBENCH_NO_INSTALL"):
+            raise InvalidArgument(f"target: the emulated Python is not installed ({reason}); "
+                                  "run `python -m kbench.pyroot`", "target")
+        root = pyroot.ensure(progress=lambda msg: print(f"kbench: {msg}", file=sys.stderr))
+    env = root.env()
+    if q.isa:
+        env["KBENCH_ISA_CAP"] = q.isa
+    return PySpec(root.argv(find_qemu(), q.qemu_cpu), env, q.qemu_cpu, q.svl,
+                  extra={"python_root": str(root.root)})
+
+
 def parse_target(spec: str) -> Target:
     if spec == "host":
         return Target("host", InProcessEngine())
     if spec == "qemu" or spec.startswith("qemu:"):
         q = parse_qemu(spec)
         return Target(q.name, WorkerEngine(qemu_worker_spec(q)))
+    if spec == "qemu-python" or spec.startswith("qemu-python:"):
+        q = parse_qemu(spec)
+        return Target(q.name, PyWorkerEngine(qemu_python_spec(q)))
     if spec.startswith("worker:"):
         rest = spec[len("worker:"):]
         if rest == "host":
@@ -301,5 +330,6 @@ def parse_target(spec: str) -> Target:
                 raise InvalidArgument("target: worker: needs a command line", "target")
         return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False)))
     raise InvalidArgument(f"target: {spec!r} is not a known target (host, "
-                          "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP], worker:host, worker:CMD)",
+                          "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP], "
+                          "qemu-python[:cpu=MODEL][:svl=BITS], worker:host, worker:CMD)",
                           "target")

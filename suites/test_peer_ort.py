@@ -14,10 +14,16 @@ from kbench.catalog import load_catalog, resolve_catalog
 from kbench.engine import InProcessEngine, Timing
 from kbench.errors import Unsupported
 from kbench.peers import time_calls
-from kbench.peers.ort import CONV_NAME, GEMM_NAME, OrtPeer
+from kbench.peers.ort import (
+    CONV_NAME,
+    GEMM_NAME,
+    NO_KLEIDIAI,
+    OrtPeer,
+    kleidiai_switch,
+)
 from kbench.problems import ConvCase, GemmCase
 from kbench.runner import Job, jobs_for, run_job
-from kbench.targets import GuardedBuffer, parse_target
+from kbench.targets import GuardedBuffer, Target, parse_target
 from kbench.verdict import ERROR, FAIL, PASS, SKIP
 
 REQUIRED = bool(os.environ.get("KBENCH_REQUIRE_ORT"))
@@ -52,7 +58,10 @@ def _run(host, case, kind, name):
 def test_listed_as_peer_not_as_backend(host):
     info = host.info()
     peers = [r for r in info.realizations if r.backend == "ort"]
-    assert {r.name: r.op for r in peers} == {GEMM_NAME: "gemm", CONV_NAME: "conv2d"}
+    expected = {GEMM_NAME: "gemm", CONV_NAME: "conv2d"}
+    if kleidiai_switch():  # Arm64: each also with KleidiAI switched off
+        expected |= {n + NO_KLEIDIAI: op for n, op in expected.items()}
+    assert {r.name: r.op for r in peers} == expected
     for r in peers:
         assert r.peer and r.accum == "fp16" and r.k_per_rounding == 1
         assert r.kernel.startswith("onnxruntime ")
@@ -194,3 +203,25 @@ def test_smoke_catalog(host):
     bad = [v.line() for v in verdicts if v.status in (FAIL, ERROR)]
     assert not bad, "\n".join(bad)
     assert all(v.status == PASS for v in verdicts if v.kind == "exact")
+
+
+def test_kleidiai_off_variants(monkeypatch):
+    """Arm64 gets `..._nokleidiai` twins (session option mlas.disable_kleidiai=1);
+    here the switch is forced on to check the plumbing: each twin is listed,
+    runs on its own session and reports its own name."""
+    import kbench.peers.ort as ort_mod
+    monkeypatch.setattr(ort_mod, "kleidiai_switch", lambda: True)
+    peer = OrtPeer()
+    names = [r.name for r in peer.realizations()]
+    assert names == [GEMM_NAME, CONV_NAME, GEMM_NAME + NO_KLEIDIAI, CONV_NAME + NO_KLEIDIAI]
+    off = next(r for r in peer.realizations() if r.name == GEMM_NAME + NO_KLEIDIAI)
+    assert off.kernel.endswith("; mlas.disable_kleidiai=1)") and off.peer
+    target = Target("host", InProcessEngine(peers=[peer]))
+    case = GemmCase("ort_off", 3, 5, 7, bias=True)
+    for name in (GEMM_NAME, GEMM_NAME + NO_KLEIDIAI):
+        v = run_job(target, Job(case, "exact", target._realization(name), "host"))
+        assert v.status == PASS and v.realization == name, v.line()
+    assert {k[-1] for k in peer._sessions} == {True, False}
+    conv = ConvCase("ort_off_conv", 1, 5, 5, 4, 4, 3, 3, pad=(1, 1, 1, 1))
+    v = run_job(target, Job(conv, "exact", target._realization(CONV_NAME + NO_KLEIDIAI), "host"))
+    assert v.status == PASS and v.realization == CONV_NAME + NO_KLEIDIAI, v.line()

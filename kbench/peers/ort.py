@@ -24,6 +24,13 @@ accumulation is not ours to know, both realizations declare the looser
 model (FP16 accumulation, one rounding per product): the verdicts' max ULP
 and exact fraction show what the library really does.
 
+KleidiAI: on Arm64, onnxruntime (1.29 and newer) hands some FP16 MatMul
+and Conv work to KleidiAI's micro-kernels. There the peer offers each
+realization twice: as shipped (`ort_matmul_f16`, `ort_conv_f16`) and with
+the session option `mlas.disable_kleidiai=1` (`..._nokleidiai`), so a run
+shows both paths side by side. Which path a case really took is not
+reported by ORT; kbench.fingerprint infers it from the output bits.
+
 Timing: `time.perf_counter_ns` around `InferenceSession.run` (see
 kbench.peers); the transposes and copies above are outside the timed region.
 """
@@ -53,7 +60,14 @@ IR_VERSION = 8  # the IR of opset 17
 PROVIDERS = ("CPUExecutionProvider",)
 GEMM_NAME = "ort_matmul_f16"
 CONV_NAME = "ort_conv_f16"
+NO_KLEIDIAI = "_nokleidiai"  # name suffix: session option mlas.disable_kleidiai=1
 BACKEND = "ort"
+
+
+def kleidiai_switch() -> bool:
+    """Whether this machine's onnxruntime can have KleidiAI to switch off (Arm64)."""
+    import platform
+    return platform.machine().lower() in ("aarch64", "arm64")
 
 
 @dataclass(frozen=True)
@@ -174,12 +188,16 @@ class OrtPeer:
         common = dict(backend=BACKEND, isa="scalar", accum="fp16", k_per_rounding=1,
                       vector_bits=0, threads=1, peer=True)
         gemm, conv = self._how("MatMul"), self._how("Conv")
-        return [
+        out = [
             Realization(name=GEMM_NAME, kernel=f"{what} MatMul FP16 ({providers}; {gemm})",
                         op="gemm", bforms=("plain",), **common),  # type: ignore[arg-type]
             Realization(name=CONV_NAME, kernel=f"{what} Conv FP16 NCHW ({providers}; {conv})",
                         op="conv2d", bforms=(), **common),  # type: ignore[arg-type]
         ]
+        if kleidiai_switch():
+            out += [replace(r, name=r.name + NO_KLEIDIAI,
+                            kernel=r.kernel[:-1] + "; mlas.disable_kleidiai=1)") for r in out]
+        return out
 
     def graph_ops(self, op: str) -> tuple[str, ...]:
         """The nodes of ORT's optimized graph for a bare FP16 MatMul or Conv
@@ -216,11 +234,20 @@ class OrtPeer:
         raise Unsupported(f"selector.force: {name!r} is not a realization of the ort peer",
                           "selector.force")
 
+    def _chosen(self, default: str, selector: Selector | None) -> str:
+        """The realization a call runs: the forced one if it is a variant of
+        `default` (with or without KleidiAI), else `default`."""
+        force = selector.force if selector is not None else None
+        name = force if force in (default, default + NO_KLEIDIAI) else default
+        self._realization(name, selector)
+        return str(name)
+
     # ---- sessions ---------------------------------------------------------------------
 
-    def _session(self, key: tuple[Any, ...], build: Any, threads: int) -> Any:
+    def _session(self, key: tuple[Any, ...], build: Any, threads: int,
+                 kleidiai: bool = True) -> Any:
         """The cached session for a graph key; `build()` makes the model bytes."""
-        full = (*key, threads)
+        full = (*key, threads, kleidiai)
         if full in self._sessions:
             self._sessions.move_to_end(full)
             return self._sessions[full]
@@ -234,6 +261,8 @@ class OrtPeer:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        if not kleidiai:
+            options.add_session_config_entry("mlas.disable_kleidiai", "1")
         try:
             session = ort.InferenceSession(build(), options, providers=list(PROVIDERS))
         except Exception as exc:  # onnxruntime raises its own exception types
@@ -312,7 +341,8 @@ class OrtPeer:
              selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
         """C = clamp(A @ B + bias) for each problem; one session.run per problem
         (a timed call runs the whole batch)."""
-        self._realization(GEMM_NAME, selector)
+        real = self._chosen(GEMM_NAME, selector)
+        kleidiai = not real.endswith(NO_KLEIDIAI)
         for name, v in (("M", m), ("N", n), ("K", k)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise InvalidArgument(f"{name}: must be a non-negative integer, got {v!r}", name)
@@ -322,7 +352,7 @@ class OrtPeer:
         calls: list[_Call] = []
         for i, p in enumerate(problems):
             if p.b_is_packed or p.b_is_backend_native_packed:
-                raise Unsupported(f"problems[{i}].b: {GEMM_NAME} takes plain B only",
+                raise Unsupported(f"problems[{i}].b: {real} takes plain B only",
                                   f"problems[{i}].b")
             a = _matrix(p.a, m, k, p.lda, f"problems[{i}].a")
             b = _matrix(p.b, k, n, p.ldb, f"problems[{i}].b")
@@ -332,7 +362,7 @@ class OrtPeer:
             key = ("gemm", m, n, k, bias is not None, *_clamp_key(lo, hi))
             session = self._session(
                 key, lambda m=m, n=n, k=k, b=bias is not None, lo=lo, hi=hi:
-                self._gemm_model(m, n, k, b, lo, hi), threads)
+                self._gemm_model(m, n, k, b, lo, hi), threads, kleidiai)
             feed = {"A": np.ascontiguousarray(a), "B": np.ascontiguousarray(b)}
             if bias is not None:
                 feed["bias"] = bias
@@ -340,7 +370,7 @@ class OrtPeer:
             def write(y: np.ndarray, c: np.ndarray = c) -> None:
                 c[...] = y
             calls.append(_Call(session, feed, write))
-        return self._run(GEMM_NAME, calls, selector, timing)
+        return self._run(real, calls, selector, timing)
 
     def _gemm_model(self, m: int, n: int, k: int, bias: bool, lo: np.float16 | None,
                     hi: np.float16 | None) -> bytes:
@@ -355,7 +385,7 @@ class OrtPeer:
              bias: np.ndarray | None, out: np.ndarray | None,
              selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
         """NHWC x, HWIO w, NHWC out (see the module doc for the layout changes)."""
-        self._realization(CONV_NAME, selector)
+        real = self._chosen(CONV_NAME, selector)
         d = desc.checked()
         g = d.groups
         if g < 1 or d.c_in % g or d.c_out % g:
@@ -382,7 +412,8 @@ class OrtPeer:
                b is not None, *_clamp_key(lo, hi))
         threads = selector.threads if selector is not None else 1
         session = self._session(key, lambda: self._conv_model(d, oh, ow, pads, b is not None,
-                                                              lo, hi), threads)
+                                                              lo, hi), threads,
+                                not real.endswith(NO_KLEIDIAI))
         # layout changes, outside the timed region
         feed = {"X": np.ascontiguousarray(x4.transpose(0, 3, 1, 2)),
                 "W": np.ascontiguousarray(w4.transpose(3, 2, 0, 1))}
@@ -391,7 +422,7 @@ class OrtPeer:
 
         def write(y: np.ndarray) -> None:
             y4[...] = y.transpose(0, 2, 3, 1)
-        return self._run(CONV_NAME, [_Call(session, feed, write)], selector, timing)
+        return self._run(real, [_Call(session, feed, write)], selector, timing)
 
     @staticmethod
     def _tensor(buf: np.ndarray | None, shape: tuple[int, ...], name: str,
@@ -427,4 +458,4 @@ class OrtPeer:
                            inits)
 
 
-__all__ = ["CONV_NAME", "GEMM_NAME", "MIN_VERSION", "OrtPeer"]
+__all__ = ["CONV_NAME", "GEMM_NAME", "MIN_VERSION", "NO_KLEIDIAI", "OrtPeer", "kleidiai_switch"]
