@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -263,7 +264,8 @@ def _wheels_reason(pr: PyRoot, manifest: dict[str, Any]) -> str | None:
 def _state_key(manifest: dict[str, Any]) -> str:
     out = ext_path()
     mtime = out.stat().st_mtime_ns if out.exists() else 0
-    return json.dumps([manifest.get("debs"), manifest.get("wheels"), mtime], sort_keys=True)
+    text = json.dumps([manifest.get("debs"), manifest.get("wheels"), mtime], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _verify_reason(manifest: dict[str, Any]) -> str | None:
@@ -456,7 +458,8 @@ def _pip_download(dest: Path, pins: dict[str, str | None], say: Progress) -> lis
            "--python-version", PY_VERSION, "--implementation", "cp",
            "-d", str(dest), "-c", str(cons), *reqs]
     say(f"wheels: pip download {' '.join(reqs)} (aarch64, cp311)")
-    _run(cmd, "pip download of the aarch64 wheels (is PyPI reachable?)", retries=1)
+    _run(cmd, "pip download of the aarch64 wheels (is PyPI reachable? does every pinned "
+         "version have a cp311 aarch64 wheel?)", retries=1)
     return sorted(dest.glob("*.whl"))
 
 
@@ -697,12 +700,13 @@ def _describe(pr: PyRoot) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m kbench.pyroot",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--force", action="store_true", help="fetch, unpack and build everything again")
     ap.add_argument("--check", action="store_true",
                     help="only say whether it is installed (exit 1 if not); no network")
-    ap.add_argument("--home", type=Path, help="install folder (default $KBENCH_PYROOT or "
-                    ".tools/aarch64-python)")
+    ap.add_argument("--home", type=Path, help="install folder (default $KBENCH_PYROOT, else "
+                    "aarch64-python in $KBENCH_TOOLS or .tools)")
     ap.add_argument("--cpu", default="max", help="qemu -cpu model for a guest run (default max)")
     ap.add_argument("guest_args", nargs=argparse.REMAINDER,
                     help="after --: run the guest Python with these arguments")
