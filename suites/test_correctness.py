@@ -6,7 +6,7 @@ import pytest
 
 from kbench.api import Selector
 from kbench.runner import run_job
-from kbench.verdict import MISTRUSTED, PASS, SKIP
+from kbench.verdict import FAIL, MISTRUSTED, PASS, SKIP
 
 
 def _check(kb_session, kb_target, kb_job):
@@ -16,6 +16,10 @@ def _check(kb_session, kb_target, kb_job):
     kb_session.record(verdict)
     if verdict.status == MISTRUSTED:
         pytest.xfail(f"mistrusted: {verdict.message}")
+    if verdict.status == FAIL and kb_job.realization.peer:
+        # another library's result outside the bound is a finding about that library:
+        # recorded as a failed verdict (run folder, report, summary), not a failed run
+        pytest.xfail(f"peer {verdict.backend} outside the bound (recorded): {verdict.line()}")
     assert verdict.status == PASS, verdict.line()
     assert verdict.realization == kb_job.realization.name
 
