@@ -54,6 +54,13 @@ class KbSession:
     perf_start: float = 0.0
     pending_lines: list[str] = field(default_factory=list)
     table: DispatchTable | None = None
+    fingerprint_all: bool = False  # --kb-fingerprint: every realization, not peers only
+
+    @property
+    def fingerprint(self) -> bool | None:
+        """What jobs ask for (Job.fingerprint): True for every realization,
+        None for the default (peers only)."""
+        return True if self.fingerprint_all else None
 
     def dispatch_jobs(self) -> list[Job]:
         """With a dispatch table: every case, run unforced; the realization
@@ -71,7 +78,7 @@ class KbSession:
                     if name not in reals or not applicable(case, reals[name]):
                         name = default_realization(list(reals.values()), case)
                     if name:
-                        out += [Job(case, k, reals[name], spec, cat_name)
+                        out += [Job(case, k, reals[name], spec, cat_name, self.fingerprint)
                                 for k in (self.kinds or ("exact", random_kind(case)))]
         return out
     _cases: dict[str, list[tuple[str, Case]]] | None = None
@@ -112,7 +119,8 @@ class KbSession:
         chosen = {spec: self.chosen(spec, op) for spec in self.target_specs}
         for cat_name, case in self.cases(op):
             for spec in self.target_specs:
-                out += jobs_for([case], chosen[spec], spec, cat_name, self.kinds)
+                out += jobs_for([case], chosen[spec], spec, cat_name, self.kinds,
+                                self.fingerprint)
         return out
 
     def perf_jobs(self) -> list[Job]:
@@ -123,7 +131,8 @@ class KbSession:
             chosen = {spec: self.chosen(spec, op) for spec in self.target_specs}
             for cat_name, case in self.cases(op):
                 for spec in self.target_specs:
-                    out += jobs_for([case], chosen[spec], spec, cat_name, (PERF_KIND,))
+                    out += jobs_for([case], chosen[spec], spec, cat_name, (PERF_KIND,),
+                                    self.fingerprint)
         return out
 
     def contract_cases(self, spec: str) -> list[ContractCase]:
@@ -171,6 +180,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-cold", action="store_true",
                 help="perf: flush caches before every round (one call per round)")
     g.addoption("--kb-threads", type=int, default=1, help="perf: threads per call")
+    g.addoption("--kb-fingerprint", action="store_true",
+                help="fingerprint the accumulation model of every realization's output "
+                     "(results.csv accum_model, accum_match); default: peers only")
     g.addoption("--kb-dispatch", default="",
                 help="a tuned dispatch table: also run every case unforced and check that "
                      "the realization the table names is the one that ran")
@@ -191,6 +203,7 @@ def pytest_configure(config: pytest.Config) -> None:
             warmup=config.getoption("--kb-warmup"), rounds=config.getoption("--kb-rounds"),
             min_round_ns=int(config.getoption("--kb-min-round-ms") * 1e6),
             cold=config.getoption("--kb-cold"), threads=config.getoption("--kb-threads")),
+        fingerprint_all=config.getoption("--kb-fingerprint"),
     )
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
     table_path = config.getoption("--kb-dispatch")

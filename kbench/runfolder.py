@@ -59,11 +59,13 @@ def load_run(path: str | Path) -> Run:
     missing = [c for c in COLUMNS if c not in df.columns]
     for c in missing:  # runs written before a column existed
         df[c] = np.nan
-    for c in ("message", "tags", "kind", "b_form", "catalog", "suite", "round_times_ns"):
+    for c in ("message", "tags", "kind", "b_form", "catalog", "suite", "round_times_ns",
+              "accum_model"):
         df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
     df.loc[df["suite"] == "", "suite"] = "correctness"
     df["emulated"] = df["emulated"].astype(str).str.lower().isin(["true", "1"])
     for c in ("rounds", "reps_per_round", "layers", "flops", "threads", "k", "m", "n"):
         df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0).astype("int64")
+    df["accum_match"] = pd.to_numeric(df["accum_match"], errors="coerce").astype(float)
     df["round_times"] = df["round_times_ns"].map(_times)
     return Run(folder, meta, df)

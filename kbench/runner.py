@@ -12,11 +12,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import api, inputs, winograd
+from . import fingerprint as fingerprints
+from .engine import ConvDesc
 from .oracle import Reference
 from .problems import Case, ConvCase, GemmCase
 from .targets import Target
 from .tolerance import AccumModel
 from .verdict import ERROR, FAIL, MISTRUSTED, PASS, SKIP, Verdict, combine, judge
+
+# A fingerprinted job compares FINGERPRINT_WORK / K output elements, at most
+# FINGERPRINT_ELEMENTS and at least 256 (or all), sampled (kbench.fingerprint).
+FINGERPRINT_WORK = 1 << 19
+FINGERPRINT_ELEMENTS = 2048
 
 
 class InputCache:
@@ -47,6 +54,7 @@ class Job:
     realization: api.Realization
     target: str
     catalog: str = ""
+    fingerprint: bool | None = None  # the accumulation fingerprint; None: for peers only
 
     @property
     def id(self) -> str:
@@ -138,7 +146,28 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
     v.max_err_bound, v.max_ulp, v.rms_rel = j.max_ratio, j.max_ulp, j.rms_rel
     v.max_err_gemm_bound = gemm_class.max_ratio if gemm_class else j.max_ratio
     v.exact, v.total = j.exact, j.total
+    if wants_fingerprint(job, ran) and all(o.size for o in outcome.outputs):
+        if isinstance(case, GemmCase):
+            fp = fingerprints.gemm(inp.a, inp.b, inp.bias, inp.clamp, outcome.outputs,
+                                   FINGERPRINT_WORK, FINGERPRINT_ELEMENTS)
+        else:
+            params = api.ConvParams(case.stride, case.pad, case.dilation, case.groups,
+                                    cinp.clamp)
+            desc = ConvDesc.from_shapes(cinp.x.shape, cinp.w.shape, params)
+            fp = fingerprints.conv(cinp.x, cinp.w, cinp.bias, desc, outcome.outputs[0],
+                                   FINGERPRINT_WORK, FINGERPRINT_ELEMENTS)
+        v.accum_model, v.accum_match = fp.model, fp.match
     return v
+
+
+def wants_fingerprint(job: Job, ran: api.Realization) -> bool:
+    """Is the accumulation model of this job's output fingerprinted? Peers by
+    default (a black box whose accumulation is not declared), every
+    realization when the job asks for it; never exact-by-design inputs, on
+    which every model agrees by construction (indistinguishable)."""
+    if job.kind == "exact":
+        return False
+    return ran.peer if job.fingerprint is None else job.fingerprint
 
 
 def random_kind(case: Case) -> str:
@@ -147,8 +176,9 @@ def random_kind(case: Case) -> str:
 
 
 def jobs_for(cases: list[Case], realizations: list[api.Realization], target: str,
-             catalog: str = "", kinds: tuple[str, ...] | None = None) -> list[Job]:
-    """Every case x input kind x applicable realization."""
+             catalog: str = "", kinds: tuple[str, ...] | None = None,
+             fingerprint: bool | None = None) -> list[Job]:
+    """Every case x input kind x applicable realization (`fingerprint` as in Job)."""
     out = []
     for case in cases:
         ks = kinds or ("exact", random_kind(case))
@@ -156,5 +186,5 @@ def jobs_for(cases: list[Case], realizations: list[api.Realization], target: str
             if not applicable(case, r):
                 continue
             for k in ks:
-                out.append(Job(case, k, r, target, catalog))
+                out.append(Job(case, k, r, target, catalog, fingerprint))
     return out

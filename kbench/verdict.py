@@ -155,6 +155,10 @@ class Verdict:
     round_times_ns: list[float] = field(default_factory=list)  # per call, one per round
     gflops: float = float("nan")  # flops / median time
     pack_time_ns: float = float("nan")  # median time of packing B, when timed
+    # the accumulation model that reproduces the output best (kbench.fingerprint),
+    # "indistinguishable", or "" when not fingerprinted; and its bit-match fraction
+    accum_model: str = ""
+    accum_match: float = float("nan")
 
     @property
     def exact_fraction(self) -> float:
@@ -171,6 +175,8 @@ class Verdict:
         return (f"{self.status.upper():10s} {self.target:14s} {self.realization:34s} "
                 f"{self.case:28s} {self.kind:8s} err/bound={self.max_err_bound:.3g} "
                 f"ulp={self.max_ulp:.3g} exact={self.exact_fraction:.1%}"
+                + (f" accum={self.accum_model}:{self.accum_match:.1%}" if self.accum_model
+                   else "")
                 + (f"  {self.message}" if self.message else ""))
 
 
