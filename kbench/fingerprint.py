@@ -394,7 +394,8 @@ def category(model: str, match: float) -> str:
     return family(model)
 
 
-def _percent(x: float) -> str:
+def percent(x: float) -> str:
+    """A match fraction as a percentage, rounded down (99.95% shows 99.9%)."""
     if x >= 1.0:
         return "100%"
     return f"{math.floor(x * 1000) / 10:.1f}%"
@@ -410,10 +411,10 @@ def describe(model: str, match: float, best: str = "") -> str:
     cat = category(model, match)
     if cat == INDISTINGUISHABLE:
         return "indistinguishable (every model matches)" + (
-            f" ({best}, {_percent(match)})" if best else "")
+            f" ({best}, {percent(match)})" if best else "")
     if cat == "unexplained":
-        return f"unexplained (best {model or '-'}, {_percent(match)})"
-    return f"{FAMILY_LABELS[cat]} ({model}, {_percent(match)})"
+        return f"unexplained (best {model or '-'}, {percent(match)})"
+    return f"{FAMILY_LABELS[cat]} ({model}, {percent(match)})"
 
 
 def accumulates_in_fp32(fp: Fingerprint) -> bool | None:
@@ -528,5 +529,5 @@ def simulate_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, desc: C
 
 __all__ = ["AGREEMENT", "CATEGORIES", "CONCLUSIVE", "DEFAULT_WORK", "INDISTINGUISHABLE",
            "DotSet", "Fingerprint", "Model", "accumulates_in_fp32", "candidates", "category",
-           "conv", "conv_dots", "describe", "family", "gemm", "gemm_dots", "label", "same",
-           "score", "simulate", "simulate_conv", "simulate_gemm"]
+           "conv", "conv_dots", "describe", "family", "gemm", "gemm_dots", "label", "percent",
+           "same", "score", "simulate", "simulate_conv", "simulate_gemm"]

@@ -21,6 +21,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from . import fingerprint as fprint
 from .runfolder import Run
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "reports"
@@ -246,6 +247,63 @@ def error_vs_k(results: pd.DataFrame) -> pd.DataFrame:
     return out[ERROR_COLUMNS]
 
 
+FINGERPRINT_COLUMNS = ["target", "realization", "catalog", "case", "kind", "k", "category",
+                       "accum_model", "accum_match", "declared", "status", "op", "shape", "label"]
+# the order rows are listed in: the outputs that show FP16 accumulation first
+CATEGORY_ORDER = (fprint.FP16, "unexplained", fprint.FP32, fprint.INDISTINGUISHABLE)
+
+
+def fingerprints(results: pd.DataFrame) -> pd.DataFrame:
+    """Every fingerprinted result (kbench.fingerprint): the accumulation model
+    that reproduces the output best, its bit-match fraction, its category
+    (fp32, fp16, indistinguishable, unexplained) and a one-line label; the
+    realization's declared accumulator beside it."""
+    if "accum_model" not in results:
+        return pd.DataFrame(columns=FINGERPRINT_COLUMNS)
+    rows = _clean(results)
+    rows = rows[rows["accum_model"].fillna("").astype(str) != ""].copy()
+    if rows.empty:
+        return pd.DataFrame(columns=FINGERPRINT_COLUMNS)
+    rows["accum_match"] = pd.to_numeric(rows["accum_match"], errors="coerce").astype(float)
+    rows["category"] = [fprint.category(m, x) for m, x in zip(rows["accum_model"],
+                                                              rows["accum_match"], strict=True)]
+    rows["label"] = [fprint.describe(m, x) for m, x in zip(rows["accum_model"],
+                                                           rows["accum_match"], strict=True)]
+    rows["declared"] = rows["accum"]
+    rows["_c"] = rows["category"].map(CATEGORY_ORDER.index)
+    rows = rows.sort_values(["target", "realization", "_c", "catalog", "case", "kind"],
+                            kind="stable")
+    return rows[FINGERPRINT_COLUMNS].reset_index(drop=True)
+
+
+FINGERPRINT_SUMMARY_COLUMNS = ["target", "realization", "op", "declared", "results",
+                               *CATEGORY_ORDER, "models", "fp16_cases"]
+LISTED_CASES = 12  # fp16_cases names at most this many
+
+
+def fingerprint_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per target and realization: how many fingerprinted results show FP16
+    accumulation, no known model, FP32 accumulation or no difference between
+    models; the models found (most frequent first); the cases that fell back
+    to FP16 accumulation."""
+    if table.empty:
+        return pd.DataFrame(columns=FINGERPRINT_SUMMARY_COLUMNS)
+    rows = []
+    for (target, real), g in table.groupby(["target", "realization"], sort=False):
+        counts = g["category"].value_counts()
+        models = g.loc[g["category"] != fprint.INDISTINGUISHABLE, "accum_model"].value_counts()
+        fp16 = list(dict.fromkeys(g.loc[g["category"] == fprint.FP16, "case"]))
+        listed = ", ".join(fp16[:LISTED_CASES]) + (
+            f", … ({len(fp16)} in all)" if len(fp16) > LISTED_CASES else "")
+        rows.append({
+            "target": target, "realization": real, "op": g["op"].iloc[0],
+            "declared": g["declared"].iloc[0], "results": len(g),
+            **{c: int(counts.get(c, 0)) for c in CATEGORY_ORDER},
+            "models": ", ".join(f"{m} ×{n}" for m, n in models.items()),
+            "fp16_cases": listed})
+    return pd.DataFrame(rows, columns=FINGERPRINT_SUMMARY_COLUMNS)
+
+
 MODEL_COLUMNS = ["target", "model", "series", "realization", "b_form", "threads", "shapes",
                  "shapes_in_model", "complete", "layers", "total_time_ns", "total_gflop",
                  "gflops", "scalar_time_ns", "speedup_vs_scalar"]
@@ -365,6 +423,8 @@ class ReportTables:
     model_totals: pd.DataFrame
     metadata: pd.DataFrame
     tuning: pd.DataFrame
+    fingerprints: pd.DataFrame
+    fingerprint_summary: pd.DataFrame
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -402,13 +462,15 @@ def tuning_table(run: Run) -> pd.DataFrame:
 
 
 def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
+    prints = fingerprints(run.results)
     return ReportTables(
         verdict_matrix=verdict_matrix(run.results), failures=failures(run.results),
         gflops=gflops_table(run), speedup_vs_scalar=speedup_vs_scalar(run),
         speedup_vs_baseline=speedup_vs_baseline(run, baseline),
         emulated_times=emulated_times(run), error_vs_k=error_vs_k(run.results),
         model_totals=model_totals(run), metadata=metadata(run, baseline),
-        tuning=tuning_table(run),
+        tuning=tuning_table(run), fingerprints=prints,
+        fingerprint_summary=fingerprint_summary(prints),
     )
 
 
@@ -668,10 +730,14 @@ def _cell(col: str, value: Any) -> Cell:
             return Cell(f"{v:+.1%}", cls)
         if col in ("cv", "min_exact_fraction"):
             return Cell(f"{v:.1%}", "num")
+        if col == "accum_match":
+            return Cell(fprint.percent(v), "num")
         return Cell(f"{v:.4g}", "num")
     text = str(value)
     if col in ("status", "verdict"):
         return Cell(text, text)
+    if col == "category":
+        return Cell(text, f"accum-{text}")
     return Cell(text, "wrap" if len(text) > WRAP_AT else "")
 
 
@@ -817,6 +883,11 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                                             "cases", "max_err_bound", "max_ulp", "max_rms_rel",
                                             "min_exact_fraction", "failed", "mistrusted"]),
         "n_error_rows": len(t.error_vs_k),
+        "fingerprint_summary": html_table(t.fingerprint_summary),
+        "fingerprint_rows": html_table(t.fingerprints, [c for c in FINGERPRINT_COLUMNS
+                                                         if c != "label"], limit=500),
+        "n_fingerprints": len(t.fingerprints),
+        "conclusive": fprint.CONCLUSIVE,
         "metadata": html_table(meta_rows),
         "targets": _targets_table(runs),
         "plots": plots,

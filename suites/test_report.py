@@ -132,6 +132,35 @@ def _correctness_rows() -> list[Verdict]:
     return rows
 
 
+# (realization, op, case, kind, k, accum_model, accum_match): an onnxruntime peer
+# whose GEMMs reached an FP32-accumulating path, except two that fell back to
+# an FP16 chain, one too short to tell, and a convolution no model explains
+PEER_PRINTS = [
+    ("ort_matmul_f16", "gemm", "m64_n64_k256", "normal", 256, "fp32_once", 1.0),
+    ("ort_matmul_f16", "gemm", "m16_n64_k1024", "uniform", 1024, "fp32_once", 0.999),
+    ("ort_matmul_f16", "gemm", "m7_n33_k2048", "normal", 2048, "fp32_chain_bias16", 1.0),
+    ("ort_matmul_f16", "gemm", "m33_n7_k300", "specials", 300, "fp16_fma_chain", 1.0),
+    ("ort_matmul_f16", "gemm", "m1_n512_k512", "normal", 512, "fp16_fma_chain_bias_first",
+     0.9995),
+    ("ort_matmul_f16", "gemm", "m4_n4_k1", "uniform", 1, "indistinguishable", 1.0),
+    ("ort_conv_f16", "conv2d", "conv_3x3_c64", "normal", 576, "fp32_chain@chw", 1.0),
+    ("ort_conv_f16", "conv2d", "conv_1x1_c256", "uniform", 256, "fp16_blocked[16]@hwc", 0.41),
+]
+
+
+def _fingerprinted_rows() -> list[Verdict]:
+    rows = [_verdict(case=case, op=op, shape=case, kind=kind, realization=real, backend="ort",
+                     accum="fp16", k=k, catalog=f"correctness_{op}", accum_model=model,
+                     accum_match=match, exact=90, total=100)
+            for real, op, case, kind, k, model, match in PEER_PRINTS]
+    rows.append(_verdict(case="m64_n64_k256", shape="m64n64k256", realization="gemm_scalar_f32acc",
+                         k=256, catalog="correctness_gemm", exact=100, total=100))
+    rows.append(_verdict(case="m64_n64_k256", shape="m64n64k256", kind="exact",
+                         realization="ort_matmul_f16", backend="ort", accum="fp16", k=256,
+                         catalog="correctness_gemm", exact=100, total=100))
+    return rows
+
+
 def _perf_rows(emulated_target: bool = True) -> list[Verdict]:
     rows = [_perf(c, r, d, t) for c in LLAMA_CASES for r, d, t in LLAMA_REALS]
     for case in RESNET_CASES:
@@ -195,6 +224,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         "emulated_only": write_run(base / "emulated_only",
                                    [v for v in _perf_rows() if v.emulated], complete=False),
         "empty": write_run(base / "empty", [], complete=False),
+        "peer": write_run(base / "peer", _fingerprinted_rows()),
     }
 
 
@@ -361,6 +391,68 @@ def test_metadata_sets_run_and_baseline_side_by_side(runs: dict[str, Run]) -> No
     assert list(rep.metadata(runs["main"], None).columns) == ["field", "run"]
 
 
+def test_fingerprints_table_lists_fingerprinted_rows_fp16_first(runs: dict[str, Run]) -> None:
+    fp = rep.fingerprints(runs["peer"].results)
+    assert len(fp) == len(PEER_PRINTS)  # rows without a fingerprint are left out
+    assert list(fp.columns) == rep.FINGERPRINT_COLUMNS
+    gemm = fp[fp["realization"] == "ort_matmul_f16"]
+    assert list(gemm["category"]) == ["fp16", "fp16", "fp32", "fp32", "fp32",
+                                      "indistinguishable"]
+    row = _one(fp, case="m1_n512_k512")
+    assert row["label"] == "FP16 chain (fp16_fma_chain_bias_first, 99.9%)"
+    assert row["declared"] == "fp16" and row["status"] == "pass"
+    assert _one(fp, case="conv_1x1_c256")["category"] == "unexplained"
+    assert _one(fp, case="conv_3x3_c64")["label"] == "FP32 accumulation (fp32_chain@chw, 100%)"
+    assert rep.fingerprints(runs["main"].results).empty
+
+
+def test_fingerprint_summary_counts_per_realization(runs: dict[str, Run]) -> None:
+    summary = rep.fingerprint_summary(rep.fingerprints(runs["peer"].results))
+    assert list(summary.columns) == rep.FINGERPRINT_SUMMARY_COLUMNS
+    gemm = _one(summary, realization="ort_matmul_f16")
+    assert (gemm["results"], gemm["fp32"], gemm["fp16"], gemm["indistinguishable"],
+            gemm["unexplained"]) == (6, 3, 2, 1, 0)
+    assert gemm["fp16_cases"] == "m1_n512_k512, m33_n7_k300"
+    assert gemm["models"].startswith("fp32_once ×2, ")
+    assert "indistinguishable" not in gemm["models"]
+    conv = _one(summary, realization="ort_conv_f16")
+    assert (conv["fp32"], conv["unexplained"], conv["fp16_cases"]) == (1, 1, "")
+
+
+def test_report_shows_the_fingerprint_section(runs: dict[str, Run], tmp_path: Path) -> None:
+    files = rep.build_report(runs["peer"], None, tmp_path)
+    html = files.html.read_text(encoding="utf-8")
+    section = re.search(r'<section id="fingerprints">.*?</section>', html, re.S)
+    assert section is not None
+    text = section.group(0)
+    assert "<h2>Accumulation fingerprints</h2>" in text and 'href="#fingerprints"' in html
+    assert text.count('class="accum-fp16"') == 2 and text.count('class="accum-fp32"') == 4
+    assert 'class="accum-unexplained"' in text and 'class="accum-indistinguishable"' in text
+    assert "m1_n512_k512, m33_n7_k300" in text and "99.9%" in text
+    assert len(pd.read_csv(files.tables["fingerprints"])) == len(PEER_PRINTS)
+    assert len(pd.read_csv(files.tables["fingerprint_summary"])) == 2
+    main = rep.build_report(runs["correctness"], None, tmp_path / "plain")
+    assert "No fingerprints in this run" in main.html.read_text(encoding="utf-8")
+
+
+def test_a_run_written_before_the_fingerprint_columns_loads_and_reports(
+        runs: dict[str, Run], tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    shutil.copytree(runs["peer"].path, old)
+    csv_path = old / "results.csv"
+    frame = pd.read_csv(csv_path, keep_default_na=False)
+    frame.drop(columns=["accum_model", "accum_match"]).to_csv(csv_path, index=False)
+    run = load_run(old)
+    assert set(run.results["accum_model"]) == {""}
+    assert run.results["accum_match"].isna().all()
+    files = rep.build_report(run, runs["peer"], tmp_path / "report")
+    assert "No fingerprints in this run" in files.html.read_text(encoding="utf-8")
+    assert pd.read_csv(files.tables["fingerprints"]).empty
+    fresh = load_run(runs["peer"].path)
+    assert (fresh.results["accum_model"] != "").sum() == len(PEER_PRINTS)
+    assert _one(fresh.results, case="m16_n64_k1024")["accum_match"] == pytest.approx(0.999)
+
+
 # ----------------------------------------------------------------------------- files
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -380,14 +472,15 @@ def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
     assert built.html.name == "report.html" and built.html.parent == built.tables["gflops"].parent
     assert set(built.tables) == {"verdict_matrix", "failures", "gflops", "speedup_vs_scalar",
                                  "speedup_vs_baseline", "emulated_times", "error_vs_k",
-                                 "model_totals", "metadata", "tuning"}
+                                 "model_totals", "metadata", "tuning", "fingerprints",
+                                 "fingerprint_summary"}
     gflops = pd.read_csv(built.tables["gflops"])
     assert len(gflops) == len(rep.gflops_table(runs["main"]))
     speedups = pd.read_csv(built.tables["speedup_vs_scalar"])
     assert speedups["speedup"].max() == pytest.approx(24.0)
     html = built.html.read_text(encoding="utf-8")
     for section in ("verdicts", "performance", "emulated", "baseline", "models", "error",
-                    "metadata"):
+                    "fingerprints", "metadata"):
         assert f'<section id="{section}">' in html
     assert "incomplete run" in html
     assert "emulated — not a speed" in html
@@ -657,6 +750,40 @@ def test_chromium_command_line_dump_and_screenshot(built: rep.ReportFiles,
     screen = imread(shot, format="png")
     assert screen.shape[:2] == (2400, 1280)
     assert _colours(screen) > 16
+
+
+FINGERPRINT_JS = (
+    "JSON.stringify(['fp32', 'fp16', 'unexplained', 'indistinguishable'].map(c => "
+    "Array.from(document.querySelectorAll('#fingerprints td.accum-' + c)).map(td => "
+    "[td.textContent, getComputedStyle(td).backgroundColor, td.getBoundingClientRect().width])))")
+
+
+def test_chromium_renders_the_fingerprint_section(runs: dict[str, Run], tmp_path: Path) -> None:
+    chromium = _chromium()
+    files = rep.build_report(runs["peer"], None, tmp_path / "report")
+    tools = DevTools.launch(chromium, tmp_path / "profile")
+    try:
+        target = tools.call("Target.createTarget", url="about:blank")["targetId"]
+        session = tools.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            tools.call(f"{domain}.enable", session)
+        tools.call("Page.navigate", session, url=files.html.as_uri() + "#fingerprints")
+        tools.wait_event("Page.loadEventFired")
+        cells = json.loads(tools.call("Runtime.evaluate", session, expression=FINGERPRINT_JS,
+                                      returnByValue=True)["result"]["value"])
+        heading = tools.call("Runtime.evaluate", session, returnByValue=True, expression=(
+            "document.querySelector('#fingerprints h2').textContent"))["result"]["value"]
+    finally:
+        tools.close()
+    assert heading == "Accumulation fingerprints"
+    assert [len(c) for c in cells] == [4, 2, 1, 1]
+    colours = [{bg for _, bg, _ in c} for c in cells]
+    assert all(len(c) == 1 for c in colours)  # one colour per category ...
+    assert len(set().union(*colours)) == 4  # ... and a different one for each
+    assert all(text == cat and width > 0 for c, cat in zip(
+        cells, ("fp32", "fp16", "unexplained", "indistinguishable"), strict=True)
+        for text, _, width in c)
+    assert _error_events(tools.events) == []
 
 
 def test_tuning_view_lists_candidates_winner_and_gain(tmp_path):
