@@ -15,6 +15,7 @@ import pytest
 import kbench
 from kbench import fingerprint as fp
 from kbench import inputs, oracle
+from kbench.catalog import load_catalog, resolve_catalog
 from kbench.engine import ConvDesc
 from kbench.problems import ConvCase, GemmCase
 from kbench.runner import Job, run_job
@@ -328,6 +329,26 @@ def test_the_scalar_backend_accumulates_in_fp32() -> None:
         f = fp.conv(x, w, cb, d, out)
         # taps in (ky, kx, ci) order, bias last
         assert (f.model, f.match) == ("fp32_chain@hwc", 1.0), (name, f.scores)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "normal", "specials"])
+def test_the_scalar_backend_is_the_fp32_chain_on_every_smoke_case(host, kind: str) -> None:
+    """The C scalar backend against the numpy simulation, bit for bit, on every
+    case of a catalog (batches, strides, clamps, padding, groups, specials)."""
+    cat = load_catalog(resolve_catalog("smoke"))
+    for case in cat.gemm:
+        inp = inputs.gemm_inputs(case, kind)
+        out = host.run_gemm(case, inp, "gemm_scalar_f32acc")
+        f = fp.gemm(inp.a, inp.b, inp.bias, inp.clamp, out.outputs)
+        assert f.scores["fp32_chain"] == 1.0, (case, f.scores)
+    for case in cat.conv:
+        cinp = inputs.conv_inputs(case, kind)
+        params = kbench.ConvParams(case.stride, case.pad, case.dilation, case.groups, cinp.clamp)
+        desc = ConvDesc.from_shapes(cinp.x.shape, cinp.w.shape, params)
+        for name in ("conv2d_direct_scalar_f32acc", "conv2d_im2col_gemm_scalar_f32acc"):
+            out = host.run_conv(case, cinp, name)
+            f = fp.conv(cinp.x, cinp.w, cinp.bias, desc, out.outputs[0])
+            assert f.scores["fp32_chain@hwc"] == 1.0, (case, name, f.scores)
 
 
 def test_runner_fingerprints_peers_by_default_and_any_realization_on_request(host) -> None:
