@@ -396,6 +396,8 @@ def category(model: str, match: float) -> str:
 
 def percent(x: float) -> str:
     """A match fraction as a percentage, rounded down (99.95% shows 99.9%)."""
+    if not math.isfinite(x):
+        return "–"
     if x >= 1.0:
         return "100%"
     return f"{math.floor(x * 1000) / 10:.1f}%"
@@ -408,6 +410,8 @@ def label(fp: Fingerprint) -> str:
 
 def describe(model: str, match: float, best: str = "") -> str:
     """The label from a model name and its match (as stored in results.csv)."""
+    if not model:
+        return "not fingerprinted"
     cat = category(model, match)
     if cat == INDISTINGUISHABLE:
         return "indistinguishable (every model matches)" + (

@@ -19,7 +19,7 @@ from kbench.catalog import load_catalog, resolve_catalog
 from kbench.engine import ConvDesc
 from kbench.problems import ConvCase, GemmCase
 from kbench.runner import Job, run_job
-from kbench.targets import parse_target
+from kbench.targets import find_qemu, parse_target
 
 REQUIRE_ORT = bool(os.environ.get("KBENCH_REQUIRE_ORT"))
 
@@ -246,6 +246,8 @@ def test_labels_and_categories() -> None:
     assert fp.category("fp16_lanes[8]", 0.95) == fp.FP16
     assert fp.category("fp16_lanes[8]", 0.5) == "unexplained"
     assert fp.category(fp.INDISTINGUISHABLE, 1.0) == fp.INDISTINGUISHABLE
+    assert fp.describe("", float("nan")) == "not fingerprinted"
+    assert fp.percent(float("nan")) == "–" and fp.percent(0.5) == "50.0%"
     weak = fp.Fingerprint("fp16_fma_chain", 0.3, {"fp32_once": 0.2, "fp16_fma_chain": 0.3},
                           0.2, 100, 100, "fp16_fma_chain", 0.1)
     assert fp.accumulates_in_fp32(weak) is None
@@ -367,6 +369,41 @@ def test_runner_fingerprints_peers_by_default_and_any_realization_on_request(hos
     v = run_job(host, Job(conv, "uniform", direct, "host", fingerprint=True))
     assert fp.category(v.accum_model, v.accum_match) in (fp.FP32, fp.INDISTINGUISHABLE)
     assert v.accum_match == 1.0
+
+
+def _have_qemu() -> bool:
+    try:
+        find_qemu()
+    except Exception:  # noqa: BLE001
+        if os.environ.get("KBENCH_REQUIRE_QEMU"):
+            raise
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _have_qemu(), reason="qemu-aarch64 not installed "
+                    "(bash ci/install-toolchain.sh)")
+def test_emulated_neon_kernels_fingerprint_as_they_declare() -> None:
+    """Real FP16 arithmetic (FMLA .8h under QEMU): the FP16-accumulating NEON
+    kernel is the fused FP16 chain, bit for bit; the FP32 ones are FP32."""
+    target = parse_target("qemu:cpu=neoverse-n1")
+    try:
+        reals = {r.name: r for r in target.info().realizations}
+        gemm = GemmCase("fp_neon", 12, 40, 400, bias=True, clamp=True)
+        conv = ConvCase("fp_neon_conv", 1, 9, 9, 24, 16, 3, 3, pad=(1, 1, 1, 1))
+        for name, case, want in (
+                ("gemm_neon_f16acc", gemm, "fp16_fma_chain"),
+                ("conv2d_igemm_neon_f16acc", conv, "fp16_fma_chain@hwc"),
+                ("gemm_neon_f32acc_cvt", gemm, None),
+                ("conv2d_igemm_neon_f32acc_cvt", conv, None)):
+            v = run_job(target, Job(case, "normal", reals[name], target.name, fingerprint=True))
+            assert v.status == "pass", v.line()
+            if want is not None:
+                assert (v.accum_model, v.accum_match) == (want, 1.0), v.line()
+            else:
+                assert fp.category(v.accum_model, v.accum_match) == fp.FP32, v.line()
+    finally:
+        target.close()
 
 
 # ------------------------------------------------------------------ the ORT peer
