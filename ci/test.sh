@@ -3,14 +3,19 @@
 # runtime-detection suites under QEMU); the contract suite under ASan+UBSan;
 # and correctness, contract and determinism suites on every emulated Arm
 # target: qemu -cpu max at SVL 128/256/512/1024/2048, max with the ISA capped
-# to SME1, neoverse-v1, neoverse-n1 and cortex-a53.
-# Assumes `pip install -e '.[test]'` in the active Python; installs the
-# cross toolchain and QEMU (idempotent) and builds the aarch64 worker.
+# to SME1, neoverse-v1, neoverse-n1 and cortex-a53; and the in-process path
+# on emulated Arm64: kbench's aarch64 cffi module inside an aarch64 CPython
+# under QEMU (our backends on the emulation catalog, the onnxruntime peer on
+# its case classes with KleidiAI on and off, with accumulation fingerprints).
+# Assumes `pip install -e '.[test,ort]'` in the active Python; installs the
+# cross toolchain, QEMU and the emulated Python (idempotent) and builds the
+# aarch64 worker.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 PY="${PYTHON:-python3}"
 export KBENCH_REQUIRE_QEMU=1 KBENCH_REQUIRE_CHROMIUM=1 KBENCH_REQUIRE_ORT=1
+export KBENCH_REQUIRE_QEMU_PYTHON=1
 
 t0=$(date +%s)
 step() { printf '\n== %s (at %ss) ==\n' "$*" "$(( $(date +%s) - t0 ))"; }
@@ -19,6 +24,9 @@ step "toolchain and QEMU"
 bash ci/install-toolchain.sh
 "$PY" -m kbench.crossbuild --arch aarch64
 "$PY" -m kbench.crossbuild --arch host
+
+step "emulated aarch64 Python (CPython root, aarch64 wheels, cross-built cffi module)"
+PYTHON="$PY" bash ci/install-pyroot.sh
 
 step "ruff"
 "$PY" -m ruff check .
@@ -40,6 +48,15 @@ tail -n 2 "$perf/gate.txt"                                         # correctness
 kbench tune --shapes smoke --rounds 2 --min-round-ms 0.1 --out "$perf/tune" | tail -n 3
 kbench run --suite correctness --shapes smoke --dispatch "$perf/tune/dispatch.json" \
   --no-history --out "$perf/dispatch"
+
+step "in-process path on emulated Arm64 (qemu-python): ours, and onnxruntime with KleidiAI on/off"
+pyt="$(mktemp -d)"
+kbench run --target qemu-python:svl=512 --backend ort --shapes ort_classes --kinds exact,normal,specials \
+  --no-history --out "$pyt/ort" | tail -n 8
+kbench report "$pyt/ort" --out "$pyt/ort-report" | tail -n 1
+"$PY" ci/check_fingerprints.py "$pyt/ort" "$pyt/ort-report"
+kbench run --target qemu-python:svl=512 --backend scalar --backend neon --backend sme \
+  --shapes emulated --no-history --out "$pyt/ours" | tail -n 20
 
 step "suites on emulated Arm targets (two groups in parallel)"
 group_a=(qemu:cpu=max:svl=128 qemu:cpu=max:svl=512 qemu:cpu=max:isa=sme qemu:cpu=neoverse-n1
