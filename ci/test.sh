@@ -39,7 +39,8 @@ bash ci/sanitize.sh
 
 step "perf suite, report and gate, end to end (smoke catalog; no timing is judged)"
 perf="$(mktemp -d)"
-kbench run --suite perf --shapes smoke --rounds 2 --max-time 0.02 --no-history --out "$perf/host"
+kbench run --suite perf --shapes smoke --rounds 4 --passes 2 --max-time 0.02 --no-history \
+  --out "$perf/host"
 kbench run --suite perf --shapes smoke --rounds 2 --min-round-ms 0.1 --no-history \
   --target qemu:cpu=max:svl=256 --backend sme --backend neon --out "$perf/qemu"
 kbench report "$perf/host" --baseline "$perf/host" --out "$perf/report"

@@ -110,6 +110,11 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("--min-round-ms", type=click.FloatRange(0.0), default=2.0, show_default=True,
               help="perf, workers: calls per round calibrated to last at least this long.")
 @click.option("--cold", is_flag=True, help="perf: flush caches before every round.")
+@click.option("--passes", type=click.IntRange(1), default=1, show_default=True,
+              help="perf: sweep the catalogs this many times, splitting each case's rounds "
+                   "(and --max-time) over the passes: background load during one stretch of "
+                   "time then touches one pass of a case, and the gate can require a slowdown "
+                   "in most passes. Use 3 or more for runs that `kbench gate` compares.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="perf: threads per call.")
 @click.option("--dispatch", "dispatch", type=click.Path(dir_okay=False, exists=True),
@@ -124,7 +129,8 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
-        rounds: int, max_time: float, min_round_ms: float, cold: bool, threads: int,
+        rounds: int, max_time: float, min_round_ms: float, cold: bool, passes: int,
+        threads: int,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
         exitfirst: bool) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed."""
@@ -183,9 +189,11 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-dispatch", str(Path(dispatch).resolve())]
     if suite == "perf":
         run_dir.mkdir(parents=True, exist_ok=True)
+        per_pass = max(2, -(-rounds // passes))
         args += ["--kb-perf", "--kb-rounds", str(rounds), "--kb-min-round-ms", str(min_round_ms),
-                 "--kb-threads", str(threads), "--benchmark-min-rounds", str(rounds),
-                 "--benchmark-max-time", str(max_time), "--benchmark-warmup", "off",
+                 "--kb-threads", str(threads), "--kb-passes", str(passes),
+                 "--benchmark-min-rounds", str(per_pass),
+                 "--benchmark-max-time", str(max_time / passes), "--benchmark-warmup", "off",
                  "--benchmark-json", str(run_dir / "benchmark.json"), "-p", "no:randomly"]
         if cold:
             args.append("--kb-cold")

@@ -48,6 +48,7 @@ class KbSession:
     inputs: InputCache = field(default_factory=InputCache)
     perf_enabled: bool = False
     perf_settings: PerfSettings = field(default_factory=PerfSettings)
+    perf_passes: int = 1  # sweeps of the perf catalogs (--kb-passes)
     clock: VirtualClock = field(default_factory=VirtualClock)
     perf_done: int = 0
     perf_total: int = 0
@@ -180,12 +181,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-cold", action="store_true",
                 help="perf: flush caches before every round (one call per round)")
     g.addoption("--kb-threads", type=int, default=1, help="perf: threads per call")
+    g.addoption("--kb-passes", type=int, default=1,
+                help="perf: sweep the catalogs this many times, each case's rounds split "
+                     "over the passes (one row per case per pass), so that a stretch of "
+                     "background load touches one pass of a case, not all of its rounds")
     g.addoption("--kb-fingerprint", action="store_true",
                 help="fingerprint the accumulation model of every realization's output "
                      "(results.csv accum_model, accum_match); default: peers only")
     g.addoption("--kb-dispatch", default="",
                 help="a tuned dispatch table: also run every case unforced and check that "
                      "the realization the table names is the one that ran")
+
+
+def _positive(config: pytest.Config, option: str) -> int:
+    value = int(config.getoption(option))
+    if value < 1:
+        raise pytest.UsageError(f"{option} must be at least 1, got {value}")
+    return value
+
+
+def _per_pass(rounds: int, passes: int) -> int:
+    """Rounds of one pass: the total split over the passes, at least 2 per pass."""
+    return max(2, -(-int(rounds) // max(1, int(passes))))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -199,8 +216,10 @@ def pytest_configure(config: pytest.Config) -> None:
         kinds=kinds,
         out=Path(out) if out else None,
         perf_enabled=config.getoption("--kb-perf"),
+        perf_passes=_positive(config, "--kb-passes"),
         perf_settings=PerfSettings(
-            warmup=config.getoption("--kb-warmup"), rounds=config.getoption("--kb-rounds"),
+            warmup=config.getoption("--kb-warmup"),
+            rounds=_per_pass(config.getoption("--kb-rounds"), config.getoption("--kb-passes")),
             min_round_ns=int(config.getoption("--kb-min-round-ms") * 1e6),
             cold=config.getoption("--kb-cold"), threads=config.getoption("--kb-threads")),
         fingerprint_all=config.getoption("--kb-fingerprint"),
@@ -219,11 +238,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                              ids=[f"{spec}-{case.name}" for spec, case in params])
     if "kb_perf_job" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
-        perf_jobs = kb.perf_jobs() if kb.perf_enabled else []
+        jobs = kb.perf_jobs() if kb.perf_enabled else []
+        passes = kb.perf_passes
+        # pass-major: the whole sweep, then the whole sweep again
+        perf_jobs = [j for _ in range(passes) for j in jobs]
         kb.perf_total = len(perf_jobs)
+        suffix = [f"-pass{i // len(jobs) + 1}" if passes > 1 else ""
+                  for i in range(len(perf_jobs))]
         metafunc.parametrize("kb_perf_job", perf_jobs,
-                             ids=[f"{j.target}-{j.realization.name}-{j.case.name}"
-                                  for j in perf_jobs])
+                             ids=[f"{j.target}-{j.realization.name}-{j.case.name}{sfx}"
+                                  for j, sfx in zip(perf_jobs, suffix, strict=True)])
     if "kb_dispatch_job" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
         djobs = kb.dispatch_jobs()

@@ -52,11 +52,12 @@ def _clean(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(**{c: df[c].fillna("").astype(str) for c in TEXT_COLUMNS if c in df})
 
 
-def emulated_mask(run: Run) -> pd.Series:
-    """Rows timed under emulation: flagged in the row or on an emulated target."""
+def emulated_mask(run: Run, df: pd.DataFrame | None = None) -> pd.Series:
+    """Rows (of the run's results, or of `df`) timed under emulation: flagged
+    in the row or on an emulated target."""
     targets = run.meta.get("targets") or {}
     emulated = {spec for spec, t in targets.items() if isinstance(t, dict) and t.get("emulated")}
-    df = run.results
+    df = run.results if df is None else df
     return df["emulated"].astype(bool) | df["target"].isin(emulated)
 
 
@@ -76,8 +77,8 @@ def _series_labels(df: pd.DataFrame) -> list[str]:
 
 
 def _perf_rows(run: Run, emulated: bool) -> pd.DataFrame:
-    perf = _clean(run.perf())
-    rows = perf[emulated_mask(run).loc[perf.index] == emulated]
+    perf = _clean(run.perf_pooled())  # the passes of a case as one row
+    rows = perf[emulated_mask(run, perf) == emulated]
     rows = rows.drop_duplicates(PERF_KEY, keep="last").copy()
     rows["series"] = _series_labels(rows) if len(rows) else pd.Series(dtype=str)
     return rows

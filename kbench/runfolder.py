@@ -33,9 +33,39 @@ class Run:
         return self.path.name
 
     def perf(self) -> pd.DataFrame:
-        """Timed rows only."""
+        """Timed rows only (one per case per pass with `kbench run --passes`)."""
         df = self.results
         return df[(df["suite"] == "perf") & (df["rounds"] > 0)]
+
+    def perf_pooled(self) -> pd.DataFrame:
+        """Timed rows with the passes of a case pooled into one row: its round
+        times joined in pass order, rounds summed, min/median/mean/stdev and
+        GFLOP/s recomputed from all rounds. A run of one pass is unchanged."""
+        perf = self.perf()
+        if perf.empty or not perf.duplicated(PASS_KEY).any():
+            return perf
+        rows = []
+        for _, g in perf.groupby(PASS_KEY, sort=False, dropna=False):
+            row = g.iloc[-1].copy()
+            if len(g) > 1:
+                times = [t for cell in g["round_times"] for t in cell]
+                if times:
+                    t = np.asarray(times)
+                    row["round_times"] = times
+                    row["round_times_ns"] = " ".join(f"{x:.6g}" for x in times)
+                    row["time_min_ns"], row["time_median_ns"] = t.min(), float(np.median(t))
+                    row["time_mean_ns"] = t.mean()
+                    row["time_stdev_ns"] = t.std(ddof=1) if len(t) > 1 else 0.0
+                    if row["flops"] > 0:
+                        row["gflops"] = row["flops"] / row["time_median_ns"]
+                row["rounds"] = int(g["rounds"].sum())
+            rows.append(row)
+        return pd.DataFrame(rows).reset_index(drop=True)
+
+
+# a case x realization of a perf run; rows sharing it are passes of it
+PASS_KEY = ["suite", "target", "op", "catalog", "case", "kind", "realization", "b_form",
+            "threads"]
 
 
 def _times(cell: Any) -> list[float]:

@@ -398,3 +398,42 @@ def test_a_slowdown_in_most_passes_fails_the_gate(tmp_path: Path, n_passes: int)
     half = [1.1e6 if i < n_passes // 2 else 1e6 for i in range(n_passes)]
     assert gate(*pair(tmp_path / "half", passes("k", [1e6] * n_passes, 3),
                       passes("k", half, 4)), alpha=0.01, max_slowdown=0.05).passed
+
+
+def test_pooled_passes(tmp_path: Path) -> None:
+    """Run.perf_pooled joins a case's passes into one row (the report's view)."""
+    rows = passes("k", [1e6, 2e6, 3e6], 7, n=5) + [row("other", times=rounds(5e5, 9, n=4))]
+    run = write_run(tmp_path / "run", rows)
+    assert len(run.perf()) == 4
+    pooled = run.perf_pooled().set_index("case")
+    assert len(pooled) == 2
+    k = pooled.loc["k"]
+    assert k["rounds"] == 15 and len(k["round_times"]) == 15
+    assert k["time_median_ns"] == pytest.approx(np.median(k["round_times"]))
+    assert k["time_min_ns"] == pytest.approx(min(k["round_times"]))
+    assert pooled.loc["other", "rounds"] == 4
+
+
+def test_perf_run_with_passes_end_to_end(tmp_path: Path) -> None:
+    """`kbench run --suite perf --passes 3`: one row per case per pass, the
+    passes interleaved over the sweep, and the gate reads them as passes."""
+    import subprocess
+    import sys
+    out = tmp_path / "run"
+    res = subprocess.run(
+        [sys.executable, "-m", "kbench.cli", "run", "--suite", "perf", "--shapes", "smoke",
+         "--realization", "gemm_scalar_f32acc", "--rounds", "6", "--max-time", "0.01",
+         "--passes", "3", "--no-history", "--out", str(out)],
+        capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    run = load_run(out)
+    perf = run.perf()
+    per_case = perf.groupby(["case", "b_form"]).size()
+    assert len(per_case) > 3 and set(per_case) == {3}
+    # pass-major: every case once before any case twice
+    first = perf["case"].tolist()[:len(per_case)]
+    assert len(set(first)) == len(set(perf["case"]))
+    assert (perf["rounds"] >= 2).all()
+    comp = compare_runs(run, run)
+    timed = [c for c in comp.cases if c.timed]
+    assert timed and all(c.passes == 3 and c.verdict == SAME for c in timed)
