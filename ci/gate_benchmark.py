@@ -41,6 +41,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kbench.cli_history import load_gate_config, parse_fraction
 from kbench.compare import SLOWER, gate
@@ -88,6 +89,15 @@ class Settings:
     max_load: float | None = None  # wait for the 1-minute load average to drop below this
     max_wait: float = 600.0  # seconds, then run anyway
     reuse: bool = False  # gate the complete run folders already in work instead of re-running
+    passes: int = 1  # kbench run --passes
+
+
+def ci_table() -> dict[str, Any]:
+    """The [ci] table of ci/gate.toml (what CI runs before gating)."""
+    import tomllib
+    path = Path(__file__).resolve().parent / "gate.toml"
+    with path.open("rb") as f:
+        return dict(tomllib.load(f).get("ci", {}))
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -121,7 +131,7 @@ def perf_run(s: Settings, out: Path, realization: str | None, slowdown: float) -
         cmd += ["--shapes", shapes]
     if realization and not s.all_realizations:
         cmd += ["--realization", realization]
-    cmd += s.run_args
+    cmd += ["--passes", str(s.passes), *s.run_args]
     env = {k: v for k, v in os.environ.items() if k != "KBENCH_TEST_SLOWDOWN"}
     env["XDG_DATA_HOME"] = str(s.work / "xdg")  # keep the benchmark out of the user's history
     if slowdown > 0:
@@ -173,9 +183,11 @@ def table(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str
         f"commit {str(meta.get('git_commit') or '')[:12]}",
         f"- perf suite on `{s.target}`, catalogs {', '.join(s.shapes)}; slowed realization "
         f"`{realization}`" + ("" if s.all_realizations else " (only realization run)")
+        + f"; {s.passes} pass(es) per run"
         + (f"; `kbench run {shlex.join(s.run_args)}`" if s.run_args else ""),
         f"- gate: slowdown limit {s.max_slowdown:.0%}, alpha {s.alpha:g} (one-sided "
-        f"Mann-Whitney U on per-round times); {s.trials} trials per condition, "
+        f"Mann-Whitney U on per-round times, Holm-adjusted; with passes, a slowdown must show "
+        f"in more than half of them); {s.trials} trials per condition, "
         f"{seconds / 60:.1f} min",
         f"- 1-minute load average at the start of the runs: median {statistics.median(loads):.2f}"
         f", max {max(loads):.2f} ({os.cpu_count()} CPUs)" if loads else "- load: –",
@@ -277,6 +289,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                    help="gate the complete runs already in --work (kept with --keep) instead of "
                         "running them again: re-evaluates other gate settings on the same runs")
     p.add_argument("--seed", type=int, default=0, help="seed of the run order shuffle [0]")
+    ci_passes = ci_table().get("passes", 1)
+    p.add_argument("--passes", type=int, default=ci_passes,
+                   help=f"kbench run --passes: sweeps per run [{ci_passes}, from ci/gate.toml]")
     a = p.parse_args(argv)
     if a.trials < 1:
         p.error("--trials must be >= 1")
@@ -295,7 +310,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                  alpha=a.alpha, speed_targets=("*",), work=work, command=command,
                  all_realizations=a.all_realizations, seed=a.seed,
                  run_args=shlex.split(a.run_args), max_load=a.max_load, max_wait=a.max_wait,
-                 reuse=a.reuse, keep_runs=a.keep or a.reuse)
+                 reuse=a.reuse, keep_runs=a.keep or a.reuse, passes=a.passes)
     return s, a
 
 
