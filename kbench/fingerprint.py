@@ -454,7 +454,12 @@ def score(sets: dict[str, DotSet], models: list[Model], total: int) -> Fingerpri
     for p in preds.values():
         agree_mask &= same(p, ref)
     agreement = float(agree_mask.mean()) if e else 1.0
-    model = INDISTINGUISHABLE if agreement >= AGREEMENT else best
+    # an FP32 and an FP16 model explaining the output equally well (e.g. K = 1 with a
+    # bias: one FP16 fused multiply-add is one rounding, as FP32 rounded once) cannot
+    # tell the accumulator's precision either
+    contenders = {family(n) for n in names if scores[n] >= scores[best] - (1 - AGREEMENT)}
+    tied = {FP32, FP16} <= contenders
+    model = INDISTINGUISHABLE if agreement >= AGREEMENT or tied else best
     return Fingerprint(model, scores[best], scores, scores["fp32_once"], e, total, best,
                        agreement)
 

@@ -449,3 +449,21 @@ def test_ort_conv_gets_a_fingerprint(ort_host, bias: bool) -> None:
                  ConvCase(f"fp_ort_g4_{bias}", 2, 10, 10, 64, 32, 3, 3, stride=(2, 2),
                           groups=4, bias=bias)):
         _check_peer_fingerprint(run_job(ort_host, Job(case, "normal", r, "host")), r.kernel)
+
+
+def test_an_fp32_fp16_tie_is_indistinguishable() -> None:
+    """K = 1 with a bias: one fused FP16 multiply-add is one rounding, the same
+    as FP32 accumulation rounded once. Both families explain the output
+    bit for bit, so the precision cannot be told (while the bias-last FP16
+    chain, two roundings, differs: not every model agrees)."""
+    a, b, bias = _gemm_operands(64, 64, 1, True, seed=5)
+    c = fp.simulate_gemm(a, b, bias, None, "fp16_fma_chain_bias_first")
+    f = fp.gemm(a, b, bias, None, c)
+    assert f.scores["fp32_once"] == f.scores["fp16_fma_chain_bias_first"] == 1.0
+    assert f.agreement < fp.AGREEMENT  # not every model agrees ...
+    assert f.model == fp.INDISTINGUISHABLE  # ... but the two families tie
+    assert fp.accumulates_in_fp32(f) is None
+    # with K large enough the same FP16 model is recognised
+    a, b, bias = _gemm_operands(16, 64, 64, True, seed=5)
+    c = fp.simulate_gemm(a, b, bias, None, "fp16_fma_chain_bias_first")
+    assert fp.gemm(a, b, bias, None, c).model == "fp16_fma_chain_bias_first"
