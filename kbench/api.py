@@ -123,19 +123,26 @@ class Realization:
     peer: bool = False  # another library's kernel (kbench.peers), shown for comparison only
     conv_class: str = "any"  # convolution shapes it takes: any | 3x3s1
     error_model: str = "gemm"  # gemm | winograd_f2x2_3x3
+    # cache blocking of the loop around the micro-kernel, 0 = none (whole dimension);
+    # K blocks carry partial sums at accumulator precision (no bit changes)
+    block_m: int = 0
+    block_n: int = 0
+    block_k: int = 0
 
     @classmethod
     def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
                     k_per_rounding: int, bforms: int, vector_bits: int, threads: int,
                     max_m: int = 0, max_groups: int = 0, peer: bool = False,
-                    conv_class: int = 0, error_model: int = 0) -> Realization:
+                    conv_class: int = 0, error_model: int = 0,
+                    blocks: tuple[int, int, int] = (0, 0, 0)) -> Realization:
         return cls(
             name=name, backend=backend, kernel=kernel, op=OPS[op], isa=ISA_LEVELS[isa],
             accum=ACCUM[accum], k_per_rounding=int(k_per_rounding) or 1,
             bforms=tuple(v for k, v in BFORMS.items() if bforms & k),
             vector_bits=int(vector_bits), threads=int(threads), max_m=int(max_m),
             max_groups=int(max_groups), peer=bool(peer), conv_class=CONV_CLASSES[conv_class],
-            error_model=ERROR_MODELS[error_model],
+            error_model=ERROR_MODELS[error_model], block_m=int(blocks[0]),
+            block_n=int(blocks[1]), block_k=int(blocks[2]),
         )
 
     @classmethod
@@ -144,7 +151,20 @@ class Realization:
         return cls.from_fields(s(r.name).decode(), s(r.backend).decode(), s(r.kernel).decode(),
                                r.op, r.isa, r.accum, r.k_per_rounding, r.bforms, r.vector_bits,
                                r.threads, r.max_m, r.max_groups, False, r.conv_class,
-                               r.error_model)
+                               r.error_model, (r.block_m, r.block_n, r.block_k))
+
+    @property
+    def blocked(self) -> bool:
+        """Does the loop around the micro-kernel block any dimension?"""
+        return bool(self.block_m or self.block_n or self.block_k)
+
+    def blocking_str(self) -> str:
+        """The block sizes, e.g. 'mb=64 nb=256 kb=256' (a dimension not blocked
+        is left out), or 'none'."""
+        if not self.blocked:
+            return "none"
+        return " ".join(f"{d}={v}" for d, v in (("mb", self.block_m), ("nb", self.block_n),
+                                                 ("kb", self.block_k)) if v)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -153,6 +173,7 @@ class Realization:
             "bforms": list(self.bforms), "vector_bits": self.vector_bits, "threads": self.threads,
             "max_m": self.max_m, "max_groups": self.max_groups, "peer": self.peer,
             "conv_class": self.conv_class, "error_model": self.error_model,
+            "block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
         }
 
     @classmethod

@@ -75,6 +75,8 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
                 extra += f" error model {r.error_model}"
             if r.conv_class != "any":
                 extra += f" shapes {r.conv_class}"
+            if r.blocked:
+                extra += f" blocking {r.blocking_str()}"
             click.echo(f"  {r.name:40s} {r.op:7s} {r.backend:7s} accum={r.accum}"
                        f" isa={r.isa}{forms}{extra}")
             click.echo(f"  {'':40s} kernel {r.kernel}")
@@ -222,15 +224,24 @@ def _append_history(run_dir: Path, db: str | None) -> None:
 @main.command("realizations")
 @click.option("--target", "targets", multiple=True, default=("host",), show_default=True,
               help="Target to list (repeatable).")
-def list_realizations(targets: tuple[str, ...]) -> None:
-    """List every realization (backend, kernel, parameters) and what it supports."""
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON (per target: every realization's fields) instead of text.")
+def list_realizations(targets: tuple[str, ...], as_json: bool) -> None:
+    """List every realization (backend, kernel, parameters such as cache
+    blocking) and what it supports."""
+    infos = []
     for spec in targets:
         try:
             t = parse_target(spec)
-            info = t.info()
+            infos.append(t.info())
             t.close()
         except KbenchError as exc:
             raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps({i.name: [r.to_dict() for r in i.realizations] for i in infos},
+                              indent=2))
+        return
+    for info in infos:
         click.echo(f"{info.name}:")
         for r in info.realizations:
             supports = []
@@ -242,7 +253,8 @@ def list_realizations(targets: tuple[str, ...]) -> None:
                 supports.append("groups 1 only" if r.max_groups == 1 else "any groups")
             params = [f"accum {r.accum}", f"isa {r.isa}", "threads up to selector"
                       if r.threads else "", f"SVL {r.vector_bits}" if r.vector_bits else "",
-                      f"error model {r.error_model}", "peer" if r.peer else ""]
+                      f"error model {r.error_model}", f"blocking {r.blocking_str()}",
+                      "peer" if r.peer else ""]
             click.echo(f"  {r.name}")
             click.echo(f"      {r.op} on {r.backend}: kernel {r.kernel}")
             click.echo(f"      {', '.join(p for p in params if p)}; {', '.join(supports)}")

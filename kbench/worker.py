@@ -27,7 +27,7 @@ from .engine import CallResult, ConvDesc, TargetInfo, Timing, _backend_arg
 from .errors import ProtocolError, WorkerCrashed, from_status
 
 MAGIC = 0x3157424B
-PROTOCOL = 1
+PROTOCOL = 2  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes
 REPLY = 0x80000000
 PROTOCOL_ERROR = 0xFFFFFFFF
 HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE = 1, 2, 3, 4, 5, 6, 7
@@ -96,10 +96,11 @@ class Reader:
         op, isa, accum = self.i32(), self.i32(), self.i32()
         kpr, bforms, max_m, max_groups = self.u32(), self.u32(), self.u32(), self.u32()
         conv_class, error_model = self.u32(), self.u32()
+        block_m, block_n, block_k = self.u32(), self.u32(), self.u32()
         vbits, threads = self.u32(), self.i32()
         return Realization.from_fields(name, backend, kernel, op, isa, accum, kpr, bforms, vbits,
                                        threads, max_m, max_groups, False, conv_class,
-                                       error_model)
+                                       error_model, (block_m, block_n, block_k))
 
 
 def _root(a: np.ndarray) -> np.ndarray:

@@ -36,7 +36,8 @@ needs_qemu = pytest.mark.skipif(not HAVE_QEMU, reason="qemu-aarch64 not installe
                                 "(bash ci/install-toolchain.sh)")
 
 SVLS = (128, 256, 512, 1024, 2048)
-SME2_ROWS = {"gemv_sme2_dot_f32acc", "gemm_sme2_mopa_f32acc", "conv2d_igemm_sme2_mopa_f32acc"}
+SME2_ROWS = {"gemv_sme2_dot_f32acc", "gemm_sme2_mopa_f32acc", "conv2d_igemm_sme2_mopa_f32acc",
+             "gemm_sme2_mopa_f32acc_mb128_nb256_kb256"}  # the last: cache-blocked (test_blocking)
 SME1_ROWS = {"gemv_sme_f32acc", "gemm_sme_mopa_f32acc", "conv2d_igemm_sme_mopa_f32acc"}
 HEADER = struct.Struct("<IHHHHIQQIIQQQ")  # kb_packed_header, 64 bytes
 LAYOUT_SME = 4

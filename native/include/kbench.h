@@ -103,6 +103,14 @@ typedef struct kb_realization {
     uint32_t max_groups;     /* conv: largest groups it takes, 0 = any   */
     uint32_t conv_class;     /* conv: KB_CONV_CLASS_* it takes           */
     uint32_t error_model;    /* KB_ERROR_MODEL_* it declares             */
+    /* Cache blocking of the loop around the micro-kernel (0 = none: the
+     * whole dimension in one block). K blocks carry their partial sums at
+     * the accumulator's precision, so blocking changes no bit. Where the
+     * driver sizes blocks itself (SME: K chunks by a scratch budget), the
+     * values it uses at this vector length are reported. */
+    uint32_t block_m;        /* output rows per block                    */
+    uint32_t block_n;        /* output columns per block                 */
+    uint32_t block_k;        /* K values per accumulation block          */
     uint32_t vector_bits;    /* vector length it ran at, 0 if none       */
     int threads;             /* threads used                             */
 } kb_realization;

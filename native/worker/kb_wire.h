@@ -1,9 +1,15 @@
 /* kb_wire.h — the worker protocol: frames, message types, and a bounded
  * reader/writer for little-endian payloads. Shared by the worker only; the
- * Python side (kbench/wire.py) speaks the same format.
+ * Python side (kbench/worker.py) speaks the same format.
  *
  * Frame:  u32 magic "KBW1" | u32 type | u64 payload length | payload
  * Reply:  type | KB_WIRE_REPLY, or KB_WIRE_PROTOCOL_ERROR with a message.
+ *
+ * Compatibility: KB_WIRE_PROTOCOL changes whenever the encoding of any
+ * message changes (both sides change together); the hello reply starts
+ * with it and the Python side refuses a worker speaking another number.
+ * Protocol 2: a realization carries block_m, block_n, block_k (u32 each)
+ * after error_model.
  */
 #ifndef KB_WIRE_H
 #define KB_WIRE_H
@@ -13,7 +19,7 @@
 #include <stdint.h>
 
 #define KB_WIRE_MAGIC 0x3157424bu /* "KBW1" */
-#define KB_WIRE_PROTOCOL 1u
+#define KB_WIRE_PROTOCOL 2u
 #define KB_WIRE_MAX_PAYLOAD ((uint64_t)1 << 30)
 #define KB_WIRE_REPLY 0x80000000u
 #define KB_WIRE_PROTOCOL_ERROR 0xffffffffu

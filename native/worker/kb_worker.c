@@ -220,6 +220,9 @@ static void write_realization(kb_writer *w, const kb_realization *re) {
     kb_wr_u32(w, re->max_groups);
     kb_wr_u32(w, re->conv_class);
     kb_wr_u32(w, re->error_model);
+    kb_wr_u32(w, re->block_m); /* protocol 2 */
+    kb_wr_u32(w, re->block_n);
+    kb_wr_u32(w, re->block_k);
     kb_wr_u32(w, re->vector_bits);
     kb_wr_i32(w, re->threads);
 }

@@ -132,8 +132,12 @@ void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads, kb_realizat
     r->k_per_rounding = impl->k_per_rounding ? impl->k_per_rounding : 1;
     r->bforms = impl->bforms;
     r->max_m = impl->max_m;
+    r->block_m = impl->block_m;
+    r->block_n = impl->block_n;
+    r->block_k = impl->block_k;
     r->vector_bits = kb_backend_vector_bits(impl->backend);
     r->threads = (impl->threaded && threads > 0) ? threads : 1;
+    if (impl->describe) impl->describe(r);
 }
 
 void kb_fill_conv_realization(const kb_conv_impl *impl, int threads, kb_realization *r) {
@@ -151,6 +155,7 @@ void kb_fill_conv_realization(const kb_conv_impl *impl, int threads, kb_realizat
     r->k_per_rounding = impl->k_per_rounding ? impl->k_per_rounding : 1;
     r->vector_bits = kb_backend_vector_bits(impl->backend);
     r->threads = (impl->threaded && threads > 0) ? threads : 1;
+    if (impl->describe) impl->describe(r);
 }
 
 size_t kb_list_realizations(const kb_selector *sel, kb_realization *out, size_t cap) {

@@ -126,6 +126,9 @@ typedef struct kb_gemm_impl {
     uint32_t max_m;       /* shape class: largest M it takes (1 = GEMV), 0 = any */
     int threaded;         /* 1: honours selector.threads                  */
     kb_gemm_run_fn run;
+    uint32_t block_m, block_n, block_k; /* cache blocking (0 = none), as reported */
+    /* optional: fills parameters known only at run time (e.g. SVL-sized blocks) */
+    void (*describe)(kb_realization *r);
 } kb_gemm_impl;
 
 typedef struct kb_conv_impl {
@@ -141,6 +144,7 @@ typedef struct kb_conv_impl {
     uint32_t max_groups;  /* 0 = any; 1 = groups 1 only (others go elsewhere) */
     uint32_t conv_class;  /* KB_CONV_CLASS_*: shapes it takes */
     uint32_t error_model; /* KB_ERROR_MODEL_* */
+    void (*describe)(kb_realization *r); /* optional, as for kb_gemm_impl */
 } kb_conv_impl;
 
 /* Backend registries: each backend exposes its tables (may be empty). The
@@ -217,5 +221,11 @@ typedef void (*kb_task_fn)(void *ctx, size_t task);
 /* Runs fn(ctx, i) for every i < ntasks on up to `threads` threads, the
  * caller's included; returns how many threads took part. */
 int kb_parallel_for(size_t ntasks, int threads, kb_task_fn fn, void *ctx);
+/* Threads kb_parallel_for(_slots) uses at most for ntasks tasks (>= 1). */
+int kb_parallel_threads(size_t ntasks, int threads);
+/* The same loop; fn also gets the slot of the thread running the task,
+ * 0 <= slot < kb_parallel_threads(ntasks, threads), one thread per slot. */
+typedef void (*kb_slot_task_fn)(void *ctx, size_t task, int slot);
+int kb_parallel_for_slots(size_t ntasks, int threads, kb_slot_task_fn fn, void *ctx);
 
 #endif /* KB_INTERNAL_H */

@@ -1,8 +1,12 @@
 /* kb_neon_driver.c — runs a NEON micro-kernel over a whole GEMM (any form
  * of B) or an indirect-GEMM convolution. Output tiles are independent, so
  * they are split over threads without changing a bit of the result.
- * Scratch (tail panels, row-pointer tables, the zero row) comes from the
- * calling thread's kb_scratch. */
+ * The GEMM loop is either unblocked (tile after tile) or cache-blocked
+ * (kb_neon_blocking: output blocks, K blocks with partial sums carried in
+ * the accumulator format); both compute every output by the same chain.
+ * Scratch (tail panels, partial sums, row-pointer tables, the zero row)
+ * comes from the calling thread's kb_scratch, taken before the threads
+ * start. */
 #if defined(__aarch64__)
 #include "kb_neon.h"
 
@@ -16,6 +20,11 @@ typedef struct gemm_plan {
     const kb_f16 *(*panel)(const struct gemm_plan *p, size_t j, size_t *stride, const kb_f16 **bias);
     const kb_f16 *tail_panel;   /* plain B: the last, partial panel, zero padded */
     const kb_f16 *tail_bias;    /* separate bias: the last 16 values, zero padded */
+    /* blocked loop: block sizes (mb a multiple of mr, nb of 16, kb <= K) */
+    size_t mb, nb, kb, m_blocks, n_blocks, k_blocks;
+    unsigned char *partial;     /* per thread slot: mb x nb partial sums (K blocked) */
+    size_t partial_bytes;       /* per slot */
+    size_t acc_tile_bytes;      /* one tile's partial sums: mr x 16 values */
 } gemm_plan;
 
 static const kb_f16 *panel_plain(const gemm_plan *p, size_t j, size_t *stride, const kb_f16 **bias) {
@@ -47,29 +56,63 @@ static const kb_f16 *panel_native(const gemm_plan *p, size_t j, size_t *stride, 
     return block + KB_NEON_NR;
 }
 
-static void gemm_task(void *ctx, size_t task) {
-    const gemm_plan *p = ctx;
+static void gemm_tile(const gemm_plan *p, size_t mi, size_t j, size_t k0, size_t klen, void *acc,
+                      unsigned acc_mode) {
     const kb_gemm_call *c = p->c;
-    size_t mi = task / p->n_tiles, j = task % p->n_tiles;
     size_t m0 = mi * p->mr, j0 = j * KB_NEON_NR;
     const kb_f16 *rows[8];
     size_t m = c->M - m0 < p->mr ? c->M - m0 : p->mr;
-    for (size_t r = 0; r < m; r++) rows[r] = c->A + (m0 + r) * c->lda;
+    for (size_t r = 0; r < m; r++) rows[r] = c->A + (m0 + r) * c->lda + k0;
     kb_neon_tile t;
     t.m = m;
     t.n = c->N - j0 < KB_NEON_NR ? c->N - j0 : KB_NEON_NR;
     t.taps = 1;
-    t.tap_len = c->K;
+    t.tap_len = klen;
     t.a = rows;
-    t.b = p->panel(p, j, &t.b_stride, &t.bias);
+    t.b = p->panel(p, j, &t.b_stride, &t.bias) + k0 * t.b_stride;
     t.c = c->C + m0 * c->ldc + j0;
     t.ldc = c->ldc;
     t.clamp_min = c->clamp_min;
     t.clamp_max = c->clamp_max;
+    t.acc = acc;
+    t.acc_mode = acc_mode;
     p->uk->run(&t);
 }
 
-kb_status kb_neon_gemm(const kb_neon_ukernel *uk, const kb_gemm_call *c, kb_error *err) {
+/* Unblocked: one task per output tile, all of K in one pass. */
+static void gemm_task(void *ctx, size_t task) {
+    const gemm_plan *p = ctx;
+    gemm_tile(p, task / p->n_tiles, task % p->n_tiles, 0, p->c->K, NULL, 0);
+}
+
+/* Blocked: one task per output block (m blocks fastest, so consecutive
+ * tasks share the B columns); inside it, K blocks in order, and per K
+ * block the block's tiles, n tiles outer and m tiles inner (the B panel
+ * of a tile column stays in L1 while the m tiles pass over it). */
+static void gemm_block_task(void *ctx, size_t task, int slot) {
+    const gemm_plan *p = ctx;
+    const kb_gemm_call *c = p->c;
+    size_t ib = task % p->m_blocks, jb = task / p->m_blocks;
+    size_t mi0 = ib * (p->mb / p->mr), j0 = jb * (p->nb / KB_NEON_NR);
+    size_t mi1 = kb_ceil_div(c->M < (ib + 1) * p->mb ? c->M : (ib + 1) * p->mb, p->mr);
+    size_t j1 = kb_ceil_div(c->N < (jb + 1) * p->nb ? c->N : (jb + 1) * p->nb, KB_NEON_NR);
+    size_t m_tiles = p->mb / p->mr;
+    unsigned char *part = p->partial ? p->partial + (size_t)slot * p->partial_bytes : NULL;
+    for (size_t kbi = 0; kbi < p->k_blocks; kbi++) {
+        size_t k0 = kbi * p->kb, klen = c->K - k0 < p->kb ? c->K - k0 : p->kb;
+        unsigned mode = (kbi > 0 ? KB_NEON_ACC_LOAD : 0u) | (kbi + 1 < p->k_blocks ? KB_NEON_ACC_STORE : 0u);
+        for (size_t j = j0; j < j1; j++)
+            for (size_t mi = mi0; mi < mi1; mi++) {
+                void *acc = part ? part + ((j - j0) * m_tiles + (mi - mi0)) * p->acc_tile_bytes : NULL;
+                gemm_tile(p, mi, j, k0, klen, acc, mode);
+            }
+    }
+}
+
+static size_t round_up(size_t v, size_t m) { return kb_ceil_div(v, m) * m; }
+
+kb_status kb_neon_gemm(const kb_neon_ukernel *uk, const kb_neon_blocking *blk, const kb_gemm_call *c,
+                       kb_error *err) {
     gemm_plan p;
     memset(&p, 0, sizeof p);
     p.uk = uk;
@@ -77,28 +120,57 @@ kb_status kb_neon_gemm(const kb_neon_ukernel *uk, const kb_gemm_call *c, kb_erro
     p.mr = uk->get_mr();
     p.m_tiles = kb_ceil_div(c->M, p.mr);
     p.n_tiles = kb_ceil_div(c->N, KB_NEON_NR);
+    bool blocked = blk && (blk->mb || blk->nb || blk->kb);
+    size_t tasks = p.m_tiles * p.n_tiles, slots = 0;
+    if (blocked) {
+        /* a dimension not blocked (0), or smaller than its block, is one block */
+        p.mb = blk->mb && blk->mb < c->M ? round_up(blk->mb, p.mr) : round_up(c->M, p.mr);
+        p.nb = blk->nb && blk->nb < c->N ? round_up(blk->nb, KB_NEON_NR) : round_up(c->N, KB_NEON_NR);
+        p.kb = blk->kb && blk->kb < c->K ? blk->kb : c->K;
+        p.m_blocks = kb_ceil_div(c->M, p.mb);
+        p.n_blocks = kb_ceil_div(c->N, p.nb);
+        p.k_blocks = kb_ceil_div(c->K, p.kb);
+        tasks = p.m_blocks * p.n_blocks;
+        if (p.k_blocks > 1) {
+            p.acc_tile_bytes = p.mr * KB_NEON_NR * uk->get_acc_bytes();
+            if (!kb_mul_ok(p.mb / p.mr * (p.nb / KB_NEON_NR), p.acc_tile_bytes, &p.partial_bytes))
+                return kb_fail(err, KB_ERR_OVERFLOW, "scratch", "partial-sum block size overflows size_t");
+            p.partial_bytes = (p.partial_bytes + 63) & ~(size_t)63;
+            slots = (size_t)kb_parallel_threads(tasks, c->threads);
+        }
+    }
     size_t tail_cols = c->N % KB_NEON_NR;
     bool need_tail_panel = c->bform == KB_BFORM_PLAIN && tail_cols;
     bool need_tail_bias = c->bform != KB_BFORM_NATIVE && c->bias && tail_cols;
     size_t panel_bytes = need_tail_panel ? c->K * KB_NEON_NR * sizeof(kb_f16) : 0;
-    size_t bytes = panel_bytes + (need_tail_bias ? KB_NEON_NR * sizeof(kb_f16) : 0);
+    size_t bias_bytes = need_tail_bias ? KB_NEON_NR * sizeof(kb_f16) : 0;
+    /* scratch: [partial sums per slot] [tail panel] [tail bias]; 64-byte aligned parts */
+    size_t partial_total, bytes;
+    if (!kb_mul_ok(slots, p.partial_bytes, &partial_total) || !kb_add_ok(partial_total, panel_bytes, &bytes) ||
+        !kb_add_ok(bytes, bias_bytes, &bytes))
+        return kb_fail(err, KB_ERR_OVERFLOW, "scratch", "GEMM scratch size overflows size_t");
     if (bytes) {
-        kb_f16 *s = kb_scratch_get(bytes);
+        unsigned char *s = kb_scratch_get(bytes);
         if (!s) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes", bytes);
         size_t j0 = c->N - tail_cols;
+        if (partial_total) p.partial = s;
         if (need_tail_panel) {
-            kb_pack_panels(tail_cols, c->K, c->B + j0, c->ldb, NULL, 0, KB_NEON_NR, s);
-            p.tail_panel = s;
+            kb_f16 *tp = (kb_f16 *)(s + partial_total);
+            kb_pack_panels(tail_cols, c->K, c->B + j0, c->ldb, NULL, 0, KB_NEON_NR, tp);
+            p.tail_panel = tp;
         }
         if (need_tail_bias) {
-            kb_f16 *tb = s + (panel_bytes / sizeof(kb_f16));
+            kb_f16 *tb = (kb_f16 *)(s + partial_total + panel_bytes);
             memset(tb, 0, KB_NEON_NR * sizeof(kb_f16));
             memcpy(tb, c->bias + j0, tail_cols * sizeof(kb_f16));
             p.tail_bias = tb;
         }
     }
     p.panel = c->bform == KB_BFORM_PLAIN ? panel_plain : c->bform == KB_BFORM_PORTABLE ? panel_portable : panel_native;
-    kb_parallel_for(p.m_tiles * p.n_tiles, c->threads, gemm_task, &p);
+    if (blocked)
+        kb_parallel_for_slots(tasks, c->threads, gemm_block_task, &p);
+    else
+        kb_parallel_for(tasks, c->threads, gemm_task, &p);
     return KB_OK;
 }
 
@@ -144,6 +216,8 @@ static void conv_task(void *ctx, size_t task) {
     t.ldc = d->c_out;
     t.clamp_min = d->clamp_min;
     t.clamp_max = d->clamp_max;
+    t.acc = NULL;
+    t.acc_mode = 0;
     p->uk->run(&t);
 }
 

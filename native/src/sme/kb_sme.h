@@ -236,12 +236,21 @@ void kb_rhs_imatmul_pack_kxn_x16p2vlx2b_x16_x16_sme_run(size_t n, size_t k_chunk
 #define KB_SME_ACC_BYTES ((size_t)256 << 10)
 
 /* The block loop shared by the MOPA GEMM and the indirect-GEMM convolution:
- * output blocks of mr rows x a range of nr-column blocks are the units of
- * work, split across threads (each unit is computed the same way whichever
- * thread runs it, so results do not depend on the thread count). For each
- * unit and each chunk of k pairs the LHS source packs mr rows into the
- * thread's own buffer, then the kernel core runs; between chunks the sums
- * stay in FP32 (exactly), so chunking changes no bit. */
+ * output blocks of mr rows (or, blocked, of block_m rows: a group of mr-row
+ * blocks) x a range of nr-column blocks are the units of work, split across
+ * threads (each unit is computed the same way whichever thread runs it, so
+ * results do not depend on the thread count). For each unit and each chunk
+ * of k pairs the LHS source packs the unit's rows into the thread's own
+ * buffer (one mr-row block after the other: the packed A block), then the
+ * kernel core runs on each mr-row block; between chunks the sums stay in
+ * FP32 (exactly), so chunking changes no bit.
+ *
+ * Block sizes: by default the chunk of k pairs fits KB_SME_LHS_CHUNK_BYTES
+ * and, when K takes more than one chunk, a column range fits
+ * KB_SME_ACC_BYTES of partial sums (ranges also shrink so that every
+ * thread gets work). A caller may set block_m, block_n, block_k instead
+ * (elements; rounded down to multiples of mr, nr and kr, at least one of
+ * each; 0 keeps the default for that dimension). */
 typedef void (*kb_sme_lhs_pack_fn)(const void *ctx, void *task_extra, size_t m0, size_t rows,
                                    size_t p0, size_t pc, kb_f16 *dst);
 
@@ -257,9 +266,11 @@ typedef struct kb_sme_mopa_plan {
     const void *pack_ctx;
     size_t extra_bytes;         /* per-thread bytes the LHS source needs    */
     int threads;
+    size_t block_m, block_n, block_k; /* cache blocking; 0 = default budgets */
     /* filled by kb_sme_mopa_prepare */
     size_t svlb, mr, rhs_stride, nblocks, kc, nchunks, range_blocks, nranges, units, tasks;
-    size_t lhs_bytes, acc_bytes, task_bytes;
+    size_t mgroup;              /* mr-row blocks per unit                   */
+    size_t lhs_block_bytes, lhs_bytes, acc_bytes, task_bytes;
     unsigned char *task_mem;
     atomic_int failed;
 } kb_sme_mopa_plan;
@@ -272,8 +283,16 @@ bool kb_sme_mopa_execute(kb_sme_mopa_plan *p, unsigned char *task_mem);
 
 #define KB_SME_ALIGN(x) (((x) + 63u) & ~(size_t)63u)
 
-kb_status kb_sme_gemm_mopa_run(const kb_sme_matmul_ukernel *uk, const kb_gemm_call *c,
-                               kb_error *err);
+/* The MOPA GEMM; blk NULL: default block sizes (see kb_sme_mopa_plan). */
+typedef struct kb_sme_blocking {
+    size_t mb, nb, kb;
+} kb_sme_blocking;
+kb_status kb_sme_gemm_mopa_run(const kb_sme_matmul_ukernel *uk, const kb_sme_blocking *blk,
+                               const kb_gemm_call *c, kb_error *err);
+/* Reports the block sizes the default MOPA loop uses at the running SVL
+ * (block_k: the LHS chunk; block_n: the column range used when K takes
+ * more than one chunk, before any split for threads). */
+void kb_sme_describe_default_blocks(kb_realization *r);
 kb_status kb_sme_gemm_gemv_run(const kb_sme_gemv_ukernel *uk, const kb_gemm_call *c,
                                kb_error *err);
 kb_status kb_sme_conv_igemm_run(const kb_sme_imatmul_ukernel *uk, const kb_conv_desc *d,

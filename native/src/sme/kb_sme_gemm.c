@@ -5,9 +5,11 @@
  * leaves it. All memory a call needs comes from one thread-local scratch
  * buffer taken once per call (kb_scratch_get), laid out as
  *     [packed B, unless B came natively packed] [per-thread areas]
- * and each per-thread area as [LHS chunk] [FP32 partial sums] [extra]. The
- * LHS chunk is at most KB_SME_LHS_CHUNK_BYTES and the partial sums at most
- * KB_SME_ACC_BYTES (one block if that is larger), whatever M and K are. */
+ * and each per-thread area as [LHS chunk] [FP32 partial sums] [extra]. By
+ * default the LHS chunk is at most KB_SME_LHS_CHUNK_BYTES and the partial
+ * sums at most KB_SME_ACC_BYTES (one block if that is larger), whatever M
+ * and K are; a blocked realization takes block_m x block_k FP16 values for
+ * the LHS (its packed A block) and block_m x block_n FP32 partial sums. */
 #include "kb_sme.h"
 
 #if defined(__aarch64__)
@@ -33,34 +35,48 @@ bool kb_sme_mopa_prepare(kb_sme_mopa_plan *p, size_t *bytes) {
     size_t mblocks = kb_ceil_div(p->M, mr);
 
     /* k pairs per chunk: the LHS chunk of mr rows stays within its budget */
-    p->kc = KB_SME_LHS_CHUNK_BYTES / pair_bytes;
+    p->kc = p->block_k ? p->block_k / KB_SME_KR : KB_SME_LHS_CHUNK_BYTES / pair_bytes;
     if (p->kc == 0) p->kc = 1;
     if (p->kc > p->kpairs) p->kc = p->kpairs;
     p->nchunks = kb_ceil_div(p->kpairs, p->kc);
 
+    /* mr-row blocks per unit */
+    p->mgroup = p->block_m ? p->block_m / mr : 1;
+    if (p->mgroup == 0) p->mgroup = 1;
+    if (p->mgroup > mblocks) p->mgroup = mblocks;
+    size_t mgroups = kb_ceil_div(mblocks, p->mgroup);
+
     /* column blocks per unit */
     int threads = p->threads > 0 ? p->threads : 1;
-    if (p->nchunks > 1) {
-        size_t block_acc = mr * mr * sizeof(float);
-        p->range_blocks = KB_SME_ACC_BYTES / block_acc;
+    if (p->block_n) {
+        p->range_blocks = p->block_n / mr;
         if (p->range_blocks == 0) p->range_blocks = 1;
     } else {
-        p->range_blocks = p->nblocks;
-    }
-    if ((size_t)threads > mblocks) {
-        /* too few block rows to go round: split the columns too */
-        size_t want = kb_ceil_div((size_t)threads, mblocks);
-        size_t split = kb_ceil_div(p->nblocks, min_sz(want, p->nblocks));
-        if (split < p->range_blocks) p->range_blocks = split;
+        if (p->nchunks > 1) {
+            size_t block_acc = mr * mr * sizeof(float);
+            p->range_blocks = KB_SME_ACC_BYTES / block_acc;
+            if (p->range_blocks == 0) p->range_blocks = 1;
+        } else {
+            p->range_blocks = p->nblocks;
+        }
+        if ((size_t)threads > mgroups) {
+            /* too few block rows to go round: split the columns too */
+            size_t want = kb_ceil_div((size_t)threads, mgroups);
+            size_t split = kb_ceil_div(p->nblocks, min_sz(want, p->nblocks));
+            if (split < p->range_blocks) p->range_blocks = split;
+        }
     }
     if (p->range_blocks > p->nblocks) p->range_blocks = p->nblocks;
     p->nranges = kb_ceil_div(p->nblocks, p->range_blocks);
-    if (!kb_mul_ok(mblocks, p->nranges, &p->units)) return false;
+    if (!kb_mul_ok(mgroups, p->nranges, &p->units)) return false;
     p->tasks = min_sz((size_t)threads, p->units);
 
-    p->lhs_bytes = KB_SME_ALIGN(p->kc * pair_bytes);
+    p->lhs_block_bytes = KB_SME_ALIGN(p->kc * pair_bytes);
+    if (!kb_mul_ok(p->lhs_block_bytes, p->mgroup, &p->lhs_bytes)) return false;
     p->acc_bytes = 0;
-    if (p->nchunks > 1 && !kb_mul_ok(mr * sizeof(float), p->range_blocks * mr, &p->acc_bytes)) return false;
+    if (p->nchunks > 1 && (!kb_mul_ok(mr * sizeof(float), p->range_blocks * mr, &p->acc_bytes) ||
+                           !kb_mul_ok(p->acc_bytes, p->mgroup * mr, &p->acc_bytes)))
+        return false;
     if (!align_ok(p->acc_bytes, &p->acc_bytes)) return false;
     size_t extra;
     if (!align_ok(p->extra_bytes, &extra)) return false;
@@ -79,33 +95,51 @@ static void mopa_task(void *ctx, size_t t) {
         return;
     }
     unsigned char *mem = p->task_mem + t * p->task_bytes;
-    kb_f16 *lhs = (kb_f16 *)mem;
+    unsigned char *lhs = mem;
     float *acc = (float *)(mem + p->lhs_bytes);
     void *extra = mem + p->lhs_bytes + p->acc_bytes;
     size_t mr = p->mr, packed_m0 = SIZE_MAX;
+    size_t acc_row = p->range_blocks * mr; /* floats per partial-sum row */
     for (size_t u = t; u < p->units; u += p->tasks) {
-        size_t m0 = u / p->nranges * mr, b0 = u % p->nranges * p->range_blocks;
-        size_t rows = min_sz(mr, p->M - m0);
+        size_t m0 = u / p->nranges * p->mgroup * mr, b0 = u % p->nranges * p->range_blocks;
+        size_t nrb = kb_ceil_div(min_sz(p->mgroup * mr, p->M - m0), mr);
         size_t n0 = b0 * mr, cols = min_sz(p->N, (b0 + p->range_blocks) * mr) - n0;
         for (size_t c = 0; c < p->nchunks; c++) {
             size_t p0 = c * p->kc, pc = min_sz(p->kc, p->kpairs - p0);
-            if (p->nchunks > 1 || packed_m0 != m0) {
-                p->pack(p->pack_ctx, extra, m0, rows, p0, pc, lhs);
+            if (p->nchunks > 1 || packed_m0 != m0) { /* the A block of this unit and chunk */
+                for (size_t rb = 0; rb < nrb; rb++) {
+                    size_t r0 = m0 + rb * mr;
+                    p->pack(p->pack_ctx, extra, r0, min_sz(mr, p->M - r0), p0, pc,
+                            (kb_f16 *)(lhs + rb * p->lhs_block_bytes));
+                }
                 packed_m0 = m0;
             }
-            kb_sme_mopa_args a = {
-                .lhs = lhs, .lhs_block_stride = pc * mr * 2 * sizeof(kb_f16),
-                .rhs = p->rhs + b0 * p->rhs_stride, .rhs_block_stride = p->rhs_stride,
-                .rhs_k_offset = mr * sizeof(kb_f16) + p0 * mr * 2 * sizeof(kb_f16),
-                .m = rows, .n = cols, .kpairs = pc,
-                .dst = p->C + m0 * p->ldc + n0, .dst_stride = p->ldc * sizeof(kb_f16),
-                .acc = acc, .acc_stride = p->range_blocks * mr * sizeof(float),
-                .flags = (c > 0 ? KB_SME_ACC_LOAD : 0u) | (c + 1 < p->nchunks ? KB_SME_ACC_STORE : 0u),
-                .clamp_min = p->clamp_min, .clamp_max = p->clamp_max,
-            };
-            p->core(&a);
+            for (size_t rb = 0; rb < nrb; rb++) {
+                size_t r0 = m0 + rb * mr;
+                kb_sme_mopa_args a = {
+                    .lhs = lhs + rb * p->lhs_block_bytes, .lhs_block_stride = pc * mr * 2 * sizeof(kb_f16),
+                    .rhs = p->rhs + b0 * p->rhs_stride, .rhs_block_stride = p->rhs_stride,
+                    .rhs_k_offset = mr * sizeof(kb_f16) + p0 * mr * 2 * sizeof(kb_f16),
+                    .m = min_sz(mr, p->M - r0), .n = cols, .kpairs = pc,
+                    .dst = p->C + r0 * p->ldc + n0, .dst_stride = p->ldc * sizeof(kb_f16),
+                    .acc = p->acc_bytes ? acc + rb * mr * acc_row : acc, /* unused in one pass */
+                    .acc_stride = acc_row * sizeof(float),
+                    .flags = (c > 0 ? KB_SME_ACC_LOAD : 0u) | (c + 1 < p->nchunks ? KB_SME_ACC_STORE : 0u),
+                    .clamp_min = p->clamp_min, .clamp_max = p->clamp_max,
+                };
+                p->core(&a);
+            }
         }
     }
+}
+
+void kb_sme_describe_default_blocks(kb_realization *r) {
+    size_t mr = r->vector_bits / 16; /* the SVL detected for this CPU (no RDSVL here) */
+    if (mr == 0) return;
+    size_t kc = KB_SME_LHS_CHUNK_BYTES / (mr * 2 * sizeof(kb_f16));
+    size_t range = KB_SME_ACC_BYTES / (mr * mr * sizeof(float));
+    r->block_k = (uint32_t)((kc ? kc : 1) * KB_SME_KR);
+    r->block_n = (uint32_t)((range ? range : 1) * mr);
 }
 
 bool kb_sme_mopa_execute(kb_sme_mopa_plan *p, unsigned char *task_mem) {
@@ -149,10 +183,15 @@ static void gemm_pack_lhs(const void *ctx, void *extra, size_t m0, size_t rows, 
     kb_sme_lhs_pack_block(c->A + m0 * c->lda, c->lda, rows, c->K, g->mr, p0, pc, dst);
 }
 
-kb_status kb_sme_gemm_mopa_run(const kb_sme_matmul_ukernel *uk, const kb_gemm_call *c,
-                               kb_error *err) {
+kb_status kb_sme_gemm_mopa_run(const kb_sme_matmul_ukernel *uk, const kb_sme_blocking *blk,
+                               const kb_gemm_call *c, kb_error *err) {
     kb_sme_mopa_plan p;
     memset(&p, 0, sizeof p);
+    if (blk) {
+        p.block_m = blk->mb;
+        p.block_n = blk->nb;
+        p.block_k = blk->kb;
+    }
     p.core = uk->core;
     p.M = c->M;
     p.N = c->N;

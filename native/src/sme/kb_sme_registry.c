@@ -2,7 +2,8 @@
  *
  * Priority order (the first row the CPU and the selector allow wins):
  *   GEMM: the GEMVs first (max_m = 1, so they take M = 1 only), SME2 before
- *         SME, then the MOPA GEMMs, SME2 before SME.
+ *         SME, then the MOPA GEMMs, SME2 before SME, then the cache-blocked
+ *         MOPA variant (chosen by forcing it or by a tuned dispatch table).
  *   conv: indirect GEMM, SME2 before SME; groups 1 only (max_groups = 1).
  * Rows needing SME2 run only where HWCAP2_SME2 is present (and the ISA cap
  * allows it); the SME rows run on any SME CPU.
@@ -23,11 +24,23 @@ static kb_status gemv_sme(const kb_gemm_call *c, kb_error *err) {
 }
 
 static kb_status gemm_sme2(const kb_gemm_call *c, kb_error *err) {
-    return kb_sme_gemm_mopa_run(&kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa, c, err);
+    return kb_sme_gemm_mopa_run(&kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa, NULL, c, err);
 }
 
 static kb_status gemm_sme(const kb_gemm_call *c, kb_error *err) {
-    return kb_sme_gemm_mopa_run(&kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa, c, err);
+    return kb_sme_gemm_mopa_run(&kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa, NULL, c, err);
+}
+
+/* The SME2 MOPA kernel in a cache-blocked loop: units of 128 rows x 256
+ * columns, K in blocks of 256 (multiples of mr = nr and kr at every SVL
+ * from 128 to 2048 bits); FP32 partial sums between K blocks, as in the
+ * default loop, so it is bit-identical to gemm_sme2_mopa_f32acc. */
+#define SME_MB 128
+#define SME_NB 256
+#define SME_KB 256
+static kb_status gemm_sme2_blocked(const kb_gemm_call *c, kb_error *err) {
+    static const kb_sme_blocking blk = {SME_MB, SME_NB, SME_KB};
+    return kb_sme_gemm_mopa_run(&kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa, &blk, c, err);
 }
 
 static kb_status conv_sme2(const kb_conv_impl *self, const kb_conv_desc *d, size_t oh, size_t ow,
@@ -88,6 +101,24 @@ static const kb_gemm_impl gemm_sme2_row = {
     .max_m = 0,
     .threaded = 1,
     .run = gemm_sme2,
+    .describe = kb_sme_describe_default_blocks,
+};
+
+static const kb_gemm_impl gemm_sme2_blocked_row = {
+    .name = "gemm_sme2_mopa_f32acc_mb128_nb256_kb256",
+    .backend = KB_BACKEND_SME,
+    .kernel = "matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa",
+    .isa = KB_ISA_SME2,
+    .accum = KB_ACCUM_FP32,
+    .k_per_rounding = 1,
+    .bforms = KB_SME_BFORMS,
+    .native_layout = KB_LAYOUT_SME_X16P2VLX2B,
+    .max_m = 0,
+    .threaded = 1,
+    .run = gemm_sme2_blocked,
+    .block_m = SME_MB,
+    .block_n = SME_NB,
+    .block_k = SME_KB,
 };
 
 static const kb_gemm_impl gemm_sme_row = {
@@ -102,6 +133,7 @@ static const kb_gemm_impl gemm_sme_row = {
     .max_m = 0,
     .threaded = 1,
     .run = gemm_sme,
+    .describe = kb_sme_describe_default_blocks,
 };
 
 static const kb_conv_impl conv_sme2_row = {
@@ -115,6 +147,7 @@ static const kb_conv_impl conv_sme2_row = {
     .run = conv_sme2,
     .gemm = NULL,
     .max_groups = 1,
+    .describe = kb_sme_describe_default_blocks,
 };
 
 static const kb_conv_impl conv_sme_row = {
@@ -128,10 +161,11 @@ static const kb_conv_impl conv_sme_row = {
     .run = conv_sme,
     .gemm = NULL,
     .max_groups = 1,
+    .describe = kb_sme_describe_default_blocks,
 };
 
 static const kb_gemm_impl *const gemm_impls[] = {&gemv_sme2_row, &gemv_sme_row, &gemm_sme2_row,
-                                                 &gemm_sme_row};
+                                                 &gemm_sme_row, &gemm_sme2_blocked_row};
 static const kb_conv_impl *const conv_impls[] = {&conv_sme2_row, &conv_sme_row};
 
 const kb_gemm_impl *const *kb_sme_gemm_impls(size_t *count) {

@@ -4,7 +4,9 @@
  *
  * Per output: acc = +0 (FP32); for each k in order acc = acc + a_k * b_k;
  * acc = acc + bias; clamp; round to FP16 — the scalar reference's order, so
- * the results match it bit for bit. Declared model: FP32, K + 1 roundings. */
+ * the results match it bit for bit. In a K-blocked loop the FP32 acc is
+ * saved after a block and reloaded for the next one unchanged, so the chain
+ * is the same. Declared model: FP32, K + 1 roundings. */
 #if defined(__aarch64__)
 #include "../kb_neon.h"
 
@@ -18,12 +20,17 @@ static size_t n_step(void) { return KB_NEON_NR; }
 static size_t mr(void) { return MR; }
 static size_t nr(void) { return KB_NEON_NR; }
 static size_t kr(void) { return 1; }
+static size_t acc_bytes(void) { return sizeof(float); }
 
 static void run(const kb_neon_tile *t) {
     float32x4_t acc[MR][4];
     const kb_f16 *rows[MR];
-    for (size_t r = 0; r < MR; r++)
-        for (int j = 0; j < 4; j++) acc[r][j] = vdupq_n_f32(0.0f);
+    if (t->acc_mode & KB_NEON_ACC_LOAD) {
+        kb_neon_f32_acc_load(t, acc, MR);
+    } else {
+        for (size_t r = 0; r < MR; r++)
+            for (int j = 0; j < 4; j++) acc[r][j] = vdupq_n_f32(0.0f);
+    }
     const kb_f16 *b = t->b;
     for (size_t tap = 0; tap < t->taps; tap++) {
         for (size_t r = 0; r < MR; r++) rows[r] = t->a[(r < t->m ? r : 0) * t->taps + tap];
@@ -57,10 +64,13 @@ static void run(const kb_neon_tile *t) {
             }
         }
     }
-    kb_neon_f32_epilogue(t, acc, MR);
+    if (t->acc_mode & KB_NEON_ACC_STORE)
+        kb_neon_f32_acc_store(t, acc, MR); /* a later K block continues the sums */
+    else
+        kb_neon_f32_epilogue(t, acc, MR);
 }
 
 const kb_neon_ukernel kb_matmul_clamp_f16_f16_f16p16x1b_4x16_neon_fhm_mlal = {
-    m_step, n_step, mr, nr, kr, run,
+    m_step, n_step, mr, nr, kr, acc_bytes, run,
 };
 #endif

@@ -3,8 +3,10 @@
  *
  * Per output: acc = +0 (FP16); for each k in order acc = fma(a_k, b_k, acc),
  * rounded to FP16 (one rounding per product); acc = acc + bias (FP16);
- * clamp in FP32 (NaN passes); round to FP16. Declared model: FP16
- * accumulation, K + 1 roundings on one sequential chain. */
+ * clamp in FP32 (NaN passes); round to FP16. In a K-blocked loop the FP16
+ * acc is saved after a block and reloaded for the next one (an FP16 value
+ * stored as FP16: unchanged), so the chain is the unblocked one. Declared
+ * model: FP16 accumulation, K + 1 roundings on one sequential chain. */
 #if defined(__aarch64__)
 #include "../kb_neon.h"
 
@@ -18,6 +20,7 @@ static size_t n_step(void) { return KB_NEON_NR; }
 static size_t mr(void) { return MR; }
 static size_t nr(void) { return KB_NEON_NR; }
 static size_t kr(void) { return 1; }
+static size_t acc_bytes(void) { return sizeof(kb_f16); }
 
 static inline void store_row(kb_f16 *out, size_t n, float16x8_t lo, float16x8_t hi, float cmin,
                              float cmax) {
@@ -41,9 +44,11 @@ static inline void store_row(kb_f16 *out, size_t n, float16x8_t lo, float16x8_t 
 static void run(const kb_neon_tile *t) {
     float16x8_t acc[MR][2];
     const kb_f16 *rows[MR];
+    const __fp16 *part = (const __fp16 *)t->acc;
     for (size_t r = 0; r < MR; r++) {
-        acc[r][0] = vdupq_n_f16(0);
-        acc[r][1] = vdupq_n_f16(0);
+        bool load = (t->acc_mode & KB_NEON_ACC_LOAD) != 0;
+        acc[r][0] = load ? vld1q_f16(part + r * KB_NEON_NR) : vdupq_n_f16(0);
+        acc[r][1] = load ? vld1q_f16(part + r * KB_NEON_NR + 8) : vdupq_n_f16(0);
     }
     const kb_f16 *b = t->b;
     for (size_t tap = 0; tap < t->taps; tap++) {
@@ -74,6 +79,14 @@ static void run(const kb_neon_tile *t) {
             }
         }
     }
+    if (t->acc_mode & KB_NEON_ACC_STORE) { /* a later K block continues the FP16 sums */
+        __fp16 *out = (__fp16 *)t->acc;
+        for (size_t r = 0; r < MR; r++) {
+            vst1q_f16(out + r * KB_NEON_NR, acc[r][0]);
+            vst1q_f16(out + r * KB_NEON_NR + 8, acc[r][1]);
+        }
+        return;
+    }
     if (t->bias) {
         float16x8_t bias0 = vld1q_f16((const __fp16 *)t->bias), bias1 = vld1q_f16((const __fp16 *)t->bias + 8);
         for (size_t r = 0; r < MR; r++) {
@@ -86,6 +99,6 @@ static void run(const kb_neon_tile *t) {
 }
 
 const kb_neon_ukernel kb_matmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla = {
-    m_step, n_step, mr, nr, kr, run,
+    m_step, n_step, mr, nr, kr, acc_bytes, run,
 };
 #endif
