@@ -160,8 +160,8 @@ def pick_realization(run: Run) -> str:
 def judge(s: Settings, trial: int, cond: Condition, realization: str, base: Run,
           cand: Run) -> Outcome:
     result = gate(base, cand, s.alpha, s.max_slowdown, s.speed_targets)
-    slow = [c for c in result.comparison.cases
-            if c.verdict == SLOWER and c.ratio > 1 + s.max_slowdown]
+    failed = {f.case for f in result.failures if f.reason == "slowdown"}
+    slow = [c for c in result.comparison.cases if c.verdict == SLOWER and c.label in failed]
     compared = [c for c in result.comparison.timed() if not math.isnan(c.p_slower)]
     mine = [c for c in compared if c.key[6] == realization]
     flagged = (bool(slow) if cond.fraction == 0
