@@ -24,12 +24,9 @@ the next call starts a fresh one.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import pickle
-import selectors
-import signal
 import struct
 import subprocess
 import sys
@@ -45,6 +42,7 @@ from . import errors
 from .api import DispatchTable, RawProblem, Selector
 from .engine import CallResult, ConvDesc, TargetInfo, Timing
 from .errors import InternalError, KbenchError, ProtocolError, WorkerCrashed
+from .worker import ProcessGone, exit_report, read_exactly
 
 MAGIC = b"KBPY"
 VERSION = 1
@@ -256,42 +254,18 @@ class PyWorkerEngine:
 
     def _died(self, during: str) -> WorkerCrashed:
         proc, self.proc = self.proc, None
-        code = None
-        if proc is not None:
-            try:
-                code = proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = proc.wait()
-        how = f"exit status {code}"
-        if code is not None and code < 0:
-            how = f"signal {signal.Signals(-code).name}"
-        elif code is not None and code > 128:
-            with contextlib.suppress(ValueError):
-                how = f"signal {signal.Signals(code - 128).name}"
-        tail = ""
-        if self._stderr is not None:
-            self._stderr.seek(0)
-            tail = self._stderr.read()[-600:].decode(errors="replace").strip()
+        how, tail = exit_report(proc, self._stderr, 600)
         self.restarts += 1
         return WorkerCrashed(f"emulated python: died with {how} during {during}"
                              + (f" ({tail})" if tail else ""), "worker")
 
     def _read(self, n: int, during: str, timeout: float) -> bytes:
-        assert self.proc is not None and self.proc.stdout is not None
-        out = bytearray()
-        fd = self.proc.stdout.fileno()
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while len(out) < n:
-                if not sel.select(timeout=timeout):
-                    self.proc.kill()
-                    raise self._died(f"{during} (no reply within {timeout:.0f} s, killed)")
-                chunk = os.read(fd, min(n - len(out), 1 << 22))
-                if not chunk:
-                    raise self._died(during)
-                out += chunk
-        return bytes(out)
+        assert self.proc is not None
+        try:
+            return read_exactly(self.proc, n, timeout)
+        except ProcessGone as gone:
+            raise self._died(f"{during} (no reply within {timeout:.0f} s, killed)"
+                             if gone.timed_out else during) from None
 
     def _frame(self, during: str, timeout: float) -> tuple[int, memoryview]:
         magic, kind, size = HEAD.unpack(self._read(HEAD.size, during, timeout))

@@ -198,6 +198,58 @@ def _u64(value: int, name: str) -> int:
     return api._size_arg(value, name)
 
 
+
+class ProcessGone(Exception):
+    """A child closed its output (timed_out False) or gave no reply in time
+    (timed_out True; it has been killed)."""
+
+    def __init__(self, timed_out: bool) -> None:
+        super().__init__("timed out" if timed_out else "closed")
+        self.timed_out = timed_out
+
+
+def read_exactly(proc: subprocess.Popen[bytes], n: int, timeout: float) -> bytes:
+    """n bytes from a child's stdout, each wait at most `timeout` seconds."""
+    assert proc.stdout is not None
+    out = bytearray()
+    fd = proc.stdout.fileno()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while len(out) < n:
+            if not sel.select(timeout=timeout):
+                proc.kill()
+                raise ProcessGone(True)
+            chunk = os.read(fd, min(n - len(out), 1 << 22))
+            if not chunk:
+                raise ProcessGone(False)
+            out += chunk
+    return bytes(out)
+
+
+def exit_report(proc: subprocess.Popen[bytes] | None, stderr: Any,
+                tail_bytes: int) -> tuple[str, str]:
+    """How a child ended ("exit status N" or "signal SIGSEGV"; qemu reports a
+    guest's signal as 128 + N) and the tail of its stderr file."""
+    code = None
+    if proc is not None:
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+    how = f"exit status {code}"
+    if code is not None and code < 0:
+        how = f"signal {signal.Signals(-code).name}"
+    elif code is not None and code > 128:
+        with contextlib.suppress(ValueError):
+            how = f"signal {signal.Signals(code - 128).name}"
+    tail = ""
+    if stderr is not None:
+        stderr.seek(0)
+        tail = stderr.read()[-tail_bytes:].decode(errors="replace").strip()
+    return how, tail
+
+
 @dataclass
 class WorkerSpec:
     command: list[str]
@@ -230,44 +282,19 @@ class WorkerEngine:
                                 "worker") from exc
 
     def _died(self, during: str) -> WorkerCrashed:
-        proc = self.proc
-        self.proc = None
-        code = None
-        if proc is not None:
-            try:
-                code = proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = proc.wait()
-        how = f"exit status {code}"
-        if code is not None and code < 0:
-            how = f"signal {signal.Signals(-code).name}"
-        elif code is not None and code > 128:  # qemu reports the guest's signal this way
-            with contextlib.suppress(ValueError):
-                how = f"signal {signal.Signals(code - 128).name}"
-        tail = ""
-        if self._stderr is not None:
-            self._stderr.seek(0)
-            tail = self._stderr.read()[-400:].decode(errors="replace").strip()
+        proc, self.proc = self.proc, None
+        how, tail = exit_report(proc, self._stderr, 400)
         self.restarts += 1
         return WorkerCrashed(f"worker: died with {how} during {during}"
                              + (f" ({tail})" if tail else ""), "worker")
 
     def _read(self, n: int, during: str, deadline_s: float) -> bytes:
-        assert self.proc is not None and self.proc.stdout is not None
-        out = bytearray()
-        fd = self.proc.stdout.fileno()
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while len(out) < n:
-                if not sel.select(timeout=deadline_s):
-                    self.proc.kill()
-                    raise self._died(f"{during} (no reply within {deadline_s:.0f} s, killed)")
-                chunk = os.read(fd, min(n - len(out), 1 << 20))
-                if not chunk:
-                    raise self._died(during)
-                out += chunk
-        return bytes(out)
+        assert self.proc is not None
+        try:
+            return read_exactly(self.proc, n, deadline_s)
+        except ProcessGone as gone:
+            raise self._died(f"{during} (no reply within {deadline_s:.0f} s, killed)"
+                             if gone.timed_out else during) from None
 
     def call(self, mtype: int, payload: bytes, during: str) -> Reader:
         if self.proc is None:
