@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kbench.fingerprint import category
+from kbench.judge.fingerprint import category
 from kbench.peers.ort import CONV_NAME, GEMM_NAME, NO_KLEIDIAI
 
 REALIZATIONS = (GEMM_NAME, GEMM_NAME + NO_KLEIDIAI, CONV_NAME, CONV_NAME + NO_KLEIDIAI)

@@ -12,7 +12,7 @@ and once per condition as the candidate, in a shuffled order:
   makes that realization busy-wait after each call for the fraction of its
   own duration.
 
-Each candidate is gated against the trial's base (kbench.compare.gate,
+Each candidate is gated against the trial's base (kbench.results.compare.gate,
 with the slowdown limit and alpha of ci/gate.toml unless given). A trial
 counts as flagged if the gate reports a slowdown: for a slowed condition,
 on a case of the slowed realization; for A/A, on any case. The table gives
@@ -43,9 +43,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbench.cli_history import load_gate_config, parse_fraction
-from kbench.compare import SLOWER, gate
-from kbench.runfolder import Run, load_run
+from kbench.cli.history import load_gate_config, parse_fraction
+from kbench.results.compare import SLOWER, gate
+from kbench.results.runfolder import Run, load_run
 
 AA = "A/A"
 

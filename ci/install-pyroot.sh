@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the emulated aarch64 CPython that runs kbench in process under
-# qemu-aarch64 (kbench/pyroot.py), idempotently: Debian bookworm's arm64
+# qemu-aarch64 (kbench/targets/pyroot.py), idempotently: Debian bookworm's arm64
 # CPython 3.11 unpacked into .tools/aarch64-python/root (private apt state,
 # the machine's apt untouched), aarch64 wheels of numpy, cffi, onnx and
 # onnxruntime pinned to the active Python's versions, and kbench's cffi module
@@ -12,4 +12,4 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 PY="${PYTHON:-python3}"
-"$PY" -m kbench.pyroot "$@"
+"$PY" -m kbench.targets.pyroot "$@"

@@ -11,7 +11,7 @@ mkdir -p "$BUILD"
 cd "$REPO"
 "$PY" - "$BUILD" <<'PYEOF'
 import sys
-from kbench._build import make_ffibuilder
+from kbench.native.build import make_ffibuilder
 flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all", "-O1", "-g"]
 ffi = make_ffibuilder("_kbench_native_sanitized", extra_flags=flags, extra_link=flags[:1], absolute=True)
 ffi.compile(tmpdir=sys.argv[1], verbose=False)

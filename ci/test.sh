@@ -22,8 +22,8 @@ step() { printf '\n== %s (at %ss) ==\n' "$*" "$(( $(date +%s) - t0 ))"; }
 
 step "toolchain and QEMU"
 bash ci/install-toolchain.sh
-"$PY" -m kbench.crossbuild --arch aarch64
-"$PY" -m kbench.crossbuild --arch host
+"$PY" -m kbench.targets.crossbuild --arch aarch64
+"$PY" -m kbench.targets.crossbuild --arch host
 
 step "emulated aarch64 Python (CPython root, aarch64 wheels, cross-built cffi module)"
 PYTHON="$PY" bash ci/install-pyroot.sh

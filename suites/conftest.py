@@ -1,4 +1,4 @@
-pytest_plugins = ["kbench.pytest_plugin"]
+pytest_plugins = ["kbench.harness.pytest_plugin"]
 
 
 def pytest_configure(config):

@@ -25,14 +25,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from kbench import api, inputs, runner
-from kbench.api import DispatchTable, Realization, Selector
-from kbench.cli import main as cli_main
-from kbench.perf import PerfSettings
-from kbench.problems import GemmCase
-from kbench.targets import Target, find_qemu, parse_target
-from kbench.tune import default_realization, table_choice, tune
-from kbench.verdict import PASS
+from kbench.cli.main import main as cli_main
+from kbench.harness import runner
+from kbench.harness.perf import PerfSettings
+from kbench.harness.tune import default_realization, table_choice, tune
+from kbench.judge.verdict import PASS
+from kbench.native import api
+from kbench.native.api import DispatchTable, Realization, Selector
+from kbench.problems import inputs
+from kbench.problems.cases import GemmCase
+from kbench.targets.spec import Target, parse_target
+from kbench.targets.tools import find_qemu
 
 try:
     find_qemu()

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from kbench.catalog import (
+from kbench.problems.cases import B_FORMS, Catalog, ConvCase, GemmCase
+from kbench.problems.catalog import (
     CatalogError,
     available_catalogs,
     default_catalog_paths,
     load_catalog,
     resolve_catalog,
 )
-from kbench.problems import B_FORMS, Catalog, ConvCase, GemmCase
 
 DIMS = (1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
 GEMM_MAC_CAP = 4_200_000  # batch * m * n * k

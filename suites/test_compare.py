@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from kbench.cli_history import compare, gate_command, load_gate_config, parse_fraction
-from kbench.compare import (
+from kbench.cli.history import compare, gate_command, load_gate_config, parse_fraction
+from kbench.judge.verdict import Verdict
+from kbench.results.compare import (
     FASTER,
     MISSING,
     NEW,
@@ -26,9 +27,8 @@ from kbench.compare import (
     markdown,
     min_p_value,
 )
-from kbench.runfolder import Run, load_run
-from kbench.store import RunWriter
-from kbench.verdict import Verdict
+from kbench.results.runfolder import Run, load_run
+from kbench.results.store import RunWriter
 
 CPU = {"host": "box", "machine": "aarch64", "cpu_model": "Test CPU"}
 
@@ -334,7 +334,7 @@ def test_compare_cli(tmp_path: Path) -> None:
 
 
 def test_holm_adjustment() -> None:
-    from kbench.compare import holm
+    from kbench.results.compare import holm
     assert holm([]) == []
     assert holm([0.01]) == [0.01]
     # m = 4: sorted p 0.001, 0.01, 0.02, 0.5 -> 0.004, 0.03, 0.04, 0.5 (monotone)

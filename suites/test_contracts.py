@@ -5,9 +5,9 @@ input unchanged."""
 
 import pytest
 
-from kbench import contracts
 from kbench.errors import ContractViolation, InvalidArgument
-from kbench.verdict import FAIL, PASS, Verdict
+from kbench.harness import contracts
+from kbench.judge.verdict import FAIL, PASS, Verdict
 
 
 @pytest.mark.contracts

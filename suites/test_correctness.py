@@ -4,9 +4,9 @@ against the float64 oracle under the realization's declared error model."""
 
 import pytest
 
-from kbench.api import Selector
-from kbench.runner import run_job
-from kbench.verdict import FAIL, MISTRUSTED, PASS, SKIP
+from kbench.harness.runner import run_job
+from kbench.judge.verdict import FAIL, MISTRUSTED, PASS, SKIP
+from kbench.native.api import Selector
 
 
 def _check(kb_session, kb_target, kb_job):

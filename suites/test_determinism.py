@@ -4,8 +4,9 @@ realization of every chosen target."""
 import numpy as np
 import pytest
 
-from kbench import inputs, runner
-from kbench.problems import ConvCase, GemmCase
+from kbench.harness import runner
+from kbench.problems import inputs
+from kbench.problems.cases import ConvCase, GemmCase
 
 GEMM = [GemmCase("det_gemm_tail", 17, 33, 65, clamp=True, lda_pad=3, ldc_pad=5),
         GemmCase("det_gemv", 1, 129, 257),

@@ -8,14 +8,15 @@ import json
 
 import pytest
 
-from kbench import api, runner
-from kbench.api import DispatchTable, Selector
-from kbench.catalog import load_catalog, resolve_catalog
 from kbench.errors import InvalidArgument
-from kbench.perf import PerfSettings
-from kbench.targets import parse_target
-from kbench.tune import default_realization, table_choice, tune
-from kbench.verdict import PASS
+from kbench.harness import runner
+from kbench.harness.perf import PerfSettings
+from kbench.harness.tune import default_realization, table_choice, tune
+from kbench.judge.verdict import PASS
+from kbench.native import api
+from kbench.native.api import DispatchTable, Selector
+from kbench.problems.catalog import load_catalog, resolve_catalog
+from kbench.targets.spec import parse_target
 
 FAST = PerfSettings(warmup=0, rounds=2, min_round_ns=0)
 

@@ -10,9 +10,10 @@ import os
 import numpy as np
 import pytest
 
-from kbench import api
-from kbench.api import RawProblem
-from kbench.targets import find_qemu, parse_target
+from kbench.native import api
+from kbench.native.api import RawProblem
+from kbench.targets.spec import parse_target
+from kbench.targets.tools import find_qemu
 
 try:
     find_qemu()

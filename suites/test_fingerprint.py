@@ -13,13 +13,15 @@ import numpy as np
 import pytest
 
 import kbench
-from kbench import fingerprint as fp
-from kbench import inputs, oracle
-from kbench.catalog import load_catalog, resolve_catalog
-from kbench.engine import ConvDesc
-from kbench.problems import ConvCase, GemmCase
-from kbench.runner import Job, run_job
-from kbench.targets import find_qemu, parse_target
+from kbench.harness.runner import Job, run_job
+from kbench.judge import fingerprint as fp
+from kbench.judge import oracle
+from kbench.native.calls import ConvDesc
+from kbench.problems import inputs
+from kbench.problems.cases import ConvCase, GemmCase
+from kbench.problems.catalog import load_catalog, resolve_catalog
+from kbench.targets.spec import parse_target
+from kbench.targets.tools import find_qemu
 
 REQUIRE_ORT = bool(os.environ.get("KBENCH_REQUIRE_ORT"))
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from kbench.cli_history import history
-from kbench.history import append_run, default_db_path, query_runs, run_results
-from kbench.runfolder import Run, load_run
-from kbench.store import RunWriter
-from kbench.verdict import Verdict
+from kbench.cli.history import history
+from kbench.judge.verdict import Verdict
+from kbench.results.history import append_run, default_db_path, query_runs, run_results
+from kbench.results.runfolder import Run, load_run
+from kbench.results.store import RunWriter
 
 
 def verdict(case: str, backend: str = "scalar", status: str = "pass",

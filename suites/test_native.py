@@ -4,8 +4,9 @@ CPU detection and the dispatch table, realization reporting, scratch."""
 import numpy as np
 import pytest
 
-from kbench import api, native
 from kbench.errors import Unsupported
+from kbench.native import api
+from kbench.native import loader as native
 
 NAT = native.load()
 

@@ -8,11 +8,13 @@ import os
 import numpy as np
 import pytest
 
-from kbench import inputs, runner
-from kbench.api import Selector
-from kbench.engine import pack
-from kbench.problems import ConvCase, GemmCase
-from kbench.targets import find_qemu, parse_target
+from kbench.harness import runner
+from kbench.native.api import Selector
+from kbench.native.calls import pack
+from kbench.problems import inputs
+from kbench.problems.cases import ConvCase, GemmCase
+from kbench.targets.spec import parse_target
+from kbench.targets.tools import find_qemu
 
 try:
     find_qemu()

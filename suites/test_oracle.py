@@ -6,12 +6,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from kbench import inputs, oracle, runner
-from kbench.engine import InProcessEngine
-from kbench.problems import ConvCase, GemmCase
-from kbench.targets import GUARD, Outcome, Target
-from kbench.tolerance import AccumModel, gamma, ulp16
-from kbench.verdict import FAIL, MISTRUSTED, PASS, judge
+from kbench.harness import runner
+from kbench.judge import oracle
+from kbench.judge.tolerance import AccumModel, gamma, ulp16
+from kbench.judge.verdict import FAIL, MISTRUSTED, PASS, judge
+from kbench.problems import inputs
+from kbench.problems.cases import ConvCase, GemmCase
+from kbench.targets.inprocess import InProcessEngine
+from kbench.targets.spec import GUARD, Outcome, Target
 
 FP32 = AccumModel("fp32")
 FP16 = AccumModel("fp16")
@@ -196,7 +198,7 @@ def test_runner_catches_faults(fault):
 
 
 def test_guard_detects_writes_into_ldc_padding():
-    from kbench.targets import GuardedBuffer
+    from kbench.targets.spec import GuardedBuffer
     g = GuardedBuffer(3, 4, 6)
     assert g.damage() == ""
     g.raw[GUARD + 4] = 0  # row 0, column 4: padding

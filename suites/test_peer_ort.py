@@ -9,22 +9,19 @@ import os
 import numpy as np
 import pytest
 
-from kbench import api, contracts, inputs
-from kbench.catalog import load_catalog, resolve_catalog
-from kbench.engine import InProcessEngine, Timing
 from kbench.errors import Unsupported
-from kbench.peers import time_calls
-from kbench.peers.ort import (
-    CONV_NAME,
-    GEMM_NAME,
-    NO_KLEIDIAI,
-    OrtPeer,
-    kleidiai_switch,
-)
-from kbench.problems import ConvCase, GemmCase
-from kbench.runner import Job, jobs_for, run_job
-from kbench.targets import GuardedBuffer, Target, parse_target
-from kbench.verdict import ERROR, FAIL, PASS, SKIP
+from kbench.harness import contracts
+from kbench.harness.runner import Job, jobs_for, run_job
+from kbench.judge.verdict import ERROR, FAIL, PASS, SKIP
+from kbench.native import api
+from kbench.native.calls import Timing
+from kbench.peers.ort import CONV_NAME, GEMM_NAME, NO_KLEIDIAI, OrtPeer, kleidiai_switch
+from kbench.peers.timing import time_calls
+from kbench.problems import inputs
+from kbench.problems.cases import ConvCase, GemmCase
+from kbench.problems.catalog import load_catalog, resolve_catalog
+from kbench.targets.inprocess import InProcessEngine
+from kbench.targets.spec import GuardedBuffer, Target, parse_target
 
 REQUIRED = bool(os.environ.get("KBENCH_REQUIRE_ORT"))
 

@@ -8,9 +8,10 @@ collected with --kb-perf."""
 
 import pytest
 
-from kbench import perf
-from kbench.engine import InProcessEngine, Timing
-from kbench.verdict import MISTRUSTED, PASS
+from kbench.harness import perf
+from kbench.judge.verdict import MISTRUSTED, PASS
+from kbench.native.calls import Timing
+from kbench.targets.inprocess import InProcessEngine
 
 
 @pytest.mark.perf

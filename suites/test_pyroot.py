@@ -1,9 +1,9 @@
-"""The emulated aarch64 CPython (kbench.pyroot): kbench's in-process path run
+"""The emulated aarch64 CPython (kbench.targets.pyroot): kbench's in-process path run
 inside Debian's arm64 CPython 3.11 under qemu-aarch64.
 
 The unit tests need neither network nor QEMU. The guest tests start the
 guest twice (-cpu max, -cpu neoverse-n1) and are skipped when the emulated
-Python is not installed (`python -m kbench.pyroot`), unless
+Python is not installed (`python -m kbench.targets.pyroot`), unless
 KBENCH_REQUIRE_QEMU_PYTHON=1 (then they fail)."""
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kbench import api, pyroot
 from kbench.errors import KbenchError
-from kbench.pyroot import PyRoot
+from kbench.native import api
+from kbench.targets import pyroot
+from kbench.targets.pyroot import PyRoot
 
 REQUIRED = os.environ.get("KBENCH_REQUIRE_QEMU_PYTHON") == "1"
 SHAPE = (7, 19, 33)  # M, N, K: off every tile size
@@ -36,7 +37,7 @@ def test_status_of_an_empty_folder_names_the_fix(tmp_path: Path) -> None:
     ready, why = pyroot.status(tmp_path / "nothing")
     assert ready is None
     assert str(tmp_path / "nothing") in why
-    assert "python -m kbench.pyroot" in why
+    assert "python -m kbench.targets.pyroot" in why
 
 
 def test_install_folder_follows_kbench_pyroot(tmp_path: Path,
@@ -150,7 +151,7 @@ def installed() -> tuple[PyRoot, str]:
     ready, why = pyroot.status()
     qemu = ""
     if ready is not None:
-        from kbench.targets import find_qemu
+        from kbench.targets.tools import find_qemu
         try:
             qemu = find_qemu()
         except KbenchError as exc:

@@ -1,11 +1,11 @@
-"""The emulated-Python engine (kbench.pyworker).
+"""The emulated-Python engine (kbench.targets.pyworker).
 
 The protocol tests start the guest side with this machine's own Python
 (same code, no emulation), so they are fast and always run: arrays keep
 their place in their buffers, outputs and guard regions come back, errors
 keep their class and field, tables travel, a dead guest is reported and
 replaced. The qemu-python tests run the real thing (aarch64 CPython under
-qemu-aarch64 with the aarch64 cffi module; skipped unless kbench.pyroot
+qemu-aarch64 with the aarch64 cffi module; skipped unless kbench.targets.pyroot
 has installed it, required with KBENCH_REQUIRE_QEMU_PYTHON=1)."""
 
 from __future__ import annotations
@@ -17,15 +17,16 @@ import sys
 import numpy as np
 import pytest
 
-from kbench import api, pyroot
-from kbench.engine import InProcessEngine
 from kbench.errors import InvalidArgument, Unsupported, WorkerCrashed
-from kbench.inputs import conv_inputs, gemm_inputs
-from kbench.problems import ConvCase, GemmCase
-from kbench.pyworker import PySpec, PyWorkerEngine
-from kbench.runner import Job, applicable, run_job
-from kbench.targets import Target, parse_qemu, parse_target
-from kbench.verdict import PASS
+from kbench.harness.runner import Job, applicable, run_job
+from kbench.judge.verdict import PASS
+from kbench.native import api
+from kbench.problems.cases import ConvCase, GemmCase
+from kbench.problems.inputs import conv_inputs, gemm_inputs
+from kbench.targets import pyroot
+from kbench.targets.inprocess import InProcessEngine
+from kbench.targets.pyworker import PySpec, PyWorkerEngine
+from kbench.targets.spec import Target, parse_qemu, parse_target
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,7 @@ def test_errors_keep_class_and_field(local):
 
 
 def test_timing_and_packing_through_the_guest(local):
-    from kbench.engine import Timing
+    from kbench.native.calls import Timing
     case = GemmCase("pyw_time", 4, 16, 16, b_form="packed")
     inp = gemm_inputs(case, "uniform")
     r = next(r for r in _ours(local.info()) if r.op == "gemm" and "packed" in r.bforms)
@@ -169,7 +170,7 @@ def _installed() -> None:
         if os.environ.get("KBENCH_REQUIRE_QEMU_PYTHON") == "1":
             pytest.fail(f"the emulated Python is required but not installed: {reason}")
         pytest.skip(f"the emulated Python is not installed ({reason}): "
-                    "python -m kbench.pyroot")
+                    "python -m kbench.targets.pyroot")
 
 
 @pytest.fixture(scope="module")

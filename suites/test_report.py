@@ -29,11 +29,11 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.image import imread
 
-from kbench import report as rep
-from kbench.cli_report import report as report_command
-from kbench.runfolder import Run, load_run
-from kbench.store import RunWriter
-from kbench.verdict import Verdict
+from kbench.cli.report import report as report_command
+from kbench.judge.verdict import Verdict
+from kbench.results import report as rep
+from kbench.results.runfolder import Run, load_run
+from kbench.results.store import RunWriter
 
 HOST, QEMU = "host", "qemu:cpu=max"
 LLAMA, RESNET, MOBILENET = "llm-llama7b-decode", "resnet50", "mobilenet-v2"

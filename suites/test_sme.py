@@ -17,12 +17,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbench import inputs, sme_layout
-from kbench.api import RawProblem, Selector
-from kbench.engine import ConvDesc, Engine, pack
 from kbench.errors import ContractViolation, Unsupported
-from kbench.problems import ConvCase, GemmCase
-from kbench.targets import Target, find_qemu, parse_target
+from kbench.native import sme_layout
+from kbench.native.api import RawProblem, Selector
+from kbench.native.calls import ConvDesc, Engine, pack
+from kbench.problems import inputs
+from kbench.problems.cases import ConvCase, GemmCase
+from kbench.targets.spec import Target, parse_target
+from kbench.targets.tools import find_qemu
 
 try:
     find_qemu()

@@ -12,13 +12,15 @@ import subprocess
 import numpy as np
 import pytest
 
-from kbench import runner, worker
-from kbench.engine import ConvDesc, Timing, pack
 from kbench.errors import ProtocolError, WorkerCrashed
-from kbench.problems import GemmCase
-from kbench.store import RunWriter
-from kbench.targets import find_qemu, parse_target
-from kbench.verdict import ERROR, PASS
+from kbench.harness import runner
+from kbench.judge.verdict import ERROR, PASS
+from kbench.native.calls import ConvDesc, Timing, pack
+from kbench.problems.cases import GemmCase
+from kbench.results.store import RunWriter
+from kbench.targets import worker
+from kbench.targets.spec import parse_target
+from kbench.targets.tools import find_qemu
 
 
 def _specs():
@@ -146,7 +148,7 @@ def test_a_crashing_kernel_fails_its_case_and_the_next_case_runs(target):
     eng.info("x")
     a = np.ones(4, np.float16)
     c = np.zeros(4, np.float16)
-    from kbench.api import RawProblem
+    from kbench.native.api import RawProblem
     # M is a lie the library cannot see: the kernel reads far past A and dies
     with pytest.raises(WorkerCrashed, match="signal|died"):
         eng.gemm_raw(2**40, 1, 1, [RawProblem(a, 1, a, 1, c, 1)])
@@ -177,7 +179,7 @@ def test_timing_returns_one_time_per_repetition(target):
     a = np.ones((8, 16), np.float16)
     b = np.ones((16, 8), np.float16)
     c = np.zeros((8, 8), np.float16)
-    from kbench.api import RawProblem
+    from kbench.native.api import RawProblem
     res = target.engine.gemm_raw(8, 8, 16, [RawProblem(a, 16, b, 8, c, 8)],
                                  timing=Timing(warmup=2, rounds=7))
     assert len(res.times_ns) == 7 and all(t > 0 for t in res.times_ns)
@@ -191,7 +193,7 @@ def test_timing_returns_one_time_per_repetition(target):
 
 
 def test_packing_in_the_worker_matches_the_host(target):
-    from kbench.engine import InProcessEngine
+    from kbench.targets.inprocess import InProcessEngine
     b = np.arange(7 * 20, dtype=np.float16).reshape(7, 20)
     host = InProcessEngine()
     assert np.array_equal(pack(target.engine, b), pack(host, b))

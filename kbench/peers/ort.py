@@ -49,10 +49,10 @@ from typing import Any
 
 import numpy as np
 
-from ..api import RawProblem, Realization, Selector
-from ..engine import CallResult, ConvDesc, Timing
-from ..errors import InternalError, InvalidArgument, KbenchError, Unsupported
-from . import time_calls
+from kbench.errors import InternalError, InvalidArgument, KbenchError, Unsupported
+from kbench.native.api import RawProblem, Realization, Selector
+from kbench.native.calls import CallResult, ConvDesc, Timing
+from kbench.peers.timing import time_calls
 
 MIN_VERSION = (1, 29)
 OPSET = 17

@@ -259,22 +259,6 @@ kb_status kb_select_conv(const kb_selector *sel, const kb_conv_desc *d, const kb
     return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "no enabled convolution realization");
 }
 
-kb_status kb_gemm_plain_on_backend(int backend, const kb_selector *sel,
-                                   const kb_gemm_call *c, kb_error *err) {
-    /* (an im2col realization that names its GEMM calls it directly) */
-    kb_cpu_info cpu;
-    kb_cpu_detect(&cpu);
-    table t;
-    table_build(&t);
-    for (size_t i = 0; i < t.n_gemm; i++) {
-        const kb_gemm_impl *g = t.gemm[i];
-        if (g->backend != backend || !(g->bforms & KB_BFORM_PLAIN)) continue;
-        if (!impl_allowed(g->backend, g->isa, sel, &cpu)) continue;
-        return g->run(c, err);
-    }
-    return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "backend %s has no GEMM for plain B", kb_backend_name(backend));
-}
-
 int kb_backend_compiled(int backend) {
     table t;
     table_build(&t);

@@ -175,7 +175,6 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
     if (st != KB_OK) return st;
 
     /* Pass 2: run. */
-    uint64_t t0 = kb_now_ns();
     for (size_t i = 0; i < batch; i++) {
         const kb_gemm_problem *p = &problems[i];
         kb_gemm_call c;
@@ -201,7 +200,6 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
         }
     }
     kb_scratch_release();
-    kb_test_slowdown(impl->name, t0);
     kb_fill_gemm_realization(impl, sel->threads, ran);
     return KB_OK;
 }

@@ -16,8 +16,6 @@ kb_status kb_fail(kb_error *err, kb_status code, const char *field,
 #endif
     ;
 void kb_clear_error(kb_error *err);
-/* Test-only: KBENCH_TEST_SLOWDOWN slows one realization (see kb_timer.c). */
-void kb_test_slowdown(const char *realization, uint64_t t0);
 
 /* ---- checked size arithmetic ---------------------------------------------- */
 
@@ -151,6 +149,9 @@ typedef struct kb_conv_impl {
  * NEON and SME backends exist in aarch64 builds only. */
 const kb_gemm_impl *const *kb_scalar_gemm_impls(size_t *count);
 const kb_conv_impl *const *kb_scalar_conv_impls(size_t *count);
+/* The scalar backend's native packer (panels of 16 columns, bias first). */
+void kb_scalar_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                           void *dst);
 #if defined(__aarch64__)
 #define KB_HAVE_NEON 1
 #define KB_HAVE_SME 1
@@ -191,12 +192,9 @@ void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads,
 void kb_fill_conv_realization(const kb_conv_impl *impl, int threads,
                               kb_realization *r);
 
-/* Runs a single GEMM problem through an impl chosen for backend `backend`
- * with plain B (used by im2col+GEMM convolution). */
-kb_status kb_gemm_plain_on_backend(int backend, const kb_selector *sel,
-                                   const kb_gemm_call *c, kb_error *err);
-
-/* Backend-generic im2col + GEMM convolution (uses the backend's plain-B GEMM). */
+/* Backend-generic im2col + GEMM convolution (kb_im2col.c): the loops are
+ * written once; the realization names the plain-B GEMM it drives
+ * (self->gemm, required). */
 kb_status kb_conv_im2col_gemm_run(const kb_conv_impl *self, const kb_conv_desc *d, size_t oh,
                                   size_t ow, const kb_f16 *input, const kb_f16 *filter,
                                   const kb_f16 *bias, kb_f16 *output, const kb_selector *sel,

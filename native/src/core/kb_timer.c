@@ -1,6 +1,8 @@
 /* kb_timer.c — the native timer: warm-up, calibration of repetitions to a
  * minimum round time, rounds, optional cold caches; plus the test-only
- * slowdown knob used to prove the regression gate (KBENCH_TEST_SLOWDOWN). */
+ * slowdown knob used to prove the regression gate (KBENCH_TEST_SLOWDOWN).
+ * The timer drives the entry points (kb_gemm_batch, kb_conv2d, kb_pack_b*);
+ * they never call back into it. */
 #define _POSIX_C_SOURCE 200809L
 #include "kb_internal.h"
 
@@ -16,18 +18,36 @@ uint64_t kb_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* KBENCH_TEST_SLOWDOWN="<realization>=<fraction>": after each call of that
- * realization, spin for fraction x the call's own duration. Test-only. */
-void kb_test_slowdown(const char *realization, uint64_t t0) {
+/* KBENCH_TEST_SLOWDOWN="<realization>=<fraction>" (test-only): in timed
+ * calls of that realization, spin after each call for fraction x the call's
+ * own duration. Read once per timing request, here in the timer: a
+ * production call never looks at the environment or the clock. */
+typedef struct slowdown {
+    char name[KB_NAME_LEN];
+    double fraction;
+} slowdown;
+
+static void slowdown_read(slowdown *s) {
+    s->name[0] = 0;
+    s->fraction = 0;
     const char *v = getenv("KBENCH_TEST_SLOWDOWN");
     if (!v || !*v) return;
     const char *eq = strchr(v, '=');
-    if (!eq || (size_t)(eq - v) != strlen(realization) || strncmp(v, realization, (size_t)(eq - v)))
-        return;
-    double fraction = strtod(eq + 1, NULL);
-    if (!(fraction > 0)) return;
-    uint64_t spent = kb_now_ns() - t0;
-    uint64_t until = kb_now_ns() + (uint64_t)(fraction * (double)spent);
+    if (!eq || (size_t)(eq - v) >= sizeof s->name) return;
+    memcpy(s->name, v, (size_t)(eq - v));
+    s->name[eq - v] = 0;
+    double f = strtod(eq + 1, NULL);
+    s->fraction = f > 0 && f < 1e3 ? f : 0;
+}
+
+/* The fraction to apply to calls that ran `ran`, or 0. */
+static double slowdown_for(const slowdown *s, const kb_realization *ran) {
+    if (!(s->fraction > 0) || !ran) return 0;
+    return strcmp(s->name, ran->name) ? 0 : s->fraction;
+}
+
+static void spin_ns(uint64_t ns) {
+    uint64_t until = kb_now_ns() + ns;
     while (kb_now_ns() < until) {
     }
 }
@@ -64,14 +84,20 @@ static kb_status run_timed(call_fn fn, void *ctx, const kb_timing *t, double *ro
         uint64_t want = one ? (t->min_round_ns + one - 1) / one : cap;
         reps = want < 1 ? 1 : want > cap ? cap : (uint32_t)want;
     }
+    slowdown knob;
+    slowdown_read(&knob);
+    double slow = slowdown_for(&knob, ran);
     for (uint32_t r = 0; r < t->rounds; r++) {
         if (flush) flush_caches(flush);
         uint64_t t0 = kb_now_ns();
-        for (uint32_t i = 0; i < reps; i++)
+        for (uint32_t i = 0; i < reps; i++) {
+            uint64_t c0 = slow > 0 ? kb_now_ns() : 0;
             if ((st = fn(ctx, ran, err)) != KB_OK) {
                 free(flush);
                 return st;
             }
+            if (slow > 0) spin_ns((uint64_t)(slow * (double)(kb_now_ns() - c0)));
+        }
         round_ns[r] = (double)(kb_now_ns() - t0) / (double)reps;
     }
     free(flush);

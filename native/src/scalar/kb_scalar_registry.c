@@ -13,6 +13,7 @@ static const kb_conv_impl im2col_gemm = {
     .accum = KB_ACCUM_FP32,
     .threaded = 0,
     .run = kb_conv_im2col_gemm_run,
+    .gemm = &kb_matmul_clamp_f16_f16_f16_scalar_f32acc,
 };
 
 static const kb_gemm_impl *const gemm_impls[] = {&kb_matmul_clamp_f16_f16_f16_scalar_f32acc};

@@ -1,0 +1,3 @@
+from kbench.cli.main import main
+
+main()

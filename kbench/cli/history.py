@@ -1,0 +1,241 @@
+"""Command-line commands over recorded runs: history, compare and gate.
+
+The gate's defaults (slowdown limit, alpha, which targets are compared as
+speed) come from ci/gate.toml in the checkout, or from --config; options
+given on the command line win."""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import click
+import pandas as pd
+
+from kbench.results.compare import Comparison, GateResult, compare_runs, gate, markdown
+from kbench.results.history import append_run, default_db_path, query_runs
+from kbench.results.runfolder import Run, RunFolderError, load_run
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_CONFIG = REPO / "ci" / "gate.toml"
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    max_slowdown: float = 0.05
+    alpha: float = 0.01
+    speed_targets: tuple[str, ...] = ("*",)  # fnmatch patterns; emulated targets never count
+
+
+def parse_fraction(value: str | float) -> float:
+    """"5%" or "0.05" -> 0.05. A bare number above 1 is refused (write "5%")."""
+    text = str(value).strip()
+    try:
+        frac = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a fraction (write 5% or 0.05)") from None
+    if not math.isfinite(frac) or frac < 0:
+        raise ValueError(f"{value!r}: the slowdown limit must be a fraction >= 0")
+    if frac > 1 and not text.endswith("%"):
+        raise ValueError(f"{value!r} is ambiguous: write {text}% or {float(text) / 100:g}")
+    return frac
+
+
+def load_gate_config(path: Path | None = None) -> GateConfig:
+    """The [gate] table of a TOML file; DEFAULT_CONFIG if there is one, else built-ins."""
+    if path is None:
+        if not DEFAULT_CONFIG.is_file():
+            return GateConfig()
+        path = DEFAULT_CONFIG
+    with open(path, "rb") as fh:
+        table: dict[str, Any] = tomllib.load(fh).get("gate", {})
+    unknown = set(table) - {"max_slowdown", "alpha", "speed_targets"}
+    if unknown:
+        raise ValueError(f"{path}: unknown [gate] key(s): {', '.join(sorted(unknown))}")
+    cfg = GateConfig()
+    if "max_slowdown" in table:
+        cfg = replace(cfg, max_slowdown=parse_fraction(table["max_slowdown"]))
+    if "alpha" in table:
+        cfg = replace(cfg, alpha=float(table["alpha"]))
+    if "speed_targets" in table:
+        targets = table["speed_targets"]
+        if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
+            raise ValueError(f"{path}: speed_targets must be a list of strings")
+        cfg = replace(cfg, speed_targets=tuple(targets))
+    return cfg
+
+
+def _config(config: str | None, max_slowdown: str | None, alpha: float | None) -> GateConfig:
+    try:
+        cfg = load_gate_config(Path(config) if config else None)
+    except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--config") from exc
+    if max_slowdown is not None:
+        try:
+            cfg = replace(cfg, max_slowdown=parse_fraction(max_slowdown))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--max-slowdown") from exc
+    if alpha is not None:
+        cfg = replace(cfg, alpha=alpha)
+    if not 0 < cfg.alpha < 0.5:
+        raise click.BadParameter(f"alpha must be in (0, 0.5), got {cfg.alpha}",
+                                 param_hint="--alpha")
+    return cfg
+
+
+def _load(path: str, hint: str) -> Run:
+    try:
+        return load_run(path)
+    except RunFolderError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from exc
+
+
+def _fmt_ns(ns: float) -> str:
+    return "-" if ns != ns else f"{ns / 1e3:.2f}"
+
+
+def comparison_text(comp: Comparison) -> str:
+    """Plain-text table of the timed cases and the verdict counts."""
+    timed = comp.timed()
+    lines = [f"base:      {comp.base.path}: {comp.base.describe()}",
+             f"candidate: {comp.cand.path}: {comp.cand.describe()}"]
+    if timed:
+        width = max(len(c.label) for c in timed)
+        lines.append(f"{'case':{width}s} {'base us':>10s} {'cand us':>10s} {'ratio':>7s} "
+                     f"{'p':>8s}  verdict")
+        for c in timed:
+            ratio = "-" if c.ratio != c.ratio else f"{c.ratio:.3f}"
+            p = "-" if c.p_value != c.p_value else f"{c.p_value:.2g}"
+            note = f" ({c.note})" if c.note else ""
+            lines.append(f"{c.label:{width}s} {_fmt_ns(c.base_median_ns):>10s} "
+                         f"{_fmt_ns(c.cand_median_ns):>10s} {ratio:>7s} {p:>8s}  "
+                         f"{c.verdict}{note}")
+    else:
+        lines.append("no timed cases")
+    counts = comp.counts()
+    if counts:
+        lines.append("timed: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    lines += [f"warning: {w}" for w in comp.warnings]
+    return "\n".join(lines)
+
+
+def _write_markdown(text: str, path: str | None, step_summary: bool) -> None:
+    if path:
+        Path(path).write_text(text)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY", "") if step_summary else ""
+    if summary:
+        with open(summary, "a") as fh:  # GitHub collects the job summary from this file
+            fh.write(text + "\n")
+
+
+_DB = click.option("--db", type=click.Path(dir_okay=False), default=None,
+                   help="History database [default: $XDG_DATA_HOME/kbench/history.sqlite].")
+_CONFIG = click.option("--config", type=click.Path(exists=True, dir_okay=False), default=None,
+                       help=f"Gate configuration (TOML, [gate] table) [default: "
+                            f"{DEFAULT_CONFIG.relative_to(REPO)} in the checkout].")
+_ALPHA = click.option("--alpha", type=float, default=None,
+                      help="Significance level of the Mann-Whitney U test [default: from the "
+                           "configuration, else 0.01].")
+_SLOWDOWN = click.option("--max-slowdown", default=None,
+                         help="Largest tolerated slowdown, 5% or 0.05 [default: from the "
+                              "configuration, else 5%].")
+_BASE = click.argument("base", type=click.Path(exists=True, file_okay=False))
+_CAND = click.argument("cand", type=click.Path(exists=True, file_okay=False))
+
+
+def _listing(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "no runs"
+    lines = [f"{'id':>4s}  {'date':25s} {'commit':13s} {'host':16s} {'arch':8s} "
+             f"{'state':10s} {'backends':18s} {'results':>7s} {'failed':>6s} {'timed':>5s}  "
+             "cpu / path"]
+    for r in df.itertuples(index=False):
+        commit = str(r.git_commit or "")[:12] + ("+" if r.git_dirty else "")
+        state = ("complete" if r.complete else "INCOMPLETE") + ("*" if r.emulated else "")
+        lines.append(f"{r.id:>4d}  {str(r.date):25s} {commit:13s} {str(r.host or '')[:16]:16s} "
+                     f"{str(r.arch or ''):8s} {state:10s} {str(r.backends or '')[:18]:18s} "
+                     f"{r.n_results:>7d} {r.n_failed:>6d} {r.n_timed:>5d}  "
+                     f"{r.cpu_model or ''} / {r.path}")
+    if df["emulated"].any():
+        lines.append("* has emulated targets: their times are not speed")
+    return "\n".join(lines)
+
+
+@click.command("history")
+@_DB
+@click.option("--add", "add", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Append this run folder to the history first (repeatable).")
+@click.option("--machine", default=None,
+              help="Only runs whose host, CPU model or architecture contains this.")
+@click.option("--backend", default=None, help="Only runs with results of this backend.")
+@click.option("--commit", default=None, help="Only runs of commits starting with this.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="At most this many runs, newest first.")
+def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: str | None,
+            commit: str | None, limit: int) -> None:
+    """List recorded runs (newest first); --add records run folders."""
+    db_path = Path(db) if db else default_db_path()
+    for folder in add:
+        run_id = append_run(db_path, _load(folder, "--add"))
+        click.echo(f"recorded {folder} as run {run_id} in {db_path}")
+    if not db_path.exists():
+        click.echo(f"no history yet at {db_path}")
+        return
+    click.echo(_listing(query_runs(db_path, machine=machine, backend=backend, commit=commit,
+                                   limit=limit)))
+
+
+@click.command("compare")
+@_BASE
+@_CAND
+@_ALPHA
+@_SLOWDOWN
+@_CONFIG
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write the comparison as Markdown to this file.")
+def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
+            config: str | None, markdown_file: str | None) -> None:
+    """Compare two run folders case by case: ratio of median times, one-sided
+    Mann-Whitney U tests on per-round times, and a verdict (faster, slower,
+    same; not-comparable for emulated times)."""
+    cfg = _config(config, max_slowdown, alpha)
+    comp = compare_runs(_load(base, "BASE"), _load(cand, "CAND"), cfg.alpha, cfg.max_slowdown,
+                        cfg.speed_targets)
+    click.echo(comparison_text(comp))
+    _write_markdown(markdown(comp), markdown_file, step_summary=False)
+
+
+def gate_text(result: GateResult) -> str:
+    lines = [comparison_text(result.comparison)]
+    for f in result.failures:
+        lines.append(f"FAIL {f.reason}: {f.case + ': ' if f.case else ''}{f.detail}")
+    lines.append("gate: PASSED" if result.passed else
+                 f"gate: FAILED ({len(result.failures)} failure(s))")
+    return "\n".join(lines)
+
+
+@click.command("gate")
+@_BASE
+@_CAND
+@_SLOWDOWN
+@_ALPHA
+@_CONFIG
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
+              help="Write the Markdown summary here (it is also appended to "
+                   "$GITHUB_STEP_SUMMARY when that is set).")
+def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | None,
+                 config: str | None, markdown_file: str | None) -> None:
+    """The regression gate: exit 1 on any correctness failure or error in
+    CAND, any case of BASE missing from CAND, an incomplete run, or a
+    slowdown both above --max-slowdown and significant at --alpha; 0 if
+    none; 2 on bad input."""
+    cfg = _config(config, max_slowdown, alpha)
+    result = gate(_load(base, "BASE"), _load(cand, "CAND"), cfg.alpha, cfg.max_slowdown,
+                  cfg.speed_targets)
+    click.echo(gate_text(result))
+    _write_markdown(markdown(result), markdown_file, step_summary=True)
+    raise SystemExit(0 if result.passed else 1)

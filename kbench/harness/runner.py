@@ -1,0 +1,192 @@
+"""One tester for every kernel: runs a case with an input kind on a target
+with a forced realization, judges the result, returns a Verdict.
+
+A new realization needs no new test code: the suites parametrize over
+whatever realizations a target lists."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from kbench.judge import fingerprint as fingerprints
+from kbench.judge import winograd
+from kbench.judge.oracle import Reference
+from kbench.judge.tolerance import AccumModel
+from kbench.judge.verdict import ERROR, FAIL, MISTRUSTED, PASS, SKIP, Verdict, combine, judge
+from kbench.native import api
+from kbench.native.calls import ConvDesc
+from kbench.problems import inputs
+from kbench.problems.cases import Case, ConvCase, GemmCase
+from kbench.targets.spec import Target
+
+# A fingerprinted job compares FINGERPRINT_WORK / K output elements, at most
+# FINGERPRINT_ELEMENTS and at least 256 (or all), sampled (kbench.fingerprint).
+FINGERPRINT_WORK = 1 << 19
+FINGERPRINT_ELEMENTS = 2048
+
+
+class InputCache:
+    """Inputs and oracle of the last few (case, kind) pairs: every realization
+    on every target sees the same inputs, generated and judged once."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[Case, str], object] = OrderedDict()
+
+    def get(self, case: Case, kind: str) -> inputs.GemmInputs | inputs.ConvInputs:
+        key = (case, kind)
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]  # type: ignore[return-value]
+        value = (inputs.gemm_inputs(case, kind) if isinstance(case, GemmCase)
+                 else inputs.conv_inputs(case, kind))  # type: ignore[arg-type]
+        self._items[key] = value
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return value
+
+
+@dataclass(frozen=True)
+class Job:
+    case: Case
+    kind: str
+    realization: api.Realization
+    target: str
+    catalog: str = ""
+    fingerprint: bool | None = None  # the accumulation fingerprint; None: for peers only
+
+    @property
+    def id(self) -> str:
+        return f"{self.target}-{self.realization.name}-{self.case.name}-{self.kind}"
+
+
+def applicable(case: Case, r: api.Realization) -> bool:
+    """Does the realization take this case (operator, form of B, shape class)?"""
+    if r.op != case.op:
+        return False
+    if isinstance(case, GemmCase):
+        return case.b_form in r.bforms and (not r.max_m or case.m <= r.max_m)
+    if r.conv_class == "3x3s1" and not (case.kh == case.kw == 3 and case.stride == (1, 1)
+                                         and case.dilation == (1, 1)):
+        return False
+    return not r.max_groups or case.groups <= r.max_groups
+
+
+def _verdict(job: Job, status: str, message: str = "", ran: api.Realization | None = None
+             ) -> Verdict:
+    case, r = job.case, ran or job.realization
+    m, n = (case.m, case.n) if isinstance(case, GemmCase) else (
+        case.n * case.out_h * case.out_w, case.c_out)
+    return Verdict(
+        case=case.name, op=case.op, shape=case.shape_str(), kind=job.kind, target=job.target,
+        backend=r.backend, realization=r.name, kernel=r.kernel, accum=r.accum,
+        k=case.reduction, m=m, n=n,
+        b_form=case.b_form if isinstance(case, GemmCase) else "",
+        vector_bits=r.vector_bits, status=status, message=message, catalog=job.catalog,
+        tags=list(case.tags), layers=case.layers, flops=case.flops, threads=r.threads,
+    )
+
+
+def run_job(target: Target, job: Job, selector: api.Selector | None = None,
+            cache: InputCache | None = None, force: bool = True) -> Verdict:
+    """Runs and judges one job. With force=False the selector (e.g. its
+    dispatch table) chooses, and the job's realization is what it must pick."""
+    case, want = job.case, job.realization
+    if not applicable(case, want):
+        return _verdict(job, SKIP, f"{want.name} does not take this case")
+    if isinstance(case, GemmCase):
+        inp = cache.get(case, job.kind) if cache else inputs.gemm_inputs(case, job.kind)
+        assert isinstance(inp, inputs.GemmInputs)
+        outcome = target.run_gemm(case, inp, want.name, selector, force)
+        refs = inp.refs
+        has_bias = case.bias
+    else:
+        assert isinstance(case, ConvCase)
+        cinp = cache.get(case, job.kind) if cache else inputs.conv_inputs(case, job.kind)
+        assert isinstance(cinp, inputs.ConvInputs)
+        outcome = target.run_conv(case, cinp, want.name, selector, force)
+        refs = [cinp.ref]
+        has_bias = case.bias
+    if outcome.error is not None:
+        msg = f"{type(outcome.error).__name__}: {outcome.error}"
+        if outcome.guard_detail:
+            msg += f"; {outcome.guard_detail}"
+        return _verdict(job, ERROR, msg)
+    ran = outcome.ran
+    assert ran is not None
+    if ran.name != want.name:
+        how = "asked for" if force else "dispatch should have chosen"
+        return _verdict(job, FAIL, f"{how} {want.name} but {ran.name} ran", ran)
+    model = AccumModel(ran.accum, ran.k_per_rounding)
+    k = case.reduction
+    gemm_class = None
+    if ran.error_model == "winograd_f2x2_3x3" and isinstance(case, ConvCase):
+        # its own model: the transforms' magnitude sum and extra roundings,
+        # over a channel sum of c_in / groups; the GEMM-class ratio is kept
+        # alongside to show how far from that bound Winograd lands
+        gemm_class = combine([judge(out, ref, model, k, has_bias, False)
+                              for out, ref in zip(outcome.outputs, refs, strict=True)])
+        s_w = winograd.magnitude_sum(cinp.x, cinp.w, cinp.bias, case.pad, case.groups)
+        refs = [Reference(r.exact, s_w, r.rounded, np.where(np.isfinite(s_w), s_w, 0.0))
+                for r in refs]
+        model = AccumModel(ran.accum, ran.k_per_rounding, winograd.EXTRA_ROUNDINGS, True)
+        k = case.c_in // case.groups
+    j = combine([judge(out, ref, model, k, has_bias, job.kind == "exact")
+                 for out, ref in zip(outcome.outputs, refs, strict=True)])
+    status = PASS
+    message = j.detail
+    if outcome.guard_detail:
+        status, message = FAIL, outcome.guard_detail
+    elif not j.ok:
+        status = FAIL
+    elif j.mistrusted:
+        status = MISTRUSTED
+    v = _verdict(job, status, message, ran)
+    v.max_err_bound, v.max_ulp, v.rms_rel = j.max_ratio, j.max_ulp, j.rms_rel
+    v.max_err_gemm_bound = gemm_class.max_ratio if gemm_class else j.max_ratio
+    v.exact, v.total = j.exact, j.total
+    if wants_fingerprint(job, ran) and all(o.size for o in outcome.outputs):
+        if isinstance(case, GemmCase):
+            fp = fingerprints.gemm(inp.a, inp.b, inp.bias, inp.clamp, outcome.outputs,
+                                   FINGERPRINT_WORK, FINGERPRINT_ELEMENTS)
+        else:
+            params = api.ConvParams(case.stride, case.pad, case.dilation, case.groups,
+                                    cinp.clamp)
+            desc = ConvDesc.from_shapes(cinp.x.shape, cinp.w.shape, params)
+            fp = fingerprints.conv(cinp.x, cinp.w, cinp.bias, desc, outcome.outputs[0],
+                                   FINGERPRINT_WORK, FINGERPRINT_ELEMENTS)
+        v.accum_model, v.accum_match = fp.model, fp.match
+    return v
+
+
+def wants_fingerprint(job: Job, ran: api.Realization) -> bool:
+    """Is the accumulation model of this job's output fingerprinted? Peers by
+    default (a black box whose accumulation is not declared), every
+    realization when the job asks for it; never exact-by-design inputs, on
+    which every model agrees by construction (indistinguishable)."""
+    if job.kind == "exact":
+        return False
+    return ran.peer if job.fingerprint is None else job.fingerprint
+
+
+def random_kind(case: Case) -> str:
+    """The real-valued kind a case runs besides `exact` (stable per case)."""
+    return ("uniform", "normal", "specials")[inputs.seed_for(case.name, "kind") % 3]
+
+
+def jobs_for(cases: list[Case], realizations: list[api.Realization], target: str,
+             catalog: str = "", kinds: tuple[str, ...] | None = None,
+             fingerprint: bool | None = None) -> list[Job]:
+    """Every case x input kind x applicable realization (`fingerprint` as in Job)."""
+    out = []
+    for case in cases:
+        ks = kinds or ("exact", random_kind(case))
+        for r in realizations:
+            if not applicable(case, r):
+                continue
+            for k in ks:
+                out.append(Job(case, k, r, target, catalog, fingerprint))
+    return out

@@ -1,0 +1,592 @@
+"""The Python API over the native library: numpy arrays in, numpy arrays out.
+
+Arrays are FP16 (numpy.float16). A 2-D operand may be a strided view whose
+rows are further apart than their length: its row stride becomes lda/ldb/ldc.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kbench.errors import InvalidArgument
+from kbench.native.loader import Native, load
+
+BACKENDS = ("scalar", "neon", "sme")
+ISA_LEVELS = ("scalar", "neon", "fhm", "sme", "sme2")
+ACCUM = ("fp32", "fp16")
+OPS = ("gemm", "conv2d")
+BFORMS = {1: "plain", 2: "packed", 4: "native"}
+LAYOUTS = {1: "portable", 2: "scalar_f16p16x1b", 3: "neon", 4: "sme_x16p2vlx2b"}
+CONV_CLASSES = ("any", "3x3s1")
+ERROR_MODELS = ("gemm", "winograd_f2x2_3x3")
+CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2"}
+
+
+def backend_id(name: str) -> int:
+    if name not in BACKENDS:
+        raise InvalidArgument(f"backend: {name!r} is not one of {', '.join(BACKENDS)}", "backend")
+    return BACKENDS.index(name)
+
+
+class DispatchTable:
+    """A tuned dispatch table (JSON from `kbench tune`). The native library
+    checks it against this machine and library version when it is loaded."""
+
+    def __init__(self, text: str, path: str = "") -> None:
+        self.text = text
+        self.path = path
+        self._loaded: dict[int, Any] = {}
+
+    @classmethod
+    def from_file(cls, path: str) -> DispatchTable:
+        from pathlib import Path
+        try:
+            return cls(Path(path).read_text(), str(path))
+        except OSError as exc:
+            raise InvalidArgument(f"table: cannot read {path}: {exc}", "table") from exc
+
+    def native(self, nat: Native) -> Any:
+        """The loaded kb_dispatch_table* for this library (loaded once)."""
+        key = id(nat)
+        if key not in self._loaded:
+            data = self.text.encode()
+            out = nat.ffi.new("kb_dispatch_table **")
+            err = nat.new_error()
+            nat.check(nat.lib.kb_load_dispatch_table(data, len(data), out, err), err)
+            self._loaded[key] = nat.ffi.gc(out[0], nat.lib.kb_free_dispatch_table)
+        return self._loaded[key]
+
+    def rules(self, nat: Native | None = None) -> int:
+        nat = nat or load()
+        return int(nat.lib.kb_dispatch_table_rules(self.native(nat)))
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Which realizations a call may use."""
+
+    disabled: frozenset[str] = frozenset()
+    isa_cap: str | None = None  # one of ISA_LEVELS; None = no cap (KBENCH_ISA_CAP still applies)
+    force: str | None = None  # realization name
+    threads: int = 1
+    trust_payload: bool = False
+    table: DispatchTable | None = None  # tuned choices per shape class
+
+    def to_c(self, nat: Native) -> tuple[Any, list[Any]]:
+        """Returns the kb_selector* and the objects that must outlive it."""
+        sel = nat.ffi.new("kb_selector *")
+        nat.lib.kb_selector_default(sel)
+        keep: list[Any] = []
+        for b in self.disabled:
+            sel.disabled_backends |= 1 << backend_id(b)
+        if self.isa_cap is not None:
+            if self.isa_cap not in ISA_LEVELS:
+                raise InvalidArgument(
+                    f"selector.isa_cap: {self.isa_cap!r} is not one of {', '.join(ISA_LEVELS)}",
+                    "selector.isa_cap",
+                )
+            sel.isa_cap = min(sel.isa_cap, ISA_LEVELS.index(self.isa_cap))
+        if self.force is not None:
+            name = nat.ffi.new("char[]", self.force.encode())
+            keep.append(name)
+            sel.force = name
+        if self.threads < 0:
+            raise InvalidArgument("selector.threads: must not be negative", "selector.threads")
+        sel.threads = self.threads
+        sel.trust_payload = int(self.trust_payload)
+        if self.table is not None:
+            ptr = self.table.native(nat)
+            keep.append(ptr)
+            sel.table = ptr
+        return sel, keep
+
+
+@dataclass(frozen=True)
+class Realization:
+    """A way the library computes an operator, and what it declares."""
+
+    name: str
+    backend: str
+    kernel: str
+    op: str
+    isa: str
+    accum: str
+    k_per_rounding: int
+    bforms: tuple[str, ...]
+    vector_bits: int
+    threads: int
+    max_m: int = 0  # GEMM shape class: largest M it takes (1 = GEMV), 0 = any
+    max_groups: int = 0  # convolution: largest groups it takes, 0 = any
+    peer: bool = False  # another library's kernel (kbench.peers), shown for comparison only
+    conv_class: str = "any"  # convolution shapes it takes: any | 3x3s1
+    error_model: str = "gemm"  # gemm | winograd_f2x2_3x3
+    # cache blocking of the loop around the micro-kernel, 0 = none (whole dimension);
+    # K blocks carry partial sums at accumulator precision (no bit changes)
+    block_m: int = 0
+    block_n: int = 0
+    block_k: int = 0
+
+    @classmethod
+    def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
+                    k_per_rounding: int, bforms: int, vector_bits: int, threads: int,
+                    max_m: int = 0, max_groups: int = 0, peer: bool = False,
+                    conv_class: int = 0, error_model: int = 0,
+                    blocks: tuple[int, int, int] = (0, 0, 0)) -> Realization:
+        return cls(
+            name=name, backend=backend, kernel=kernel, op=OPS[op], isa=ISA_LEVELS[isa],
+            accum=ACCUM[accum], k_per_rounding=int(k_per_rounding) or 1,
+            bforms=tuple(v for k, v in BFORMS.items() if bforms & k),
+            vector_bits=int(vector_bits), threads=int(threads), max_m=int(max_m),
+            max_groups=int(max_groups), peer=bool(peer), conv_class=CONV_CLASSES[conv_class],
+            error_model=ERROR_MODELS[error_model], block_m=int(blocks[0]),
+            block_n=int(blocks[1]), block_k=int(blocks[2]),
+        )
+
+    @classmethod
+    def from_c(cls, nat: Native, r: Any) -> Realization:
+        s = nat.ffi.string
+        return cls.from_fields(s(r.name).decode(), s(r.backend).decode(), s(r.kernel).decode(),
+                               r.op, r.isa, r.accum, r.k_per_rounding, r.bforms, r.vector_bits,
+                               r.threads, r.max_m, r.max_groups, False, r.conv_class,
+                               r.error_model, (r.block_m, r.block_n, r.block_k))
+
+    @property
+    def blocked(self) -> bool:
+        """Does the loop around the micro-kernel block any dimension?"""
+        return bool(self.block_m or self.block_n or self.block_k)
+
+    def blocking_str(self) -> str:
+        """The block sizes, e.g. 'mb=64 nb=256 kb=256' (a dimension not blocked
+        is left out), or 'none'."""
+        if not self.blocked:
+            return "none"
+        return " ".join(f"{d}={v}" for d, v in (("mb", self.block_m), ("nb", self.block_n),
+                                                 ("kb", self.block_k)) if v)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "backend": self.backend, "kernel": self.kernel, "op": self.op,
+            "isa": self.isa, "accum": self.accum, "k_per_rounding": self.k_per_rounding,
+            "bforms": list(self.bforms), "vector_bits": self.vector_bits, "threads": self.threads,
+            "max_m": self.max_m, "max_groups": self.max_groups, "peer": self.peer,
+            "conv_class": self.conv_class, "error_model": self.error_model,
+            "block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Realization:
+        return cls(**{**d, "bforms": tuple(d["bforms"]), "peer": bool(d.get("peer", False))})
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    arch: str
+    features: tuple[str, ...]
+    sme_vector_bits: int
+    isa: str
+
+
+@dataclass(frozen=True)
+class PackedB:
+    """A packed B buffer (header + payload) as bytes, with what it was packed for."""
+
+    data: np.ndarray = field(repr=False)  # uint8
+    n: int
+    k: int
+    native: bool
+    backend: str
+    layout: str
+    vector_bits: int
+
+
+@dataclass(frozen=True)
+class GemmResult:
+    c: list[np.ndarray]
+    realization: Realization
+
+
+@dataclass(frozen=True)
+class ConvResult:
+    output: np.ndarray
+    realization: Realization
+
+
+# ---- helpers -----------------------------------------------------------------
+
+
+def _matrix(x: np.ndarray, name: str, writable: bool = False) -> tuple[np.ndarray, int]:
+    """Checks an FP16 matrix view; returns it with its leading dimension."""
+    if not isinstance(x, np.ndarray):
+        raise InvalidArgument(f"{name}: expected a numpy array, got {type(x).__name__}", name)
+    if x.dtype != np.float16:
+        raise InvalidArgument(f"{name}: dtype must be float16, got {x.dtype}", name)
+    if x.ndim != 2:
+        raise InvalidArgument(f"{name}: must be 2-D, got {x.ndim}-D", name)
+    rows, cols = x.shape
+    if rows == 0 or cols == 0:
+        raise InvalidArgument(f"{name}: dimensions must be positive, got {x.shape}", name)
+    if x.strides[1] != 2 or x.strides[0] <= 0 or x.strides[0] % 2:
+        raise InvalidArgument(
+            f"{name}: rows must be contiguous with a positive row stride, strides {x.strides}", name
+        )
+    if writable and not x.flags.writeable:
+        raise InvalidArgument(f"{name}: must be writable", name)
+    return x, x.strides[0] // 2
+
+
+def _ptr(nat: Native, x: np.ndarray, ctype: str = "kb_f16 *") -> Any:
+    return nat.ffi.cast(ctype, x.__array_interface__["data"][0])
+
+
+def _vector(x: np.ndarray | None, n: int, name: str) -> np.ndarray | None:
+    if x is None:
+        return None
+    if not isinstance(x, np.ndarray) or x.dtype != np.float16:
+        raise InvalidArgument(f"{name}: must be a float16 numpy array", name)
+    if x.shape != (n,):
+        raise InvalidArgument(f"{name}: shape must be ({n},), got {x.shape}", name)
+    return np.ascontiguousarray(x)
+
+
+def _clamp(clamp: tuple[float, float] | None) -> tuple[float, float]:
+    if clamp is None:
+        return float("-inf"), float("inf")
+    lo, hi = clamp
+    return float(lo), float(hi)
+
+
+# ---- public API ---------------------------------------------------------------
+
+
+def cpu_info(nat: Native | None = None) -> CpuInfo:
+    nat = nat or load()
+    c = nat.ffi.new("kb_cpu_info *")
+    nat.lib.kb_cpu_detect(c)
+    return CpuInfo(
+        arch=nat.ffi.string(c.arch).decode(),
+        features=tuple(v for k, v in CPU_FEATURES.items() if c.features & k),
+        sme_vector_bits=int(c.sme_vector_bits),
+        isa=ISA_LEVELS[c.isa],
+    )
+
+
+def version(nat: Native | None = None) -> str:
+    nat = nat or load()
+    return nat.ffi.string(nat.lib.kb_version()).decode()
+
+
+def realizations(selector: Selector | None = None, nat: Native | None = None) -> list[Realization]:
+    nat = nat or load()
+    sel, keep = (selector or Selector()).to_c(nat)
+    count = nat.lib.kb_list_realizations(sel, nat.ffi.NULL, 0)
+    arr = nat.ffi.new("kb_realization[]", max(count, 1))
+    nat.lib.kb_list_realizations(sel, arr, count)
+    del keep
+    return [Realization.from_c(nat, arr[i]) for i in range(count)]
+
+
+def backends(selector: Selector | None = None, nat: Native | None = None) -> list[str]:
+    """Backends with at least one realization usable on this CPU."""
+    seen: list[str] = []
+    for r in realizations(selector, nat):
+        if r.backend not in seen:
+            seen.append(r.backend)
+    return seen
+
+
+def pack_b(b: np.ndarray, *, backend: str | None = None, bias: np.ndarray | None = None,
+           selector: Selector | None = None, nat: Native | None = None) -> PackedB:
+    """Packs B [K, N] in the portable layout, or in `backend`'s native layout
+    (which carries the bias inside)."""
+    nat = nat or load()
+    b, ldb = _matrix(b, "B")
+    k, n = b.shape
+    err = nat.new_error()
+    size = nat.ffi.new("size_t *")
+    if backend is None:
+        if bias is not None:
+            raise InvalidArgument("bias: the portable layout carries no bias; pass it to gemm()",
+                                  "bias")
+        nat.check(nat.lib.kb_pack_b_size(n, k, size, err), err)
+        out = np.zeros(size[0], dtype=np.uint8)
+        nat.check(nat.lib.kb_pack_b(n, k, _ptr(nat, b), ldb, _ptr(nat, out, "void *"), out.size,
+                                    err), err)
+    else:
+        bid = backend_id(backend)
+        bias = _vector(bias, n, "bias")
+        sel, keep = (selector or Selector()).to_c(nat)
+        nat.check(nat.lib.kb_pack_b_native_size(bid, n, k, sel, size, err), err)
+        out = np.zeros(size[0], dtype=np.uint8)
+        bias_p = _ptr(nat, bias) if bias is not None else nat.ffi.NULL
+        nat.check(nat.lib.kb_pack_b_native(bid, n, k, _ptr(nat, b), ldb, bias_p,
+                                           _ptr(nat, out, "void *"), out.size, sel, err), err)
+        del keep
+    return describe_packed(out, nat)
+
+
+def describe_packed(data: np.ndarray, nat: Native | None = None) -> PackedB:
+    """Reads the header of a packed buffer (no validation)."""
+    nat = nat or load()
+    hsize = nat.ffi.sizeof("kb_packed_header")
+    if data.dtype != np.uint8 or data.ndim != 1 or data.size < hsize:
+        raise InvalidArgument("B: not a packed buffer (uint8, at least the header)", "B")
+    h = nat.ffi.cast("kb_packed_header *", data.__array_interface__["data"][0])
+    return PackedB(
+        data=data, n=int(h.n), k=int(h.k), native=int(h.layout) != 1,
+        backend=BACKENDS[h.backend] if h.backend < len(BACKENDS) else str(int(h.backend)),
+        layout=LAYOUTS.get(int(h.layout), str(int(h.layout))), vector_bits=int(h.vector_bits),
+    )
+
+
+@dataclass
+class GemmOperands:
+    """One problem of a batch."""
+
+    a: np.ndarray
+    b: np.ndarray | PackedB
+    c: np.ndarray | None = None  # output view; allocated when None
+    bias: np.ndarray | None = None
+    clamp: tuple[float, float] | None = None
+
+
+def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None,
+               nat: Native | None = None) -> GemmResult:
+    """Runs a batch of problems that share M, N, K. Outputs are written into
+    each problem's `c` view (allocated if missing) and returned."""
+    nat = nat or load()
+    if not problems:
+        raise InvalidArgument("problems: the batch is empty", "problems")
+    first_a, _ = _matrix(problems[0].a, "problems[0].a")
+    m, k = first_a.shape
+    n = problems[0].b.n if isinstance(problems[0].b, PackedB) else _matrix(problems[0].b,
+                                                                          "problems[0].b")[0].shape[1]
+    arr = nat.ffi.new("kb_gemm_problem[]", len(problems))
+    keep: list[Any] = []
+    outs: list[np.ndarray] = []
+    for i, p in enumerate(problems):
+        a, lda = _matrix(p.a, f"problems[{i}].a")
+        if a.shape != (m, k):
+            raise InvalidArgument(f"problems[{i}].a: shape {a.shape}, batch has ({m}, {k})",
+                                  f"problems[{i}].a")
+        q = arr[i]
+        q.A = _ptr(nat, a)
+        q.lda = lda
+        if isinstance(p.b, PackedB):
+            q.B = _ptr(nat, p.b.data, "void *")
+            q.b_size = p.b.data.size
+            q.b_is_packed = 1
+            q.b_is_backend_native_packed = int(p.b.native)
+            keep.append(p.b.data)
+        else:
+            b, ldb = _matrix(p.b, f"problems[{i}].b")
+            if b.shape != (k, n):
+                raise InvalidArgument(f"problems[{i}].b: shape {b.shape}, expected ({k}, {n})",
+                                      f"problems[{i}].b")
+            q.B = _ptr(nat, b, "void *")
+            q.ldb = ldb
+            keep.append(b)
+        c = p.c if p.c is not None else np.empty((m, n), dtype=np.float16)
+        c, ldc = _matrix(c, f"problems[{i}].c", writable=True)
+        if c.shape != (m, n):
+            raise InvalidArgument(f"problems[{i}].c: shape {c.shape}, expected ({m}, {n})",
+                                  f"problems[{i}].c")
+        q.C = _ptr(nat, c)
+        q.ldc = ldc
+        outs.append(c)
+        bias = _vector(p.bias, n, f"problems[{i}].bias")
+        if bias is not None:
+            keep.append(bias)
+            q.bias = _ptr(nat, bias)
+        q.clamp_min, q.clamp_max = _clamp(p.clamp)
+        keep.append(a)
+    sel, sel_keep = (selector or Selector()).to_c(nat)
+    ran = nat.ffi.new("kb_realization *")
+    err = nat.new_error()
+    status = nat.lib.kb_gemm_batch(m, n, k, arr, len(problems), sel, ran, err)
+    del sel_keep, keep
+    nat.check(status, err)
+    return GemmResult(outs, Realization.from_c(nat, ran))
+
+
+def gemm(a: np.ndarray, b: np.ndarray | PackedB, bias: np.ndarray | None = None, *,
+         clamp: tuple[float, float] | None = None, out: np.ndarray | None = None,
+         selector: Selector | None = None, nat: Native | None = None) -> GemmResult:
+    """C = clamp(A @ B + bias). B is a [K, N] array or a PackedB."""
+    return gemm_batch([GemmOperands(a, b, out, bias, clamp)], selector=selector, nat=nat)
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    stride: tuple[int, int] = (1, 1)
+    pad: tuple[int, int, int, int] = (0, 0, 0, 0)  # top, bottom, left, right
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    clamp: tuple[float, float] | None = None
+
+
+def conv_desc(nat: Native, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+              p: ConvParams) -> Any:
+    """Fills a kb_conv_desc from NHWC / HWIO shapes."""
+    d = nat.ffi.new("kb_conv_desc *")
+    vals = {
+        "n": x_shape[0], "h": x_shape[1], "w": x_shape[2], "c_in": x_shape[3],
+        "c_out": w_shape[3], "kh": w_shape[0], "kw": w_shape[1],
+        "stride_h": p.stride[0], "stride_w": p.stride[1],
+        "pad_top": p.pad[0], "pad_bottom": p.pad[1], "pad_left": p.pad[2], "pad_right": p.pad[3],
+        "dil_h": p.dilation[0], "dil_w": p.dilation[1], "groups": p.groups,
+    }
+    for key, v in vals.items():
+        if not isinstance(v, (int, np.integer)) or v < 0:
+            raise InvalidArgument(f"desc.{key}: must be a non-negative integer, got {v!r}",
+                                  f"desc.{key}")
+        setattr(d, key, int(v))
+    d.clamp_min, d.clamp_max = _clamp(p.clamp)
+    return d
+
+
+def conv2d_output_shape(x_shape: tuple[int, ...], w_shape: tuple[int, ...], params: ConvParams,
+                        nat: Native | None = None) -> tuple[int, int, int, int]:
+    nat = nat or load()
+    d = conv_desc(nat, x_shape, w_shape, params)
+    oh = nat.ffi.new("size_t *")
+    ow = nat.ffi.new("size_t *")
+    err = nat.new_error()
+    nat.check(nat.lib.kb_conv2d_output_shape(d, oh, ow, err), err)
+    return (x_shape[0], int(oh[0]), int(ow[0]), w_shape[3])
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
+           params: ConvParams | None = None, *, out: np.ndarray | None = None,
+           selector: Selector | None = None, nat: Native | None = None) -> ConvResult:
+    """NHWC x [n, h, w, c_in], HWIO w [kh, kw, c_in/groups, c_out]."""
+    nat = nat or load()
+    params = params or ConvParams()
+    for name, arr, nd in (("input", x, 4), ("filter", w, 4)):
+        if not isinstance(arr, np.ndarray) or arr.dtype != np.float16 or arr.ndim != nd:
+            raise InvalidArgument(f"{name}: must be a {nd}-D float16 numpy array", name)
+    x = np.ascontiguousarray(x)
+    w = np.ascontiguousarray(w)
+    groups = params.groups
+    if groups <= 0 or x.shape[3] % groups or w.shape[2] * groups != x.shape[3]:
+        raise InvalidArgument(
+            f"filter: shape {w.shape} does not fit c_in = {x.shape[3]} with groups = {groups}",
+            "filter",
+        )
+    shape = conv2d_output_shape(x.shape, w.shape, params, nat)
+    if out is None:
+        out = np.empty(shape, dtype=np.float16)
+    if out.dtype != np.float16 or out.shape != shape or not out.flags.c_contiguous:
+        raise InvalidArgument(f"output: must be a contiguous float16 array of shape {shape}",
+                              "output")
+    bias = _vector(bias, w.shape[3], "bias")
+    d = conv_desc(nat, x.shape, w.shape, params)
+    sel, keep = (selector or Selector()).to_c(nat)
+    ran = nat.ffi.new("kb_realization *")
+    err = nat.new_error()
+    status = nat.lib.kb_conv2d(d, _ptr(nat, x), _ptr(nat, w),
+                               _ptr(nat, bias) if bias is not None else nat.ffi.NULL,
+                               _ptr(nat, out), sel, ran, err)
+    del keep
+    nat.check(status, err)
+    return ConvResult(out, Realization.from_c(nat, ran))
+
+
+def scratch_retained_bytes(nat: Native | None = None) -> int:
+    nat = nat or load()
+    return int(nat.lib.kb_scratch_retained_bytes())
+
+
+# ---- the unchecked low-level entry ----------------------------------------------
+
+SIZE_MAX = 2**64 - 1
+
+
+@dataclass
+class RawProblem:
+    """One problem for gemm_raw: flat buffers (None = NULL) and explicit strides.
+
+    Nothing here is checked against the buffers' lengths: the native library
+    validates what it can see (dimensions, strides, overflow, packed headers),
+    and the caller answers for the rest. Workers and the contract suite use it."""
+
+    a: np.ndarray | None
+    lda: int
+    b: np.ndarray | None
+    ldb: int
+    c: np.ndarray | None
+    ldc: int
+    bias: np.ndarray | None = None
+    clamp_min: float = float("-inf")
+    clamp_max: float = float("inf")
+    b_size: int = 0
+    b_is_packed: bool = False
+    b_is_backend_native_packed: bool = False
+
+
+def _size_arg(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgument(f"{name}: must be an integer, got {value!r}", name)
+    if value < 0:
+        raise InvalidArgument(f"{name}: must not be negative, got {value}", name)
+    if value > SIZE_MAX:
+        from kbench.errors import SizeOverflow
+        raise SizeOverflow(f"{name}: {value} does not fit in size_t", name)
+    return int(value)
+
+
+def gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], *,
+             selector: Selector | None = None, nat: Native | None = None) -> Realization:
+    """kb_gemm_batch with explicit dimensions; returns the realization that ran."""
+    return _gemm_raw(m, n, k, problems, selector, nat, None)[0]
+
+
+def time_gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], timing: Any, *,
+                  selector: Selector | None = None, nat: Native | None = None
+                  ) -> tuple[Realization, list[float], int]:
+    """kb_time_gemm: the native timer around the call (timing: a kb_timing*).
+    Returns the realization that ran, the time per call of each round (ns)
+    and the calls per round."""
+    return _gemm_raw(m, n, k, problems, selector, nat, timing)
+
+
+def _gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], selector: Selector | None,
+              nat: Native | None, timing: Any) -> tuple[Realization, list[float], int]:
+    nat = nat or load()
+    m, n, k = _size_arg(m, "M"), _size_arg(n, "N"), _size_arg(k, "K")
+    arr = nat.ffi.new("kb_gemm_problem[]", max(len(problems), 1))
+    keep: list[Any] = []
+
+    def ptr(x: np.ndarray | None, ctype: str) -> Any:
+        if x is None:
+            return nat.ffi.NULL
+        keep.append(x)
+        return _ptr(nat, x, ctype)
+
+    for i, p in enumerate(problems):
+        q = arr[i]
+        q.A = ptr(p.a, "kb_f16 *")
+        q.B = ptr(p.b, "void *")
+        q.C = ptr(p.c, "kb_f16 *")
+        q.bias = ptr(p.bias, "kb_f16 *")
+        q.lda = _size_arg(p.lda, f"problems[{i}].lda")
+        q.ldb = _size_arg(p.ldb, f"problems[{i}].ldb")
+        q.ldc = _size_arg(p.ldc, f"problems[{i}].ldc")
+        q.b_size = _size_arg(p.b_size, f"problems[{i}].b_size")
+        q.clamp_min, q.clamp_max = float(p.clamp_min), float(p.clamp_max)
+        q.b_is_packed = int(p.b_is_packed)
+        q.b_is_backend_native_packed = int(p.b_is_backend_native_packed)
+    sel, sel_keep = (selector or Selector()).to_c(nat)
+    ran = nat.ffi.new("kb_realization *")
+    err = nat.new_error()
+    pp = arr if problems else nat.ffi.NULL
+    if timing is None:
+        nat.check(nat.lib.kb_gemm_batch(m, n, k, pp, len(problems), sel, ran, err), err)
+        return Realization.from_c(nat, ran), [], 0
+    times = nat.ffi.new("double[]", max(int(timing.rounds), 1))
+    reps = nat.ffi.new("uint32_t *")
+    nat.check(nat.lib.kb_time_gemm(m, n, k, pp, len(problems), sel, timing, times, reps, ran, err),
+              err)
+    return Realization.from_c(nat, ran), list(times)[:timing.rounds], int(reps[0])

@@ -1,0 +1,193 @@
+"""Input generators. Every array is FP16; every draw is seeded from the
+case name and the input kind, so a case is the same on every run and target.
+
+Kinds:
+- exact: small integers chosen so that every product and every partial sum
+  is an integer of magnitude <= 2048, exact in FP16 and FP32 alike: every
+  correct backend must match the oracle bit for bit.
+- uniform / normal: real values at a scale picked per case (1/16, 1, 4).
+- specials: uniform values plus +-0, subnormals, one NaN row, +-inf in one
+  column and a near-65504 row and column whose products overflow.
+Clamp bounds (when a case clamps) sit at the 15th and 85th percentiles of
+the unclamped result, rounded to FP16, so a clamp never flattens a case.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from kbench.judge import oracle
+from kbench.problems.cases import ConvCase, GemmCase
+
+EXACT_LIMIT = 2048  # partial sums stay integers within +-2048
+SCALES = (1.0 / 16.0, 1.0, 4.0)
+
+
+def seed_for(name: str, kind: str, salt: int = 0) -> int:
+    return zlib.crc32(f"{name}/{kind}/{salt}".encode())
+
+
+def _exact_ranges(k: int, has_bias: bool) -> tuple[int, int, int, int]:
+    """(ra, rb, rbias, k_live): |a| <= ra, |b| <= rb, |bias| <= rbias, and
+    only the first k_live terms of each dot product are non-zero."""
+    budget = EXACT_LIMIT - (16 if has_bias else 0)
+    k_live = min(k, budget)
+    r = 1
+    while (r + 1) * (r + 1) * k_live <= budget and r < 8:
+        r += 1
+    return r, r, (16 if has_bias else 0), k_live
+
+
+def _real(rng: np.random.Generator, shape: tuple[int, ...], kind: str, scale: float) -> np.ndarray:
+    if kind == "normal":
+        x = rng.normal(0.0, scale, size=shape)
+    else:
+        x = rng.uniform(-scale, scale, size=shape)
+    return x.astype(np.float16)
+
+
+def _sprinkle_specials(rng: np.random.Generator, a: np.ndarray, b: np.ndarray) -> None:
+    """In place: +-0 and subnormals everywhere, NaN in one row of a, +-inf in
+    one column of b, and huge values in one row/column pair so it overflows."""
+    subn = np.array([2.0**-24, -(2.0**-24), 3 * 2.0**-20, -(2.0**-15), 0.0, -0.0], np.float16)
+    for x in (a, b):
+        mask = rng.random(x.shape) < 0.05
+        x[mask] = rng.choice(subn, size=int(mask.sum()))
+    m, k = a.shape
+    kb, n = b.shape
+    if m >= 3:
+        a[1, rng.integers(k)] = np.float16(np.nan)
+    if n >= 3:
+        b[rng.integers(kb), 1] = np.float16(np.inf)
+        if kb >= 2:
+            b[rng.integers(kb), 2] = np.float16(-np.inf)
+    if m >= 4 and n >= 4:
+        a[2, :] = np.float16(0.0)
+        a[2, 0] = np.float16(60000.0)
+        b[0, 3] = np.float16(65504.0)
+        if k >= 2 and kb >= 2:
+            a[2, 1] = np.float16(-65504.0)
+
+
+def _pick_clamp(values: np.ndarray, integer: bool) -> tuple[float, float] | None:
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return None
+    lo, hi = np.quantile(v, [0.15, 0.85])
+    if integer:
+        lo, hi = np.floor(lo), np.ceil(hi)
+    lo16, hi16 = float(np.float16(lo)), float(np.float16(hi))
+    if not (np.isfinite(lo16) and np.isfinite(hi16)) or lo16 > hi16:
+        return None
+    return lo16, hi16
+
+
+def _sprinkle_conv_specials(rng: np.random.Generator, x: np.ndarray, w: np.ndarray,
+                            positions: int) -> None:
+    """Like _sprinkle_specials, with the non-finite values in filter columns
+    (one output channel each), so a small output is not all NaN."""
+    subn = np.array([2.0**-24, -(2.0**-24), 3 * 2.0**-20, -(2.0**-15), 0.0, -0.0], np.float16)
+    for arr in (x, w):
+        mask = rng.random(arr.shape) < 0.05
+        arr[mask] = rng.choice(subn, size=int(mask.sum()))
+    flat_w = w.reshape(-1, w.shape[-1])
+    taps, c_out = flat_w.shape
+    if c_out >= 4:
+        flat_w[rng.integers(taps), 1] = np.float16(np.nan)
+        flat_w[rng.integers(taps), 2] = np.float16(np.inf)
+        flat_w[0, 3] = np.float16(65504.0)
+        if positions >= 4:
+            x.reshape(-1, x.shape[-1])[0, 0] = np.float16(60000.0)
+
+
+@dataclass
+class GemmInputs:
+    """Operands of every problem in the batch; a, b, c are padded buffers
+    viewed to their logical shape (row stride = lda, ldb, ldc)."""
+
+    a: list[np.ndarray]
+    b: list[np.ndarray]
+    bias: list[np.ndarray | None]
+    clamp: tuple[float, float] | None
+    refs: list[oracle.Reference]
+    kind: str
+
+
+@dataclass
+class ConvInputs:
+    x: np.ndarray
+    w: np.ndarray
+    bias: np.ndarray | None
+    clamp: tuple[float, float] | None
+    ref: oracle.Reference
+    kind: str
+
+
+def _padded(values: np.ndarray, ld: int) -> np.ndarray:
+    """Copies values [rows, cols] into a buffer with row stride ld (padding NaN)."""
+    rows, cols = values.shape
+    buf = np.full((rows, ld), np.float16(np.nan), dtype=np.float16)
+    buf[:, :cols] = values
+    return buf[:, :cols]
+
+
+def _operands(rng: np.random.Generator, kind: str, scale: float, a_shape: tuple[int, ...],
+              b_shape: tuple[int, ...], n_bias: int | None,
+              k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+    if kind == "exact":
+        ra, rb, rbias, k_live = _exact_ranges(k, n_bias is not None)
+        a = rng.integers(-ra, ra + 1, size=a_shape).astype(np.float16)
+        b = rng.integers(-rb, rb + 1, size=b_shape).astype(np.float16)
+        bias = (rng.integers(-rbias, rbias + 1, size=n_bias).astype(np.float16)
+                if n_bias is not None else None)
+        return a, b, bias, k_live
+    base = "uniform" if kind == "specials" else kind
+    a = _real(rng, a_shape, base, scale)
+    b = _real(rng, b_shape, base, scale)
+    bias = _real(rng, (n_bias,), base, scale * scale * 4) if n_bias is not None else None
+    return a, b, bias, k
+
+
+def gemm_inputs(case: GemmCase, kind: str) -> GemmInputs:
+    rng = np.random.default_rng(seed_for(case.name, kind))
+    scale = SCALES[seed_for(case.name, "scale") % len(SCALES)]
+    a_list, b_list, bias_list, unclamped = [], [], [], []
+    for _ in range(case.batch):
+        a, b, bias, k_live = _operands(rng, kind, scale, (case.m, case.k), (case.k, case.n),
+                                       case.n if case.bias else None, case.k)
+        if kind == "exact" and k_live < case.k:
+            a[:, k_live:] = 0
+        if kind == "specials":
+            _sprinkle_specials(rng, a, b)
+        a_list.append(_padded(a, case.lda))
+        b_list.append(_padded(b, case.ldb))
+        bias_list.append(bias)
+        unclamped.append(oracle.gemm_reference(a, b, bias, None))
+    clamp = None
+    if case.clamp:
+        clamp = _pick_clamp(np.concatenate([r.exact.ravel() for r in unclamped]),
+                            integer=kind == "exact")
+    refs = [oracle.with_clamp(r, clamp) for r in unclamped]
+    return GemmInputs(a_list, b_list, bias_list, clamp, refs, kind)
+
+
+def conv_inputs(case: ConvCase, kind: str) -> ConvInputs:
+    rng = np.random.default_rng(seed_for(case.name, kind))
+    scale = SCALES[seed_for(case.name, "scale") % len(SCALES)]
+    cg = case.c_in // case.groups
+    x, w, bias, k_live = _operands(rng, kind, scale, (case.n, case.h, case.w, case.c_in),
+                                   (case.kh, case.kw, cg, case.c_out),
+                                   case.c_out if case.bias else None, case.reduction)
+    if kind == "exact" and k_live < case.reduction:
+        # keep the first taps only: zero the filter beyond k_live in (ky, kx, ci) order
+        flat = w.reshape(-1, case.c_out)
+        flat[k_live:, :] = 0
+    if kind == "specials":
+        _sprinkle_conv_specials(rng, x, w, case.n * case.out_h * case.out_w)
+    ref = oracle.conv_reference(x, w, bias, case.stride, case.pad, case.dilation, case.groups,
+                                None)
+    clamp = _pick_clamp(ref.exact.ravel(), integer=kind == "exact") if case.clamp else None
+    return ConvInputs(x, w, bias, clamp, oracle.with_clamp(ref, clamp), kind)

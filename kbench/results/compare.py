@@ -1,0 +1,498 @@
+"""Comparing two runs case by case, and the regression gate built on it.
+
+A case is the same case in both runs when its identity columns (KEY)
+agree. For a timed case the comparison reports the ratio of the median
+per-call times (candidate / base) and a Mann-Whitney U test on the
+per-round times; the verdict is faster, slower or same. The p-values are
+adjusted for multiple comparisons (Holm's step-down method over every
+case compared as speed), so alpha bounds the chance that an identical
+build gets any "slower" verdict, not the chance per case.
+
+Rounds measured back to back share the machine's state: a burst of
+background load shifts every round of a case at once, and no test that
+treats rounds as independent can tell that from a slowdown. A perf run
+with several passes (`kbench run --passes N`: the whole catalog N times,
+so each case's rounds are spread over the run) records one row per case
+per pass. The comparison then also computes, per candidate pass, the
+ratio of that pass's median to the base median, and takes the lower
+median of those ratios (the value that more than half the passes reach):
+a slowdown that shows in only one pass is not a slowdown. Times measured
+under emulation, on another CPU, or on a target the gate is told not to
+compare are never compared as speed: such cases are "not-comparable" and
+count only for correctness and presence.
+
+The gate fails a candidate run on any correctness failure or error (any
+suite), on any case of the base run that is missing from the candidate (or
+skipped there while the base ran it), on a slowdown that is both larger
+than the threshold and significant, and on a run that did not complete."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import mannwhitneyu
+
+from kbench.results.runfolder import Run
+
+KEY = ("suite", "target", "op", "catalog", "case", "kind", "realization", "threads")
+
+FASTER, SLOWER, SAME = "faster", "slower", "same"
+NOT_COMPARABLE, MISSING, NEW, UNTIMED = "not-comparable", "missing", "new", "untimed"
+FAILED = ("fail", "error")
+_STATUS_RANK = {"skip": 0, "pass": 1, "mistrusted": 2, "fail": 3, "error": 4}
+
+CaseKey = tuple[str, str, str, str, str, str, str, int]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a report says about a run."""
+
+    path: str
+    git_commit: str
+    git_dirty: bool | None
+    host: str
+    cpu_model: str
+    arch: str
+    date: str
+    complete: bool
+
+    @classmethod
+    def of(cls, run: Run) -> RunInfo:
+        m = run.meta
+        dirty = m.get("git_dirty")
+        return cls(path=str(run.path), git_commit=str(m.get("git_commit") or ""),
+                   git_dirty=None if dirty is None else bool(dirty),
+                   host=str(m.get("host") or ""), cpu_model=str(m.get("cpu_model") or ""),
+                   arch=str(m.get("machine") or ""), date=str(m.get("date") or ""),
+                   complete=run.complete)
+
+    def describe(self) -> str:
+        commit = self.git_commit[:12] or "unknown commit"
+        if self.git_dirty:
+            commit += "+dirty"
+        state = "" if self.complete else ", INCOMPLETE"
+        return f"{commit} on {self.host} ({self.cpu_model}, {self.arch}), {self.date}{state}"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One case of one run (rows with the same key merged)."""
+
+    status: str
+    message: str
+    times: tuple[float, ...]
+    passes: tuple[tuple[float, ...], ...]  # round times per row (pass), in run order
+    median_ns: float
+    emulated: bool
+    timed: bool
+
+
+@dataclass(frozen=True)
+class CaseComparison:
+    key: CaseKey
+    base_status: str  # "" when the case is not in that run
+    cand_status: str
+    base_median_ns: float
+    cand_median_ns: float
+    base_rounds: int
+    cand_rounds: int
+    ratio: float  # cand median / base median (NaN if not comparable)
+    p_slower: float  # one-sided Mann-Whitney U: candidate times larger (Holm-adjusted)
+    p_faster: float  # one-sided Mann-Whitney U: candidate times smaller (Holm-adjusted)
+    verdict: str
+    timed: bool = False  # timed in either run
+    note: str = ""
+    pass_ratio: float = math.nan  # lower median of per-pass ratios (NaN: one pass)
+    passes: int = 1  # candidate passes
+
+    @property
+    def robust_ratio(self) -> float:
+        """The ratio the gate holds against its limit: the pass ratio when
+        the candidate ran several passes, else the ratio of medians."""
+        return self.ratio if math.isnan(self.pass_ratio) else self.pass_ratio
+
+    @property
+    def label(self) -> str:
+        suite, target, op, catalog, case, kind, realization, threads = self.key
+        where = f"{catalog}/{case}" if catalog else case
+        t = f" x{threads}" if threads > 1 else ""
+        return f"{target} {realization}{t} {where} [{kind}]"
+
+    @property
+    def p_value(self) -> float:
+        """The one-sided p in the direction the medians moved."""
+        return self.p_faster if self.ratio < 1 else self.p_slower
+
+
+@dataclass
+class Comparison:
+    base: RunInfo
+    cand: RunInfo
+    alpha: float
+    max_slowdown: float
+    cases: list[CaseComparison]
+    warnings: list[str] = field(default_factory=list)
+
+    def timed(self) -> list[CaseComparison]:
+        return [c for c in self.cases if c.timed]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.timed():
+            out[c.verdict] = out.get(c.verdict, 0) + 1
+        return out
+
+    def frame(self) -> pd.DataFrame:
+        rows = [{**dict(zip(KEY, c.key, strict=True)), "base_status": c.base_status,
+                 "cand_status": c.cand_status, "base_median_ns": c.base_median_ns,
+                 "cand_median_ns": c.cand_median_ns, "base_rounds": c.base_rounds,
+                 "cand_rounds": c.cand_rounds, "ratio": c.ratio, "p_slower": c.p_slower,
+                 "p_faster": c.p_faster, "pass_ratio": c.pass_ratio, "passes": c.passes,
+                 "verdict": c.verdict, "note": c.note}
+                for c in self.cases]
+        return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class GateFailure:
+    reason: str  # correctness | missing | slowdown | incomplete | suite
+    case: str  # the case label, "" for a run-level failure
+    detail: str
+
+
+@dataclass
+class GateResult:
+    comparison: Comparison
+    failures: list[GateFailure]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.comparison.warnings
+
+
+def min_p_value(n_base: int, n_cand: int) -> float:
+    """The smallest one-sided p the exact U test can give for these sample
+    sizes (all of one sample above all of the other): 1 / C(n1 + n2, n1)."""
+    if n_base < 1 or n_cand < 1:
+        return 1.0
+    ways = math.comb(n_base + n_cand, n_base)
+    return 1.0 / ways if ways < 10**300 else 0.0
+
+
+def mann_whitney(base: Sequence[float], cand: Sequence[float]) -> tuple[float, float]:
+    """(p_slower, p_faster): one-sided Mann-Whitney U p-values for "the
+    candidate's per-round times tend to be larger" and "... smaller".
+
+    Why one-sided: each verdict answers a directional question, and the
+    gate asks only one: is the candidate slower? For that question the
+    one-sided test is the right one; at the same alpha it detects a
+    slowdown with more power than a two-sided test, which would spend half
+    of alpha on speedups the gate never fails. The two one-sided tests are
+    applied separately (at most one can be below any alpha < 0.5), so the
+    gate's false-alarm rate per case on identical builds is at most alpha,
+    and a "faster" or "slower" verdict at most 2 alpha."""
+    if len(base) == 0 or len(cand) == 0:
+        return 1.0, 1.0
+    slower = float(mannwhitneyu(cand, base, alternative="greater").pvalue)
+    faster = float(mannwhitneyu(cand, base, alternative="less").pvalue)
+    return (1.0 if math.isnan(slower) else slower), (1.0 if math.isnan(faster) else faster)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment: the i-th smallest of m p-values becomes
+    max over j <= i of min(1, (m - j) * p_(j)). Rejecting adjusted p < alpha
+    keeps the chance of any false rejection among the m at most alpha,
+    whatever the dependence between the tests."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def pass_ratio(base: _Entry, cand: _Entry) -> float:
+    """Lower median of (median of candidate pass i) / (base median): the
+    ratio that more than half of the candidate's passes reach. NaN with a
+    single candidate pass."""
+    groups = [g for g in cand.passes if g]
+    if len(groups) < 2 or not base.median_ns > 0:
+        return math.nan
+    ratios = sorted(float(np.median(g)) / base.median_ns for g in groups)
+    return ratios[(len(ratios) - 1) // 2]
+
+
+def _key(row: Any) -> CaseKey:
+    return (str(row.suite), str(row.target), str(row.op), str(row.catalog), str(row.case),
+            str(row.kind), str(row.realization), int(row.threads))
+
+
+def _index(run: Run) -> dict[CaseKey, _Entry]:
+    """Merge rows per key: worst status, all per-round times."""
+    groups: dict[CaseKey, list[Any]] = {}
+    for row in run.results.itertuples(index=False):
+        groups.setdefault(_key(row), []).append(row)
+    out: dict[CaseKey, _Entry] = {}
+    for key, rows in groups.items():
+        worst = max(rows, key=lambda r: _STATUS_RANK.get(str(r.status), 4))
+        passes = tuple(tuple(float(t) for t in r.round_times) for r in rows)
+        times = tuple(t for g in passes for t in g)
+        medians = [float(r.time_median_ns) for r in rows if pd.notna(r.time_median_ns)]
+        median = (float(np.median(times)) if times
+                  else float(np.median(medians)) if medians else math.nan)
+        out[key] = _Entry(status=str(worst.status), message=str(worst.message), times=times,
+                          passes=passes, median_ns=median,
+                          emulated=any(bool(r.emulated) for r in rows),
+                          timed=any(int(r.rounds) > 0 for r in rows) or bool(times))
+    return out
+
+
+def _emulated_targets(run: Run) -> set[str]:
+    targets = run.meta.get("targets") or {}
+    return {name for name, t in targets.items() if isinstance(t, dict) and t.get("emulated")}
+
+
+def _speed_target(target: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(target, p) for p in patterns)
+
+
+def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
+                 speed_targets: Sequence[str] = ("*",)) -> Comparison:
+    """Compare every case of two runs.
+
+    Timed cases get the ratio of medians (candidate / base), the pass
+    ratio (several passes), and the two one-sided Mann-Whitney U p-values
+    on per-round times, each Holm-adjusted over the cases compared as
+    speed; the verdict is "slower" if p_slower < alpha and the ratio (and
+    the pass ratio, with passes) is above 1, "faster" if p_faster < alpha
+    and they are below 1, else "same". Cases timed
+    under emulation (in either run), on targets outside speed_targets
+    (fnmatch patterns), on different CPUs, without per-round times, or with
+    too few rounds for any p below alpha are "not-comparable". A base case
+    absent from the candidate is "missing", a candidate case absent from
+    the base "new", an untimed case in both "untimed"."""
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
+    if max_slowdown < 0:
+        raise ValueError(f"max_slowdown must be >= 0, got {max_slowdown}")
+    b_info, c_info = RunInfo.of(base), RunInfo.of(cand)
+    warnings: list[str] = []
+    same_cpu = (b_info.cpu_model, b_info.arch) == (c_info.cpu_model, c_info.arch)
+    if not same_cpu:
+        warnings.append(f"base and candidate ran on different CPUs ({b_info.cpu_model}, "
+                        f"{b_info.arch} vs {c_info.cpu_model}, {c_info.arch}): no speed compared")
+    if base.results.empty:
+        warnings.append("the base run has no results")
+    emulated = _emulated_targets(base) | _emulated_targets(cand)
+    b_idx, c_idx = _index(base), _index(cand)
+    keys = list(b_idx) + [k for k in c_idx if k not in b_idx]
+    cases: list[CaseComparison] = []
+    tested: list[int] = []  # indices of the cases compared as speed
+    few_rounds = 0
+    for key in keys:
+        b, c = b_idx.get(key), c_idx.get(key)
+        nan = math.nan
+        common = dict(key=key, base_status=b.status if b else "",
+                      cand_status=c.status if c else "",
+                      base_median_ns=b.median_ns if b else nan,
+                      cand_median_ns=c.median_ns if c else nan,
+                      base_rounds=len(b.times) if b else 0, cand_rounds=len(c.times) if c else 0,
+                      timed=bool((b and b.timed) or (c and c.timed)))
+        if b is None or c is None:
+            verdict = NEW if b is None else MISSING
+            cases.append(CaseComparison(**common, ratio=nan, p_slower=nan, p_faster=nan,
+                                        verdict=verdict))
+            continue
+        if not (b.timed or c.timed):
+            cases.append(CaseComparison(**common, ratio=nan, p_slower=nan, p_faster=nan,
+                                        verdict=UNTIMED))
+            continue
+        ratio = c.median_ns / b.median_ns if b.median_ns > 0 else nan
+        note = ""
+        if b.emulated or c.emulated or key[1] in emulated:
+            note = "emulated: times are not speed"
+        elif not _speed_target(key[1], speed_targets):
+            note = "target not speed-comparable"
+        elif not same_cpu:
+            note = "different CPUs"
+        elif len(b.times) < 2 or len(c.times) < 2 or math.isnan(ratio):
+            note = "no per-round times"
+        elif min_p_value(len(b.times), len(c.times)) >= alpha:
+            note = f"too few rounds ({len(b.times)}, {len(c.times)}) for alpha {alpha:g}"
+            few_rounds += 1
+        if note:
+            cases.append(CaseComparison(**common, ratio=nan if "emulated" in note else ratio,
+                                        p_slower=nan, p_faster=nan, verdict=NOT_COMPARABLE,
+                                        note=note))
+            continue
+        p_slower, p_faster = mann_whitney(b.times, c.times)
+        cases.append(CaseComparison(**common, ratio=ratio, p_slower=p_slower,
+                                    p_faster=p_faster, verdict=SAME,
+                                    pass_ratio=pass_ratio(b, c), passes=len(c.passes)))
+        tested.append(len(cases) - 1)
+    cases = _adjusted(cases, tested, alpha)
+    if few_rounds:
+        warnings.append(f"{few_rounds} timed case(s) have too few rounds for the U test to "
+                        f"reach alpha {alpha:g}: their speed is not gated")
+    return Comparison(b_info, c_info, alpha, max_slowdown, cases, warnings)
+
+
+def _adjusted(cases: list[CaseComparison], tested: list[int],
+              alpha: float) -> list[CaseComparison]:
+    """Holm-adjusts the p-values of the tested cases and sets their verdicts."""
+    if not tested:
+        return cases
+    slower = holm([cases[i].p_slower for i in tested])
+    faster = holm([cases[i].p_faster for i in tested])
+    out = list(cases)
+    for i, ps, pf in zip(tested, slower, faster, strict=True):
+        c = cases[i]
+        up = c.ratio > 1 and not c.robust_ratio <= 1
+        down = c.ratio < 1 and not c.robust_ratio >= 1
+        verdict = SLOWER if ps < alpha and up else FASTER if pf < alpha and down else SAME
+        out[i] = replace(c, p_slower=ps, p_faster=pf, verdict=verdict)
+    return out
+
+
+def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
+         speed_targets: Sequence[str] = ("*",)) -> GateResult:
+    """The regression gate: compare_runs plus the failures that fail a change."""
+    comp = compare_runs(base, cand, alpha, max_slowdown, speed_targets)
+    failures: list[GateFailure] = []
+    for name, info in (("candidate", comp.cand), ("base", comp.base)):
+        if not info.complete:
+            failures.append(GateFailure("incomplete", "", f"the {name} run did not complete "
+                                        f"({info.path}): its results cannot be trusted whole"))
+    c_idx = _index(cand)
+    for case in comp.cases:
+        entry = c_idx.get(case.key)
+        if entry is not None and entry.status in FAILED:
+            failures.append(GateFailure("correctness", case.label,
+                                        f"{entry.status}: {entry.message}".rstrip(": ")))
+        if case.verdict == MISSING and case.base_status:
+            failures.append(GateFailure("missing", case.label, "in the base run, not in the "
+                                        "candidate"))
+        elif case.cand_status == "skip" and case.base_status not in ("", "skip"):
+            failures.append(GateFailure("missing", case.label, "ran in the base run, skipped "
+                                        f"in the candidate: {entry.message if entry else ''}"))
+        if (case.verdict == SLOWER and case.ratio > 1 + max_slowdown
+                and case.robust_ratio > 1 + max_slowdown):
+            in_passes = ("" if math.isnan(case.pass_ratio) else
+                         f", {case.pass_ratio - 1:+.1%} in more than half of "
+                         f"{case.passes} passes")
+            failures.append(GateFailure(
+                "slowdown", case.label,
+                f"{case.ratio - 1:+.1%} (limit {max_slowdown:.1%}){in_passes}, "
+                f"Mann-Whitney U p = {case.p_slower:.2g} < {alpha:g} (Holm-adjusted)"))
+    status = cand.meta.get("pytest_exit_status")
+    if status not in (None, 0) and not any(f.reason == "correctness" for f in failures):
+        failures.append(GateFailure("suite", "", f"the candidate's suites exited with status "
+                                    f"{status} without a failing result row (a test outside the "
+                                    "case verdicts failed, e.g. determinism)"))
+    return GateResult(comp, failures)
+
+
+def _fmt_ns(ns: float) -> str:
+    if ns != ns:  # NaN
+        return "–"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def _fmt_ratio(r: float) -> str:
+    return "–" if r != r else f"{r:.3f} ({r - 1:+.1%})"
+
+
+def _fmt_pass(c: CaseComparison) -> str:
+    return "–" if c.pass_ratio != c.pass_ratio else f"{c.pass_ratio:.3f} ({c.passes} passes)"
+
+
+def _fmt_p(p: float) -> str:
+    return "–" if p != p else f"{p:.2g}"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _perf_table(cases: list[CaseComparison], max_rows: int) -> list[str]:
+    order = {SLOWER: 0, MISSING: 1, FASTER: 2, SAME: 3, NOT_COMPARABLE: 4, NEW: 5}
+    rows = sorted(cases, key=lambda c: (order.get(c.verdict, 6),
+                                        -(c.ratio if c.ratio == c.ratio else 0.0)))
+    out = ["| target | realization | case | kind | base median | candidate median | ratio "
+           "| pass ratio | p | verdict |",
+           "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for c in rows[:max_rows]:
+        _, target, _, catalog, case, kind, realization, threads = c.key
+        real = realization + (f" ×{threads}" if threads > 1 else "")
+        verdict = f"**{c.verdict}**" if c.verdict in (SLOWER, MISSING) else c.verdict
+        if c.note:
+            verdict += f" ({_md(c.note)})"
+        out.append(f"| {_md(target)} | `{_md(real)}` | {_md(case)} | {_md(kind)} "
+                   f"| {_fmt_ns(c.base_median_ns)} | {_fmt_ns(c.cand_median_ns)} "
+                   f"| {_fmt_ratio(c.ratio)} | {_fmt_pass(c)} | {_fmt_p(c.p_value)} "
+                   f"| {verdict} |")
+    if len(rows) > max_rows:
+        out.append(f"\n… and {len(rows) - max_rows} more timed case(s).")
+    return out
+
+
+def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
+    """A Markdown report (for a CI job summary): verdict, failures, the
+    per-case timing table and the correctness counts of the candidate."""
+    gate_result = result if isinstance(result, GateResult) else None
+    comp = result.comparison if isinstance(result, GateResult) else result
+    lines: list[str] = []
+    if gate_result is not None:
+        mark = "PASSED" if gate_result.passed else "FAILED"
+        lines.append(f"## kbench gate: {mark}")
+    else:
+        lines.append("## kbench compare")
+    lines += ["", f"- base: `{_md(comp.base.path)}`: {_md(comp.base.describe())}",
+              f"- candidate: `{_md(comp.cand.path)}`: {_md(comp.cand.describe())}",
+              f"- slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} "
+              "(one-sided Mann-Whitney U on per-round times, Holm-adjusted over the cases "
+              "compared; with several passes a slowdown must show in more than half of "
+              "them); emulated times are never compared as speed"]
+    counts = comp.counts()
+    if counts:
+        lines.append("- timed cases: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    for w in comp.warnings:
+        lines.append(f"- warning: {_md(w)}")
+    if gate_result is not None and gate_result.failures:
+        lines += ["", f"### Failures ({len(gate_result.failures)})", "",
+                  "| reason | case | detail |", "|---|---|---|"]
+        for f in gate_result.failures:
+            lines.append(f"| {f.reason} | {_md(f.case) or '–'} | {_md(f.detail)} |")
+    timed = comp.timed()
+    if timed:
+        lines += ["", f"### Timed cases ({len(timed)})", "", *_perf_table(timed, max_rows)]
+    by_suite: dict[str, dict[str, int]] = {}
+    for c in comp.cases:
+        if c.cand_status:
+            suite = by_suite.setdefault(c.key[0], {})
+            suite[c.cand_status] = suite.get(c.cand_status, 0) + 1
+    if by_suite:
+        statuses = ["pass", "fail", "error", "mistrusted", "skip"]
+        lines += ["", "### Candidate results by suite", "",
+                  "| suite | " + " | ".join(statuses) + " |",
+                  "|---|" + "---:|" * len(statuses)]
+        for suite, n in sorted(by_suite.items()):
+            lines.append(f"| {suite} | " + " | ".join(str(n.get(s, 0)) for s in statuses) + " |")
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,66 @@
+"""The summary table printed after a run: per target and backend, the
+number of cases, passed, failed, mistrusted, errors, and the worst error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from kbench.judge.verdict import ERROR, FAIL, MISTRUSTED, PASS, SKIP, Verdict
+
+
+def summary_frame(verdicts: list[Verdict]) -> pd.DataFrame:
+    rows = [v.to_dict() for v in verdicts if v.status != SKIP]
+    cols = ["target", "backend", "realization", "accum", "cases", "passed", "failed",
+            "mistrusted", "errors", "worst_err_bound", "worst_ulp", "min_exact", "mean_exact"]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    df = pd.DataFrame(rows)
+    g = df.groupby(["target", "backend", "realization", "accum"], sort=False)
+    out = g.agg(
+        cases=("status", "size"),
+        passed=("status", lambda s: int((s == PASS).sum())),
+        failed=("status", lambda s: int((s == FAIL).sum())),
+        mistrusted=("status", lambda s: int((s == MISTRUSTED).sum())),
+        errors=("status", lambda s: int((s == ERROR).sum())),
+        worst_err_bound=("max_err_bound", "max"),
+        worst_ulp=("max_ulp", "max"),
+        min_exact=("exact_fraction", "min"),
+        mean_exact=("exact_fraction", "mean"),
+    ).reset_index()
+    return out[cols]
+
+
+def perf_frame(verdicts: list[Verdict]) -> pd.DataFrame:
+    """Per target and realization: timed cases, total time per model pass
+    (weighted by layer counts), and the geometric mean of GFLOP/s (or
+    'emulated': times from an emulator are not speeds)."""
+    rows = [v.to_dict() for v in verdicts if v.suite == "perf" and v.rounds > 0]
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows)
+    out = []
+    for (target, real), g in df.groupby(["target", "realization"], sort=False):
+        emulated = bool(g["emulated"].any())
+        weighted_ms = float((g["time_median_ns"] * g["layers"]).sum() / 1e6)
+        geo = float(np.exp(np.log(g["gflops"].clip(lower=1e-12)).mean()))
+        out.append({"target": target, "realization": real, "timed": len(g),
+                    "weighted_ms": weighted_ms,
+                    "geomean_gflops": "emulated" if emulated else f"{geo:.3g}"})
+    return pd.DataFrame(out)
+
+
+def summary_text(verdicts: list[Verdict]) -> str:
+    df = summary_frame(verdicts)
+    if df.empty:
+        return "no verdicts"
+    text = df.to_string(index=False, float_format=lambda x: f"{x:.3g}")
+    perf = perf_frame(verdicts)
+    if not perf.empty:
+        text += "\n\nperformance (median per call; weighted by layer counts):\n"
+        text += perf.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+    return text
+
+
+def summary_dict(verdicts: list[Verdict]) -> list[dict]:
+    return summary_frame(verdicts).to_dict(orient="records")

@@ -1,0 +1,7 @@
+"""Targets: where kernels run. Target specs and the guarded-buffer protocol,
+the engines (in-process cffi, the worker over its wire protocol, the
+in-process engine inside an emulated aarch64 Python), the emulated CPython
+root, cross builds and the tools that run them (QEMU).
+
+May import: kbench.errors, kbench.native, kbench.judge, kbench.problems,
+kbench.peers."""

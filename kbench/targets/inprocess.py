@@ -1,0 +1,151 @@
+"""The in-process engine: the cffi module of this machine, plus the peers
+(other libraries run in this process for comparison)."""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+import numpy as np
+
+from kbench.errors import SizeOverflow, Unsupported
+from kbench.native import api
+from kbench.native.api import RawProblem, Realization, Selector
+from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backend_arg
+from kbench.native.loader import Native
+from kbench.peers import Peer, default_peers
+
+
+class InProcessEngine:
+    """The cffi module of this machine, plus the peer backends (other libraries
+    run in this process for comparison, kbench.peers). A call whose selector
+    forces a peer's realization goes to that peer; every other call goes to
+    the library."""
+
+    emulated = False
+
+    def __init__(self, nat: Native | None = None, peers: list[Peer] | None = None) -> None:
+        self.nat = nat or api.load()
+        if peers is None:
+            peers = default_peers()
+        self.peers: list[Peer] = list(peers)
+
+    def info(self, name: str) -> TargetInfo:
+        cpu = api.cpu_info(self.nat)
+        compiled = [b for i, b in enumerate(api.BACKENDS) if self.nat.lib.kb_backend_compiled(i)]
+        peer_realizations = [r for p in self.peers for r in p.realizations()]
+        return TargetInfo(
+            name=name, kind="in-process", emulated=False, arch=cpu.arch,
+            cpu_features=list(cpu.features), sme_vector_bits=cpu.sme_vector_bits, isa=cpu.isa,
+            library_version=api.version(self.nat),
+            realizations=api.realizations(nat=self.nat) + peer_realizations,
+            compiled_backends=compiled,
+            extra={"machine": platform.machine(), "processor": platform.processor()},
+        )
+
+    def _peer(self, selector: Selector | None) -> Peer | None:
+        """The peer whose realization the selector forces, if any."""
+        if selector is None or selector.force is None:
+            return None
+        for p in self.peers:
+            if any(r.name == selector.force for r in p.realizations()):
+                return p
+        return None
+
+    def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
+                 selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
+        peer = self._peer(selector)
+        if peer is not None:
+            return peer.gemm(m, n, k, problems, selector, timing)
+        if timing is None:
+            return CallResult(api.gemm_raw(m, n, k, problems, selector=selector, nat=self.nat))
+        ran, times, reps = api.time_gemm_raw(m, n, k, problems, timing.to_c(self.nat),
+                                             selector=selector, nat=self.nat)
+        return CallResult(ran, times, reps)
+
+    def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, w: np.ndarray | None,
+                 bias: np.ndarray | None, out: np.ndarray | None,
+                 selector: Selector | None = None, timing: Timing | None = None
+                 ) -> CallResult:
+        peer = self._peer(selector)
+        if peer is not None:
+            return peer.conv(desc, x, w, bias, out, selector, timing)
+        nat = self.nat
+        d = nat.ffi.new("kb_conv_desc *")
+        desc.checked()
+        for name in ConvDesc.SIZE_FIELDS:
+            value = int(getattr(desc, name))
+            if value >= 2**64:
+                raise SizeOverflow(f"desc.{name}: {value} does not fit in size_t", f"desc.{name}")
+            setattr(d, name, value)
+        d.clamp_min, d.clamp_max = float(desc.clamp_min), float(desc.clamp_max)
+
+        def ptr(a: np.ndarray | None) -> Any:
+            return nat.ffi.NULL if a is None else api._ptr(nat, a)
+        sel, keep = (selector or Selector()).to_c(nat)
+        ran = nat.ffi.new("kb_realization *")
+        err = nat.new_error()
+        if timing is None:
+            st = nat.lib.kb_conv2d(d, ptr(x), ptr(w), ptr(bias), ptr(out), sel, ran, err)
+            nat.check(st, err)
+            return CallResult(Realization.from_c(nat, ran))
+        times = nat.ffi.new("double[]", timing.rounds)
+        reps = nat.ffi.new("uint32_t *")
+        st = nat.lib.kb_time_conv(d, ptr(x), ptr(w), ptr(bias), ptr(out), sel, timing.to_c(nat),
+                                  times, reps, ran, err)
+        nat.check(st, err)
+        del keep
+        return CallResult(Realization.from_c(nat, ran), list(times), int(reps[0]))
+
+    def time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
+                  bias: np.ndarray | None, timing: Timing,
+                  selector: Selector | None = None) -> CallResult:
+        """Times packing B (portable, or a backend's native layout) on its own."""
+        nat = self.nat
+        be = backend_arg(backend)
+        dst = self.pack_raw(backend, n, k, b, ldb, bias, None, selector)
+        err = nat.new_error()
+        sel, keep = (selector or Selector()).to_c(nat)
+        times = nat.ffi.new("double[]", timing.rounds)
+        reps = nat.ffi.new("uint32_t *")
+        st = nat.lib.kb_time_pack_b(-1 if be is None else be, n, k, api._ptr(nat, b), ldb,
+                                    nat.ffi.NULL if bias is None else api._ptr(nat, bias),
+                                    api._ptr(nat, dst, "void *"), dst.size, sel,
+                                    timing.to_c(nat), times, reps, err)
+        nat.check(st, err)
+        del keep
+        return CallResult(None, list(times), int(reps[0]))
+
+    def pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
+                 ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,
+                 selector: Selector | None = None) -> np.ndarray:
+        nat = self.nat
+        be = backend_arg(backend)
+        n, k, ldb = (api._size_arg(n, "N"), api._size_arg(k, "K"), api._size_arg(ldb, "ldb"))
+        err = nat.new_error()
+        sel, keep = (selector or Selector()).to_c(nat)
+        if dst_size is None:
+            size = nat.ffi.new("size_t *")
+            if be is None:
+                nat.check(nat.lib.kb_pack_b_size(n, k, size, err), err)
+            else:
+                nat.check(nat.lib.kb_pack_b_native_size(be, n, k, sel, size, err), err)
+            dst_size = int(size[0])
+        dst = np.zeros(max(dst_size, 1), dtype=np.uint8)
+        bp = nat.ffi.NULL if b is None else api._ptr(nat, b)
+        dp = api._ptr(nat, dst, "void *")
+        if be is None:
+            st = nat.lib.kb_pack_b(n, k, bp, ldb, dp, dst_size, err)
+        else:
+            biasp = nat.ffi.NULL if bias is None else api._ptr(nat, bias)
+            st = nat.lib.kb_pack_b_native(be, n, k, bp, ldb, biasp, dp, dst_size, sel, err)
+        nat.check(st, err)
+        del keep
+        return dst[:dst_size]
+
+    def set_svl(self, bits: int) -> int:
+        raise Unsupported("selector: the in-process engine cannot change the vector length",
+                          "selector")
+
+    def close(self) -> None:
+        pass

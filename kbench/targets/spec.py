@@ -1,0 +1,305 @@
+"""Targets compute and time; the host owns inputs, the oracle and verdicts.
+
+A target is an engine (in-process or worker) with a name. It runs one GEMM
+or convolution case with a forced realization and returns the outputs and
+the realization that actually ran. Every output buffer sits between guard
+regions, and GEMM outputs have their ldc padding checked too: a kernel
+that writes outside its output is caught here.
+
+Target specs:
+    host                                  the cffi module of this machine
+    qemu[:cpu=MODEL][:svl=BITS][:isa=CAP] the aarch64 worker under qemu-aarch64
+    qemu-python[:cpu=MODEL][:svl=BITS]    the aarch64 cffi module (and the peers) in an
+                                          aarch64 CPython under qemu-aarch64
+                                          (kbench.targets.pyworker)
+    worker:host                           the worker built for this machine
+    worker:CMD                            any command line speaking the protocol
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from kbench.errors import InvalidArgument, KbenchError
+from kbench.native import api
+from kbench.native.calls import CallResult, ConvDesc, Engine, TargetInfo, Timing, pack
+from kbench.problems.cases import ConvCase, GemmCase
+from kbench.problems.inputs import ConvInputs, GemmInputs
+from kbench.targets.inprocess import InProcessEngine
+from kbench.targets.pyworker import PySpec, PyWorkerEngine
+from kbench.targets.tools import find_qemu, worker_binary
+from kbench.targets.worker import WorkerEngine, WorkerSpec
+
+GUARD = 64  # FP16 elements on each side of an output
+SENTINEL = np.uint16(0x7E5A)  # a NaN payload no kernel produces
+QEMU_MODELS = ("max", "neoverse-v1", "neoverse-n1", "cortex-a53", "cortex-a76", "neoverse-n2",
+               "neoverse-v2", "a64fx", "cortex-a710")
+SVL_BITS = (128, 256, 512, 1024, 2048)
+
+__all__ = ["GUARD", "SENTINEL", "GuardedBuffer", "Outcome", "Target", "TargetInfo",
+           "parse_target"]
+
+
+@dataclass
+class Outcome:
+    outputs: list[np.ndarray]
+    ran: api.Realization | None
+    error: KbenchError | None = None
+    guard_detail: str = ""  # non-empty: something outside the output changed
+
+
+class GuardedBuffer:
+    """rows x ld FP16 elements between two guard regions, all set to SENTINEL."""
+
+    def __init__(self, rows: int, cols: int, ld: int) -> None:
+        self.rows, self.cols, self.ld = rows, cols, ld
+        self.raw = np.full(GUARD * 2 + rows * ld, SENTINEL, dtype=np.uint16)
+        self.view = self.raw[GUARD:GUARD + rows * ld].view(np.float16).reshape(rows, ld)[:, :cols]
+
+    def damage(self) -> str:
+        """Describes any write outside the logical output, '' if none."""
+        problems = []
+        if (self.raw[:GUARD] != SENTINEL).any():
+            problems.append("guard bytes before the output changed")
+        if (self.raw[GUARD + self.rows * self.ld:] != SENTINEL).any():
+            problems.append("guard bytes after the output changed")
+        if self.ld > self.cols:
+            body = self.raw[GUARD:GUARD + self.rows * self.ld].reshape(self.rows, self.ld)
+            if (body[:, self.cols:] != SENTINEL).any():
+                problems.append("ldc padding between rows changed")
+        return "; ".join(problems)
+
+    def untouched(self) -> bool:
+        return bool((self.raw == SENTINEL).all())
+
+
+class Target:
+    """A named engine plus the guarded case runner every suite uses."""
+
+    def __init__(self, name: str, engine: Engine) -> None:
+        self.name = name
+        self.engine = engine
+        self._info: TargetInfo | None = None
+
+    def info(self) -> TargetInfo:
+        if self._info is None:
+            self._info = self.engine.info(self.name)
+        return self._info
+
+    @property
+    def emulated(self) -> bool:
+        return bool(getattr(self.engine, "emulated", False))
+
+    def _realization(self, name: str) -> api.Realization:
+        for r in self.info().realizations:
+            if r.name == name:
+                return r
+        raise InvalidArgument(f"realization: {name!r} is not available on {self.name}",
+                              "realization")
+
+    @staticmethod
+    def _forced(selector: api.Selector | None, realization: str | None) -> api.Selector:
+        """The selector with `realization` forced (None: the selector's own choice,
+        e.g. its dispatch table or the default order)."""
+        sel = selector or api.Selector()
+        if realization is None:
+            return sel
+        return api.Selector(sel.disabled, sel.isa_cap, realization, sel.threads,
+                            sel.trust_payload, sel.table)
+
+    def gemm_problems(self, case: GemmCase, inp: GemmInputs, realization: api.Realization,
+                      sel: api.Selector, bufs: list[GuardedBuffer]) -> list[api.RawProblem]:
+        """The raw problems of a case, B packed as the case asks (native packing
+        in the realization's backend, on this target)."""
+        problems = []
+        for i in range(case.batch):
+            a, b, bias = inp.a[i], inp.b[i], inp.bias[i]
+            p = api.RawProblem(a=a, lda=a.strides[0] // 2, b=b, ldb=b.strides[0] // 2,
+                               c=bufs[i].view, ldc=case.ldc, bias=bias)
+            if inp.clamp is not None:
+                p.clamp_min, p.clamp_max = inp.clamp
+            if case.b_form in ("packed", "native"):
+                native = case.b_form == "native"
+                packed = pack(self.engine, b, realization.backend if native else None,
+                              bias if native else None, sel)
+                p.b, p.ldb, p.b_size = packed, 0, packed.size
+                p.b_is_packed, p.b_is_backend_native_packed = True, native
+                if native:
+                    p.bias = None
+            problems.append(p)
+        return problems
+
+    def time_gemm(self, case: GemmCase, inp: GemmInputs, realization: str, timing: Timing,
+                  selector: api.Selector | None = None) -> tuple[CallResult, CallResult | None]:
+        """Times the kernel natively, and packing B on its own when B is packed."""
+        sel = self._forced(selector, realization)
+        r = self._realization(realization)
+        bufs = [GuardedBuffer(case.m, case.n, case.ldc) for _ in range(case.batch)]
+        problems = self.gemm_problems(case, inp, r, sel, bufs)
+        res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel, timing)
+        packing = None
+        if case.b_form in ("packed", "native"):
+            native = case.b_form == "native"
+            b = inp.b[0]
+            packing = self.engine.time_pack(r.backend if native else None, case.n, case.k, b,
+                                            b.strides[0] // 2, inp.bias[0] if native else None,
+                                            timing, sel)
+        return res, packing
+
+    def time_conv(self, case: ConvCase, inp: ConvInputs, realization: str, timing: Timing,
+                  selector: api.Selector | None = None) -> CallResult:
+        sel = self._forced(selector, realization)
+        out = np.empty((case.n, case.out_h, case.out_w, case.c_out), np.float16)
+        params = api.ConvParams(case.stride, case.pad, case.dilation, case.groups, inp.clamp)
+        desc = ConvDesc.from_shapes(inp.x.shape, inp.w.shape, params)
+        return self.engine.conv_raw(desc, np.ascontiguousarray(inp.x),
+                                    np.ascontiguousarray(inp.w), inp.bias, out, sel, timing)
+
+    def run_gemm(self, case: GemmCase, inp: GemmInputs, realization: str,
+                 selector: api.Selector | None = None, force: bool = True) -> Outcome:
+        """Runs a case with `realization` forced; with force=False the selector
+        chooses (realization then only decides the backend that packs B)."""
+        sel = self._forced(selector, realization if force else None)
+        bufs = [GuardedBuffer(case.m, case.n, case.ldc) for _ in range(case.batch)]
+        try:
+            r = self._realization(realization)
+            problems = self.gemm_problems(case, inp, r, sel, bufs)
+            res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel)
+        except KbenchError as exc:
+            damage = "; ".join(d for d in (b.damage() for b in bufs) if d)
+            if not damage and not all(b.untouched() for b in bufs):
+                damage = "the output was written although the call failed"
+            return Outcome([], None, exc, damage)
+        damage = "; ".join(f"problem {i}: {d}" for i, b in enumerate(bufs) if (d := b.damage()))
+        return Outcome([b.view.copy() for b in bufs], res.realization, None, damage)
+
+    def run_conv(self, case: ConvCase, inp: ConvInputs, realization: str,
+                 selector: api.Selector | None = None, force: bool = True) -> Outcome:
+        sel = self._forced(selector, realization if force else None)
+        shape = (case.n, case.out_h, case.out_w, case.c_out)
+        count = int(np.prod(shape))
+        buf = GuardedBuffer(1, count, count)
+        out = buf.view.reshape(shape)
+        params = api.ConvParams(case.stride, case.pad, case.dilation, case.groups, inp.clamp)
+        try:
+            desc = ConvDesc.from_shapes(inp.x.shape, inp.w.shape, params)
+            res = self.engine.conv_raw(desc, np.ascontiguousarray(inp.x),
+                                       np.ascontiguousarray(inp.w), inp.bias, out, sel)
+        except KbenchError as exc:
+            damage = "" if buf.untouched() else "the output was written although the call failed"
+            return Outcome([], None, exc, damage)
+        return Outcome([out.copy()], res.realization, None, buf.damage())
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+# ---- target specs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QemuSpec:
+    cpu: str = "max"
+    svl: int | None = None  # bits
+    isa: str | None = None  # KBENCH_ISA_CAP inside the worker
+    kind: str = "qemu"  # or "qemu-python"
+
+    @property
+    def qemu_cpu(self) -> str:
+        """The -cpu argument: the model, and the SVL in bytes."""
+        return self.cpu + (f",sme-default-vector-length={self.svl // 8}" if self.svl else "")
+
+    @property
+    def name(self) -> str:
+        s = f"{self.kind}:cpu={self.cpu}"
+        if self.svl:
+            s += f":svl={self.svl}"
+        if self.isa:
+            s += f":isa={self.isa}"
+        return s
+
+
+def parse_qemu(spec: str) -> QemuSpec:
+    parts = spec.split(":")
+    if parts[0] not in ("qemu", "qemu-python"):
+        raise InvalidArgument(f"target: {spec!r} is not a qemu target", "target")
+    values: dict[str, str] = {}
+    for p in parts[1:]:
+        key, sep, value = p.partition("=")
+        if not sep or key not in ("cpu", "svl", "isa") or not value:
+            raise InvalidArgument(f"target: {p!r} in {spec!r}: expected cpu=MODEL, svl=BITS or "
+                                  "isa=CAP", "target")
+        values[key] = value
+    cpu = values.get("cpu", "max")
+    if cpu not in QEMU_MODELS:
+        raise InvalidArgument(f"target: cpu {cpu!r} is not one of {', '.join(QEMU_MODELS)}",
+                              "target")
+    svl = None
+    if "svl" in values:
+        if not values["svl"].isdigit() or int(values["svl"]) not in SVL_BITS:
+            raise InvalidArgument(f"target: svl must be one of {SVL_BITS} bits", "target")
+        if cpu != "max":
+            raise InvalidArgument(f"target: svl= needs cpu=max (only it has SME), not {cpu}",
+                                  "target")
+        svl = int(values["svl"])
+    isa = values.get("isa")
+    if isa is not None and isa not in api.ISA_LEVELS:
+        raise InvalidArgument(f"target: isa must be one of {', '.join(api.ISA_LEVELS)}",
+                              "target")
+    return QemuSpec(cpu, svl, isa, parts[0])
+
+
+def qemu_worker_spec(q: QemuSpec) -> WorkerSpec:
+    cpu = q.qemu_cpu
+    env = {"KBENCH_ISA_CAP": q.isa} if q.isa else {}
+    # the guest's environment: only the ISA cap is passed in
+    cmd = [find_qemu(), "-cpu", cpu]
+    if env:
+        cmd += ["-E", f"KBENCH_ISA_CAP={q.isa}"]
+    cmd.append(worker_binary("aarch64"))
+    return WorkerSpec(cmd, {}, emulated=True)
+
+
+def qemu_python_spec(q: QemuSpec) -> PySpec:
+    """The emulated aarch64 CPython of kbench.targets.pyroot (installed on first use)."""
+    from kbench.targets import pyroot
+    root, reason = pyroot.status()
+    if root is None:
+        if os.environ.get("KBENCH_NO_INSTALL"):
+            raise InvalidArgument(f"target: the emulated Python is not installed ({reason}); "
+                                  "run `python -m kbench.targets.pyroot`", "target")
+        root = pyroot.ensure(progress=lambda msg: print(f"kbench: {msg}", file=sys.stderr))
+    env = root.env()
+    if q.isa:
+        env["KBENCH_ISA_CAP"] = q.isa
+    return PySpec(root.argv(find_qemu(), q.qemu_cpu), env, q.qemu_cpu, q.svl,
+                  extra={"python_root": str(root.root)})
+
+
+def parse_target(spec: str) -> Target:
+    if spec == "host":
+        return Target("host", InProcessEngine())
+    if spec == "qemu" or spec.startswith("qemu:"):
+        q = parse_qemu(spec)
+        return Target(q.name, WorkerEngine(qemu_worker_spec(q)))
+    if spec == "qemu-python" or spec.startswith("qemu-python:"):
+        q = parse_qemu(spec)
+        return Target(q.name, PyWorkerEngine(qemu_python_spec(q)))
+    if spec.startswith("worker:"):
+        rest = spec[len("worker:"):]
+        if rest == "host":
+            cmd = [worker_binary("host")]
+        else:
+            cmd = shlex.split(rest)
+            if not cmd:
+                raise InvalidArgument("target: worker: needs a command line", "target")
+        return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False)))
+    raise InvalidArgument(f"target: {spec!r} is not a known target (host, "
+                          "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP], "
+                          "qemu-python[:cpu=MODEL][:svl=BITS], worker:host, worker:CMD)",
+                          "target")

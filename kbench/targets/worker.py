@@ -1,0 +1,496 @@
+"""The worker engine: the native library in another process (a static
+executable run directly, under qemu-aarch64, or on a board over ssh),
+driven over stdin/stdout with the protocol of native/worker/kb_wire.h.
+
+Every numpy argument is sent as its whole base buffer plus an offset, so
+guard regions and row padding travel too; output buffers come back and
+are copied into place. A worker that dies (a kernel's SIGSEGV or SIGILL)
+raises WorkerCrashed for that call; the next call starts a fresh worker."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kbench.errors import ProtocolError, WorkerCrashed, from_status
+from kbench.native import api
+from kbench.native.api import RawProblem, Realization, Selector
+from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backend_arg
+
+MAGIC = 0x3157424B
+PROTOCOL = 2  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes
+REPLY = 0x80000000
+PROTOCOL_ERROR = 0xFFFFFFFF
+HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE = 1, 2, 3, 4, 5, 6, 7
+MAX_PAYLOAD = 1 << 30
+DEFAULT_TIMEOUT = 900.0  # seconds for one call; emulated kernels are slow
+
+
+class Writer:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def raw(self, b: bytes) -> None:
+        self.parts.append(b)
+        self.size += len(b)
+
+    def u32(self, v: int) -> None:
+        self.raw(struct.pack("<I", v & 0xFFFFFFFF))
+
+    def i32(self, v: int) -> None:
+        self.raw(struct.pack("<i", v))
+
+    def u64(self, v: int) -> None:
+        self.raw(struct.pack("<Q", v))
+
+    def f32(self, v: float) -> None:
+        self.raw(struct.pack("<f", v))
+
+
+    def bytes(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = memoryview(data), 0
+
+    def take(self, n: int) -> memoryview:
+        if self.pos + n > len(self.data):
+            raise ProtocolError("worker reply is truncated", "reply")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def u32(self) -> int:
+        return struct.unpack("<I", self.take(4))[0]
+
+    def i32(self) -> int:
+        return struct.unpack("<i", self.take(4))[0]
+
+    def u64(self) -> int:
+        return struct.unpack("<Q", self.take(8))[0]
+
+    def f64(self) -> float:
+        return struct.unpack("<d", self.take(8))[0]
+
+    def times(self) -> tuple[list[float], int]:
+        n, reps = self.u32(), self.u32()
+        return [self.f64() for _ in range(n)], reps
+
+    def str(self) -> str:
+        return bytes(self.take(self.u32())).decode(errors="replace")
+
+    def realization(self) -> Realization:
+        name, backend, kernel = self.str(), self.str(), self.str()
+        op, isa, accum = self.i32(), self.i32(), self.i32()
+        kpr, bforms, max_m, max_groups = self.u32(), self.u32(), self.u32(), self.u32()
+        conv_class, error_model = self.u32(), self.u32()
+        block_m, block_n, block_k = self.u32(), self.u32(), self.u32()
+        vbits, threads = self.u32(), self.i32()
+        return Realization.from_fields(name, backend, kernel, op, isa, accum, kpr, bforms, vbits,
+                                       threads, max_m, max_groups, False, conv_class,
+                                       error_model, (block_m, block_n, block_k))
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    base = a
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    return base
+
+
+def _addr(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+class Buffers:
+    """The buffer table of one request; pointers are (index, byte offset)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[np.ndarray, bool]] = []
+        self._index: dict[int, int] = {}
+
+    def ptr(self, w: Writer, a: np.ndarray | None, output: bool = False) -> None:
+        if a is None:
+            w.i32(-1)
+            w.u64(0)
+            return
+        base = _root(a)
+        if not base.flags.c_contiguous:
+            base = a = np.ascontiguousarray(a)
+        key = id(base)
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append((base, output))
+        elif output:
+            i = self._index[key]
+            self.items[i] = (self.items[i][0], True)
+        off = _addr(a) - _addr(base)
+        if not 0 <= off <= base.nbytes:
+            raise ProtocolError("an argument lies outside its buffer", "buffers")
+        w.i32(self._index[key])
+        w.u64(off)
+
+    def encode(self, w: Writer) -> None:
+        w.u32(len(self.items))
+        for base, output in self.items:
+            data = base.reshape(-1).view(np.uint8).tobytes()
+            w.u64(len(data))
+            w.u32(1 if output else 0)
+            w.u32(0)
+            w.raw(data)
+            w.raw(b"\0" * ((8 - len(data) % 8) % 8))  # bytes padded to a multiple of 8
+
+    def restore(self, index: int, data: memoryview) -> None:
+        base = self.items[index][0]
+        flat = base.reshape(-1).view(np.uint8)
+        if flat.size != len(data):
+            raise ProtocolError("worker returned a buffer of the wrong size", "reply")
+        flat[:] = np.frombuffer(data, dtype=np.uint8)
+
+
+def _selector(w: Writer, sel: Selector | None) -> None:
+    sel = sel or Selector()
+    mask = 0
+    for b in sel.disabled:
+        mask |= 1 << api.backend_id(b)
+    w.u32(mask)
+    if sel.isa_cap is None:
+        w.i32(-1)
+    elif sel.isa_cap in api.ISA_LEVELS:
+        w.i32(api.ISA_LEVELS.index(sel.isa_cap))
+    else:
+        raise api.InvalidArgument(
+            f"selector.isa_cap: {sel.isa_cap!r} is not one of {', '.join(api.ISA_LEVELS)}",
+            "selector.isa_cap")
+    if sel.threads < 0:
+        raise api.InvalidArgument("selector.threads: must not be negative", "selector.threads")
+    w.i32(sel.threads)
+    w.u32(int(sel.trust_payload))
+    force = (sel.force or "").encode()
+    w.u32(len(force))
+    w.raw(force)
+    w.u32(1 if sel.table is not None else 0)
+
+
+def _timing(w: Writer, t: Timing | None) -> None:
+    if t is not None and t.rounds < 1:
+        raise api.InvalidArgument("timing.rounds: must be positive", "timing.rounds")
+    w.u32(t.warmup if t else 0)
+    w.u32(t.rounds if t else 0)
+    w.u64(t.min_round_ns if t else 0)
+    w.u32(t.max_reps if t else 0)
+    w.u32(int(t.cold) if t else 0)
+
+
+def _u64(value: int, name: str) -> int:
+    return api._size_arg(value, name)
+
+
+
+class ProcessGone(Exception):
+    """A child closed its output (timed_out False) or gave no reply in time
+    (timed_out True; it has been killed)."""
+
+    def __init__(self, timed_out: bool) -> None:
+        super().__init__("timed out" if timed_out else "closed")
+        self.timed_out = timed_out
+
+
+def read_exactly(proc: subprocess.Popen[bytes], n: int, timeout: float) -> bytes:
+    """n bytes from a child's stdout, each wait at most `timeout` seconds."""
+    assert proc.stdout is not None
+    out = bytearray()
+    fd = proc.stdout.fileno()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while len(out) < n:
+            if not sel.select(timeout=timeout):
+                proc.kill()
+                raise ProcessGone(True)
+            chunk = os.read(fd, min(n - len(out), 1 << 22))
+            if not chunk:
+                raise ProcessGone(False)
+            out += chunk
+    return bytes(out)
+
+
+def exit_report(proc: subprocess.Popen[bytes] | None, stderr: Any,
+                tail_bytes: int) -> tuple[str, str]:
+    """How a child ended ("exit status N" or "signal SIGSEGV"; qemu reports a
+    guest's signal as 128 + N) and the tail of its stderr file."""
+    code = None
+    if proc is not None:
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+    how = f"exit status {code}"
+    if code is not None and code < 0:
+        how = f"signal {signal.Signals(-code).name}"
+    elif code is not None and code > 128:
+        with contextlib.suppress(ValueError):
+            how = f"signal {signal.Signals(code - 128).name}"
+    tail = ""
+    if stderr is not None:
+        stderr.seek(0)
+        tail = stderr.read()[-tail_bytes:].decode(errors="replace").strip()
+    return how, tail
+
+
+@dataclass
+class WorkerSpec:
+    command: list[str]
+    env: dict[str, str]
+    emulated: bool
+    timeout: float = DEFAULT_TIMEOUT
+
+
+class WorkerEngine:
+    """A worker process, restarted after a crash."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.emulated = spec.emulated
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._stderr: Any = None
+        self.restarts = 0
+
+    # -- process ----------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._table = None  # a fresh worker has no table loaded
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
+        env = {**os.environ, **self.spec.env}
+        try:
+            self.proc = subprocess.Popen(self.spec.command, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+        except OSError as exc:
+            raise WorkerCrashed(f"worker: cannot start {self.spec.command[0]}: {exc}",
+                                "worker") from exc
+
+    def _died(self, during: str) -> WorkerCrashed:
+        proc, self.proc = self.proc, None
+        how, tail = exit_report(proc, self._stderr, 400)
+        self.restarts += 1
+        return WorkerCrashed(f"worker: died with {how} during {during}"
+                             + (f" ({tail})" if tail else ""), "worker")
+
+    def _read(self, n: int, during: str, deadline_s: float) -> bytes:
+        assert self.proc is not None
+        try:
+            return read_exactly(self.proc, n, deadline_s)
+        except ProcessGone as gone:
+            raise self._died(f"{during} (no reply within {deadline_s:.0f} s, killed)"
+                             if gone.timed_out else during) from None
+
+    def call(self, mtype: int, payload: bytes, during: str) -> Reader:
+        if self.proc is None:
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None
+        if len(payload) > MAX_PAYLOAD:
+            raise ProtocolError(f"request of {len(payload)} bytes exceeds the frame limit",
+                                "request")
+        try:
+            self.proc.stdin.write(struct.pack("<IIQ", MAGIC, mtype, len(payload)) + payload)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died(during) from None
+        head = self._read(16, during, self.spec.timeout)
+        magic, rtype, length = struct.unpack("<IIQ", head)
+        if magic != MAGIC or length > MAX_PAYLOAD:
+            self.kill()
+            raise ProtocolError("worker sent a malformed frame", "reply")
+        body = self._read(length, during, self.spec.timeout)
+        if rtype == PROTOCOL_ERROR:
+            raise ProtocolError(f"worker: {Reader(body).str()}", "request")
+        if rtype != (mtype | REPLY):
+            self.kill()
+            raise ProtocolError(f"worker replied with type {rtype:#x} to {mtype}", "reply")
+        return Reader(body)
+
+    def send_raw(self, data: bytes) -> bytes:
+        """Writes raw bytes and returns whatever the worker answers until it
+        closes its output (for protocol robustness tests)."""
+        if self.proc is None:
+            self._start()
+        assert self.proc is not None
+        try:
+            out, _ = self.proc.communicate(data, timeout=60)
+        finally:
+            self.proc = None
+        return out
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.call(SHUTDOWN, b"", "shutdown")
+                self.proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - closing must not raise
+                self.kill()
+            self.proc = None
+
+    # -- engine interface ---------------------------------------------------------
+
+    def info(self, name: str) -> TargetInfo:
+        r = self.call(HELLO, b"", "hello")
+        proto = r.u32()
+        if proto != PROTOCOL:
+            raise ProtocolError(f"worker speaks protocol {proto}, kbench speaks {PROTOCOL}",
+                                "protocol")
+        version, arch = r.str(), r.str()
+        features, svl, isa, compiled = r.u32(), r.u32(), r.i32(), r.u32()
+        isa_cap_env = r.str()
+        reals = [r.realization() for _ in range(r.u32())]
+        return TargetInfo(
+            name=name, kind="worker", emulated=self.emulated, arch=arch,
+            cpu_features=[v for k, v in api.CPU_FEATURES.items() if features & k],
+            sme_vector_bits=svl, isa=api.ISA_LEVELS[isa], library_version=version,
+            realizations=reals,
+            compiled_backends=[b for i, b in enumerate(api.BACKENDS) if compiled & (1 << i)],
+            extra={"command": self.spec.command, "isa_cap_env": isa_cap_env},
+        )
+
+    def _reply(self, r: Reader, bufs: Buffers) -> CallResult:
+        status, field, message = r.i32(), r.str(), r.str()
+        ran = r.realization()
+        times, reps = r.times()
+        for _ in range(r.u32()):
+            index, _reserved, size = r.u32(), r.u32(), r.u64()
+            data = r.take(size)
+            r.take((8 - size % 8) % 8)
+            bufs.restore(index, data)
+        if status != 0:
+            raise from_status(status, field, message)
+        return CallResult(ran, times, reps)
+
+    def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
+                 selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
+        self._sync_table(selector)
+        w = Writer()
+        w.u64(_u64(m, "M"))
+        w.u64(_u64(n, "N"))
+        w.u64(_u64(k, "K"))
+        w.u32(len(problems))
+        _selector(w, selector)
+        bufs = Buffers()
+        pw = Writer()
+        for i, p in enumerate(problems):
+            bufs.ptr(pw, p.a)
+            pw.u64(_u64(p.lda, f"problems[{i}].lda"))
+            bufs.ptr(pw, p.b)
+            pw.u64(_u64(p.ldb, f"problems[{i}].ldb"))
+            pw.u64(_u64(p.b_size, f"problems[{i}].b_size"))
+            bufs.ptr(pw, p.c, output=True)
+            pw.u64(_u64(p.ldc, f"problems[{i}].ldc"))
+            bufs.ptr(pw, p.bias)
+            pw.f32(p.clamp_min)
+            pw.f32(p.clamp_max)
+            pw.u32(int(p.b_is_packed))
+            pw.u32(int(p.b_is_backend_native_packed))
+        _timing(pw, timing)
+        bufs.encode(w)
+        w.raw(pw.bytes())
+        return self._reply(self.call(GEMM, w.bytes(), "GEMM"), bufs)
+
+    def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, wt: np.ndarray | None,
+                 bias: np.ndarray | None, out: np.ndarray | None,
+                 selector: Selector | None = None, timing: Timing | None = None
+                 ) -> CallResult:
+        desc.checked()
+        self._sync_table(selector)
+        w = Writer()
+        for name in ConvDesc.SIZE_FIELDS:
+            w.u64(_u64(getattr(desc, name), f"desc.{name}"))
+        w.f32(desc.clamp_min)
+        w.f32(desc.clamp_max)
+        _selector(w, selector)
+        bufs = Buffers()
+        pw = Writer()
+        bufs.ptr(pw, x)
+        bufs.ptr(pw, wt)
+        bufs.ptr(pw, bias)
+        bufs.ptr(pw, out, output=True)
+        _timing(pw, timing)
+        bufs.encode(w)
+        w.raw(pw.bytes())
+        return self._reply(self.call(CONV, w.bytes(), "convolution"), bufs)
+
+    def pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
+                 ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,
+                 selector: Selector | None = None) -> np.ndarray:
+        return self._pack(backend, n, k, b, ldb, bias, dst_size, selector, None)[0]
+
+    def time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
+                  bias: np.ndarray | None, timing: Timing,
+                  selector: Selector | None = None) -> CallResult:
+        return self._pack(backend, n, k, b, ldb, bias, None, selector, timing)[1]
+
+    def _pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None, ldb: int,
+              bias: np.ndarray | None, dst_size: int | None, selector: Selector | None,
+              timing: Timing | None) -> tuple[np.ndarray, CallResult]:
+        be = backend_arg(backend)
+        w = Writer()
+        w.u32(0 if be is None else 1)
+        w.i32(0 if be is None else be)
+        w.u64(_u64(n, "N"))
+        w.u64(_u64(k, "K"))
+        w.u64(_u64(ldb, "ldb"))
+        _selector(w, selector)
+        bufs = Buffers()
+        pw = Writer()
+        bufs.ptr(pw, b)
+        bufs.ptr(pw, bias)
+        pw.u64(0 if dst_size is None else _u64(max(dst_size, 1), "dst_size"))
+        _timing(pw, timing)
+        bufs.encode(w)
+        w.raw(pw.bytes())
+        r = self.call(PACK, w.bytes(), "packing")
+        status, field, message = r.i32(), r.str(), r.str()
+        times, reps = r.times()
+        size = r.u64()
+        if status != 0:
+            raise from_status(status, field, message)
+        data = np.frombuffer(bytes(r.take(size)), dtype=np.uint8).copy()
+        return data, CallResult(None, times, reps)
+
+    def load_table(self, table: api.DispatchTable) -> int:
+        """Loads a dispatch table into the worker session; returns its rule count."""
+        r = self.call(LOAD_TABLE, table.text.encode(), "load_table")
+        status, field, message, rules = r.i32(), r.str(), r.str(), r.u32()
+        if status != 0:
+            raise from_status(status, field, message)
+        self._table = table
+        return rules
+
+    def _sync_table(self, sel: Selector | None) -> None:
+        loaded = getattr(self, "_table", None)
+        if sel is not None and sel.table is not None and loaded is not sel.table:
+            self.load_table(sel.table)
+
+    def set_svl(self, bits: int) -> int:
+        w = Writer()
+        w.u32(bits)
+        r = self.call(SET_SVL, w.bytes(), "set_svl")
+        status, message, now = r.i32(), r.str(), r.u32()
+        if status != 0:
+            raise from_status(status, message.split(":")[0], message)
+        return now
