@@ -41,11 +41,13 @@ from kbench.native.api import (
     gemm_batch,
     pack_b,
     realizations,
+    verify_packed,
     version,
 )
 
 __all__ = [
     "ContractViolation", "ConvParams", "GemmOperands", "InvalidArgument", "KbenchError",
     "OutOfMemory", "PackedB", "Realization", "Selector", "SizeOverflow", "Unsupported", "api",
-    "backends", "conv2d", "cpu_info", "gemm", "gemm_batch", "pack_b", "realizations", "version",
+    "backends", "conv2d", "cpu_info", "gemm", "gemm_batch", "pack_b", "realizations",
+    "verify_packed", "version",
 ]

@@ -74,3 +74,63 @@ def test_reseal_keeps_header_checksum_valid(engine):
     with pytest.raises(ContractViolation) as exc:
         engine.gemm_raw(sc.m, sc.n, sc.k, [sc.packed_problem(buf, False)])
     assert exc.value.field == "B.n"
+
+
+def _corrupt_native(engine, sc):
+    """A native-packed B (the first backend with a native layout) with one
+    payload byte flipped, and the backend."""
+    be = contracts.native_backends(engine)[0]
+    buf = sc.pack(be).copy()
+    buf[contracts.HEADER_SIZE + (buf.size - contracts.HEADER_SIZE) // 2] ^= 0x10
+    return be, buf
+
+
+def test_calls_check_the_header_only_the_payload_where_verified(engine):
+    """The contract's cost model: a call checks the header (O(1)); the payload
+    checksum is verified by a call that asks for it (verify_payload) or by
+    kbench.verify_packed, never in a production or timed call."""
+    sc = contracts.Scenario(engine)
+    be, buf = _corrupt_native(engine, sc)
+    problem = sc.packed_problem(buf, True, bias=None)
+    engine.gemm_raw(sc.m, sc.n, sc.k, [problem])  # production call: header only
+    with pytest.raises(ContractViolation) as exc:
+        engine.gemm_raw(sc.m, sc.n, sc.k, [problem], contracts.VERIFY)
+    assert exc.value.field == "B.payload_checksum"
+
+
+def test_timed_region_does_not_touch_the_payload_checksum(engine):
+    """A timed call over a buffer whose payload checksum no longer matches runs:
+    had the timed call hashed the payload, it would have refused the buffer."""
+    from kbench.native.calls import Timing
+    sc = contracts.Scenario(engine)
+    be, buf = _corrupt_native(engine, sc)
+    res = engine.gemm_raw(sc.m, sc.n, sc.k, [sc.packed_problem(buf, True, bias=None)],
+                          None, Timing(warmup=1, rounds=2, max_reps=3))
+    assert res.realization is not None and res.realization.backend == be
+    assert len(res.times_ns) == 2 and res.reps_per_round == 3
+    with pytest.raises(ContractViolation):
+        engine.gemm_raw(sc.m, sc.n, sc.k, [sc.packed_problem(buf, True, bias=None)],
+                        contracts.VERIFY, Timing(warmup=1, rounds=2, max_reps=3))
+
+
+def test_verify_packed_checks_header_and_payload():
+    import numpy as np
+
+    import kbench
+    b = np.arange(12, dtype=np.float16).reshape(3, 4)
+    for packed in (kbench.pack_b(b), kbench.pack_b(b, backend="scalar")):
+        assert kbench.verify_packed(packed).n == 4
+        for offset in (contracts.HEADER_SIZE, packed.data.size // 2 + 32, packed.data.size - 1):
+            bad = packed.data.copy()
+            bad[offset] ^= 1
+            with pytest.raises(ContractViolation) as exc:
+                kbench.verify_packed(bad)
+            assert exc.value.field == "B.payload_checksum"
+        bad = packed.data.copy()
+        bad[3] ^= 1
+        with pytest.raises(ContractViolation) as exc:
+            kbench.verify_packed(bad)
+        assert exc.value.field == "B.magic"
+        with pytest.raises(ContractViolation) as exc:
+            kbench.verify_packed(packed.data[:-1])
+        assert exc.value.field == "B.size"

@@ -161,6 +161,12 @@ def check(case: ContractCase, engine: Engine) -> ContractResult:
 # ---- the cases ---------------------------------------------------------------------------
 
 
+# A call that verifies the payload checksum as well as the header: what
+# kb_verify_packed_b does where a buffer is loaded. Production calls check
+# the header only (O(1)).
+VERIFY = api.Selector(verify_payload=True)
+
+
 def _gemm(sc: Scenario, m: int | None = None, n: int | None = None, k: int | None = None,
           problems: list[api.RawProblem] | None = None, selector: api.Selector | None = None
           ) -> Callable[[], object]:
@@ -399,7 +405,8 @@ def packed_cases(native_backends: list[str], all_backends: tuple[str, ...] = api
         c(f"{be}_native_truncated", ContractViolation, r"B\.size",
           lambda s, be=be: _gemm(s, problems=[s.packed_problem(s.pack(be)[:-2], True)]))
         c(f"{be}_native_payload_flipped", ContractViolation, r"B\.payload_checksum",
-          lambda s, be=be: _gemm(s, problems=[s.packed_problem(_flip(s.pack(be), 70), True)]))
+          lambda s, be=be: _gemm(s, problems=[s.packed_problem(_flip(s.pack(be), 70), True)],
+                                 selector=VERIFY))
         for other in all_backends:
             if other == be:
                 continue
@@ -457,7 +464,11 @@ def corruption_cases(native_backends: list[str], count: int = 1200, seed: int = 
             lo, hi = (0, HEADER_SIZE) if in_header else (HEADER_SIZE, buf.size)
             for _ in range(flips):
                 buf[int(r.integers(lo, hi))] ^= np.uint8(r.integers(1, 256))
-            return _gemm(s, problems=[s.packed_problem(buf, be is not None)])
+            # payload corruption is found where the payload is verified (a call
+            # with verify_payload, or kb_verify_packed_b); header corruption in
+            # every call
+            return _gemm(s, problems=[s.packed_problem(buf, be is not None)],
+                         selector=None if in_header else VERIFY)
 
         cases.append(_case(f"corrupt_{where}_{be or 'portable'}_{i:04d}", ContractViolation,
                            field, build))

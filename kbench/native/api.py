@@ -72,7 +72,7 @@ class Selector:
     isa_cap: str | None = None  # one of ISA_LEVELS; None = no cap (KBENCH_ISA_CAP still applies)
     force: str | None = None  # realization name
     threads: int = 1
-    trust_payload: bool = False
+    verify_payload: bool = False  # also verify a packed B's payload checksum (O(size))
     table: DispatchTable | None = None  # tuned choices per shape class
 
     def to_c(self, nat: Native) -> tuple[Any, list[Any]]:
@@ -96,7 +96,7 @@ class Selector:
         if self.threads < 0:
             raise InvalidArgument("selector.threads: must not be negative", "selector.threads")
         sel.threads = self.threads
-        sel.trust_payload = int(self.trust_payload)
+        sel.verify_payload = int(self.verify_payload)
         if self.table is not None:
             ptr = self.table.native(nat)
             keep.append(ptr)
@@ -325,6 +325,21 @@ def pack_b(b: np.ndarray, *, backend: str | None = None, bias: np.ndarray | None
                                            _ptr(nat, out, "void *"), out.size, sel, err), err)
         del keep
     return describe_packed(out, nat)
+
+
+def verify_packed(b: PackedB | np.ndarray, nat: Native | None = None) -> PackedB:
+    """Verifies a packed buffer on its own, payload checksum included (O(size)):
+    do it once where a buffer is loaded or received. Calls check the header
+    only (O(1)) unless the selector sets verify_payload. Returns the buffer's
+    description; raises ContractViolation naming the field."""
+    nat = nat or load()
+    data = b.data if isinstance(b, PackedB) else b
+    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 1:
+        raise InvalidArgument("B: not a packed buffer (a 1-D uint8 array)", "B")
+    data = np.ascontiguousarray(data)
+    err = nat.new_error()
+    nat.check(nat.lib.kb_verify_packed_b(_ptr(nat, data, "void *"), data.size, err), err)
+    return describe_packed(data, nat)
 
 
 def describe_packed(data: np.ndarray, nat: Native | None = None) -> PackedB:

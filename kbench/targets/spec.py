@@ -110,7 +110,7 @@ class Target:
         if realization is None:
             return sel
         return api.Selector(sel.disabled, sel.isa_cap, realization, sel.threads,
-                            sel.trust_payload, sel.table)
+                            sel.verify_payload, sel.table)
 
     def gemm_problems(self, case: GemmCase, inp: GemmInputs, realization: api.Realization,
                       sel: api.Selector, bufs: list[GuardedBuffer]) -> list[api.RawProblem]:

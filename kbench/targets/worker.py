@@ -177,7 +177,7 @@ def _selector(w: Writer, sel: Selector | None) -> None:
     if sel.threads < 0:
         raise api.InvalidArgument("selector.threads: must not be negative", "selector.threads")
     w.i32(sel.threads)
-    w.u32(int(sel.trust_payload))
+    w.u32(int(sel.verify_payload))
     force = (sel.force or "").encode()
     w.u32(len(force))
     w.raw(force)

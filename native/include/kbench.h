@@ -158,7 +158,9 @@ typedef struct kb_selector {
     int isa_cap;                /* kb_isa; KB_ISA_MAX for no cap         */
     const char *force;          /* realization name or NULL              */
     int threads;                /* 0 or 1: single-threaded               */
-    int trust_payload;          /* 1: skip the packed payload checksum   */
+    int verify_payload;         /* 1: also verify a packed B's payload   *
+                                 * checksum in the call (O(size); off by  *
+                                 * default, see kb_verify_packed_b)      */
     const kb_dispatch_table *table; /* tuned choices, or NULL           */
 } kb_selector;
 
@@ -227,6 +229,12 @@ typedef struct kb_packed_header {
 kb_status kb_pack_b_size(size_t N, size_t K, size_t *size, kb_error *err);
 kb_status kb_pack_b(size_t N, size_t K, const kb_f16 *B, size_t ldb,
                     void *dst, size_t dst_size, kb_error *err);
+
+/* Verifies a packed buffer on its own, payload included: the header's
+ * fields and checksum, sizes, and the payload checksum (O(size)). Calls
+ * check only the header (O(1)) unless the selector sets verify_payload:
+ * verify a buffer once where it is loaded or received. */
+kb_status kb_verify_packed_b(const void *buf, size_t size, kb_error *err);
 
 /* A backend's native layout (bias inside; bias may be NULL = zeros). */
 kb_status kb_pack_b_native_size(int backend, size_t N, size_t K,

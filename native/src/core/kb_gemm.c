@@ -1,6 +1,10 @@
 /* kb_gemm.c — the GEMM entry point: validates every argument and the
  * packed-B contract, picks a realization, runs it, reports it. Nothing is
- * written to any C before every problem of the batch has been validated. */
+ * written to any C before every problem of the batch has been validated.
+ * The contract's cost in a call is O(1): the header is checked against the
+ * call and the CPU; the payload checksum (O(size)) is verified where a
+ * buffer is made or loaded (kb_verify_packed_b), or in the call when the
+ * selector sets verify_payload. */
 #include "kb_internal.h"
 
 #include <math.h>
@@ -24,58 +28,22 @@ static kb_status check_clamp(size_t i, float lo, float hi, kb_error *err) {
     return KB_OK;
 }
 
-/* Validates a packed B against the call and the running CPU. */
+/* Validates a packed B against the call and the running CPU: O(1), the
+ * header only, unless the selector asks for the payload checksum too. */
 static kb_status check_packed(size_t i, const kb_gemm_problem *p, size_t N, size_t K,
                               const kb_selector *sel, const kb_cpu_info *cpu,
                               const kb_packed_header **hdr_out, kb_error *err) {
     char f[KB_FIELD_LEN];
-    const kb_packed_header *h = (const kb_packed_header *)p->B;
-    if (p->b_size < sizeof *h)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.size", "problem %zu: %zu bytes cannot hold the %zu-byte header (truncated buffer)",
-                       i, p->b_size, sizeof *h);
+    char who[40];
+    snprintf(who, sizeof who, "problem %zu", i);
     kb_packed_header hc;
-    memcpy(&hc, h, sizeof hc);
-    if (hc.magic != KB_PACK_MAGIC)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.magic", "problem %zu: 0x%08x is not a kbench packed buffer", i, hc.magic);
-    if (hc.version != KB_PACK_VERSION)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.version", "problem %zu: version %u, this library reads %u", i, hc.version, KB_PACK_VERSION);
-    if (hc.header_size != sizeof hc)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.header_size", "problem %zu: %u, expected %zu", i, hc.header_size, sizeof hc);
-    uint64_t want = hc.header_checksum;
-    hc.header_checksum = 0;
-    if (kb_fnv1a64(&hc, sizeof hc) != want)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.header_checksum", "problem %zu: header checksum mismatch (corrupted header)", i);
-    if (hc.layout != KB_LAYOUT_PORTABLE && hc.layout != KB_LAYOUT_SCALAR_F16P16X1B &&
-        hc.layout != KB_LAYOUT_NEON && hc.layout != KB_LAYOUT_SME_X16P2VLX2B)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.layout", "problem %zu: unknown layout %u", i, hc.layout);
-    if (hc.backend >= KB_BACKEND_COUNT)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.backend", "problem %zu: unknown backend %u", i, hc.backend);
-    if (hc.flags & ~KB_PACK_FLAG_BIAS)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.flags", "problem %zu: unknown flag bits 0x%x", i, hc.flags);
-    if (hc.n != N)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.n", "problem %zu: buffer packed for N = %llu, call has N = %zu", i,
-                       (unsigned long long)hc.n, N);
-    if (hc.k != K)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.k", "problem %zu: buffer packed for K = %llu, call has K = %zu", i,
-                       (unsigned long long)hc.k, K);
-    uint32_t bn = kb_layout_block_n(hc.layout, hc.vector_bits);
-    if (hc.block_n != bn || bn == 0)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.block_n", "problem %zu: %u does not match the layout (%u)", i, hc.block_n, bn);
-    size_t payload;
-    if (!kb_layout_payload_size(hc.layout, N, K, hc.vector_bits, &payload) || hc.payload_size != payload)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.payload_size", "problem %zu: %llu bytes, the layout needs %zu", i,
-                       (unsigned long long)hc.payload_size, payload);
-    if (p->b_size - sizeof hc < payload)
-        return kb_fail(err, KB_ERR_CONTRACT, "B.size", "problem %zu: %zu bytes, header and payload need %zu (truncated buffer)", i,
-                       p->b_size, payload + sizeof hc);
+    kb_status st = kb_header_check(p->B, p->b_size, who, 1, N, K, &hc, err);
+    if (st != KB_OK) return st;
     int native = hc.layout != KB_LAYOUT_PORTABLE;
     if (native != (p->b_is_backend_native_packed != 0))
         return kb_fail(err, KB_ERR_CONTRACT, FIELD(f, i, "b_is_backend_native_packed"),
                        "is %d but the buffer holds the %s layout", p->b_is_backend_native_packed,
                        native ? "backend-native" : "portable");
-    int bias_inside = (hc.flags & KB_PACK_FLAG_BIAS) != 0;
-    if (bias_inside != kb_layout_has_bias(hc.layout))
-        return kb_fail(err, KB_ERR_CONTRACT, "B.flags", "problem %zu: bias flag %d contradicts layout %u", i, bias_inside, hc.layout);
     if (native) {
         if (sel->disabled_backends & (1u << hc.backend))
             return kb_fail(err, KB_ERR_CONTRACT, "B.backend", "problem %zu: buffer belongs to backend %s, which the selector disables",
@@ -93,16 +61,9 @@ static kb_status check_packed(size_t i, const kb_gemm_problem *p, size_t N, size
         if (p->bias)
             return kb_fail(err, KB_ERR_CONTRACT, FIELD(f, i, "bias"),
                            "must be NULL: the backend-native buffer carries its bias inside");
-    } else if (hc.vector_bits != 0) {
-        return kb_fail(err, KB_ERR_CONTRACT, "B.vector_bits", "problem %zu: the portable layout has no vector length, got %u", i,
-                       hc.vector_bits);
     }
-    if (!sel->trust_payload) {
-        const unsigned char *pl = (const unsigned char *)p->B + sizeof hc;
-        if (kb_fnv1a64(pl, payload) != hc.payload_checksum)
-            return kb_fail(err, KB_ERR_CONTRACT, "B.payload_checksum", "problem %zu: payload checksum mismatch (corrupted payload)", i);
-    }
-    *hdr_out = h;
+    if (sel->verify_payload && (st = kb_payload_check(p->B, &hc, who, err)) != KB_OK) return st;
+    *hdr_out = (const kb_packed_header *)p->B;
     return KB_OK;
 }
 

@@ -95,6 +95,15 @@ uint64_t kb_fnv1a64(const void *data, size_t len);
  * of bn values; columns past N (and a NULL bias) are zero. */
 void kb_pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb, const kb_f16 *bias,
                     int with_bias, size_t bn, kb_f16 *out);
+/* Checks a packed buffer of `size` bytes on its own: header fields, header
+ * checksum, payload size against the layout, the buffer's size; with check_nk
+ * also N and K against the call. O(1). `who` starts each message ("problem 2",
+ * "buffer"). Fills *out with the header (if out != NULL). */
+kb_status kb_header_check(const void *buf, size_t size, const char *who, int check_nk,
+                          size_t N, size_t K, kb_packed_header *out, kb_error *err);
+/* The payload checksum of a buffer whose header passed kb_header_check. O(size). */
+kb_status kb_payload_check(const void *buf, const kb_packed_header *h, const char *who,
+                           kb_error *err);
 /* Fills every header field and both checksums (payload already written). */
 void kb_header_seal(kb_packed_header *h, int layout, int backend,
                     uint32_t vector_bits, size_t n, size_t k, uint32_t flags,

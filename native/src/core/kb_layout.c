@@ -4,6 +4,7 @@
  * points, backends, validation) builds on them; they call nothing above. */
 #include "kb_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 uint64_t kb_fnv1a64(const void *data, size_t len) {
@@ -82,4 +83,71 @@ void kb_pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb, const kb_f1
             out += bn;
         }
     }
+}
+
+kb_status kb_header_check(const void *buf, size_t size, const char *who, int check_nk,
+                          size_t N, size_t K, kb_packed_header *out, kb_error *err) {
+    const kb_packed_header *h = (const kb_packed_header *)buf;
+    if (size < sizeof *h)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.size", "%s: %zu bytes cannot hold the %zu-byte header (truncated buffer)",
+                       who, size, sizeof *h);
+    kb_packed_header hc;
+    memcpy(&hc, h, sizeof hc);
+    if (hc.magic != KB_PACK_MAGIC)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.magic", "%s: 0x%08x is not a kbench packed buffer", who, hc.magic);
+    if (hc.version != KB_PACK_VERSION)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.version", "%s: version %u, this library reads %u", who, hc.version, KB_PACK_VERSION);
+    if (hc.header_size != sizeof hc)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.header_size", "%s: %u, expected %zu", who, hc.header_size, sizeof hc);
+    uint64_t want = hc.header_checksum;
+    hc.header_checksum = 0;
+    if (kb_fnv1a64(&hc, sizeof hc) != want)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.header_checksum", "%s: header checksum mismatch (corrupted header)", who);
+    hc.header_checksum = want;
+    if (hc.layout != KB_LAYOUT_PORTABLE && hc.layout != KB_LAYOUT_SCALAR_F16P16X1B &&
+        hc.layout != KB_LAYOUT_NEON && hc.layout != KB_LAYOUT_SME_X16P2VLX2B)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.layout", "%s: unknown layout %u", who, hc.layout);
+    if (hc.backend >= KB_BACKEND_COUNT)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.backend", "%s: unknown backend %u", who, hc.backend);
+    if (hc.flags & ~KB_PACK_FLAG_BIAS)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.flags", "%s: unknown flag bits 0x%x", who, hc.flags);
+    if (check_nk && hc.n != N)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.n", "%s: buffer packed for N = %llu, call has N = %zu", who,
+                       (unsigned long long)hc.n, N);
+    if (check_nk && hc.k != K)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.k", "%s: buffer packed for K = %llu, call has K = %zu", who,
+                       (unsigned long long)hc.k, K);
+    uint32_t bn = kb_layout_block_n(hc.layout, hc.vector_bits);
+    if (hc.block_n != bn || bn == 0)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.block_n", "%s: %u does not match the layout (%u)", who, hc.block_n, bn);
+    if (hc.n == 0 || hc.k == 0)
+        return kb_fail(err, KB_ERR_CONTRACT, hc.n == 0 ? "B.n" : "B.k", "%s: an empty matrix (N = %llu, K = %llu)", who,
+                       (unsigned long long)hc.n, (unsigned long long)hc.k);
+    size_t payload = 0;
+    if (hc.n > SIZE_MAX || hc.k > SIZE_MAX ||
+        !kb_layout_payload_size(hc.layout, (size_t)hc.n, (size_t)hc.k, hc.vector_bits, &payload))
+        return kb_fail(err, KB_ERR_CONTRACT, "B.payload_size", "%s: N = %llu, K = %llu overflow the layout's size", who,
+                       (unsigned long long)hc.n, (unsigned long long)hc.k);
+    if (hc.payload_size != payload)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.payload_size", "%s: %llu bytes, the layout needs %zu", who,
+                       (unsigned long long)hc.payload_size, payload);
+    if (size - sizeof hc < payload)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.size", "%s: %zu bytes, header and payload need %zu (truncated buffer)", who,
+                       size, payload + sizeof hc);
+    int bias_inside = (hc.flags & KB_PACK_FLAG_BIAS) != 0;
+    if (bias_inside != kb_layout_has_bias(hc.layout))
+        return kb_fail(err, KB_ERR_CONTRACT, "B.flags", "%s: bias flag %d contradicts layout %u", who, bias_inside, hc.layout);
+    if (hc.layout == KB_LAYOUT_PORTABLE && hc.vector_bits != 0)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.vector_bits", "%s: the portable layout has no vector length, got %u", who,
+                       hc.vector_bits);
+    if (out) *out = hc;
+    return KB_OK;
+}
+
+kb_status kb_payload_check(const void *buf, const kb_packed_header *h, const char *who,
+                           kb_error *err) {
+    const unsigned char *payload = (const unsigned char *)buf + sizeof *h;
+    if (kb_fnv1a64(payload, (size_t)h->payload_size) != h->payload_checksum)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.payload_checksum", "%s: payload checksum mismatch (corrupted payload)", who);
+    return KB_OK;
 }

@@ -116,3 +116,12 @@ kb_status kb_pack_b_native(int backend, size_t N, size_t K, const kb_f16 *B,
     kb_header_seal(h, layout, backend, vbits, N, K, KB_PACK_FLAG_BIAS, need - sizeof *h);
     return KB_OK;
 }
+
+kb_status kb_verify_packed_b(const void *buf, size_t size, kb_error *err) {
+    kb_clear_error(err);
+    if (!buf) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "B", "is NULL");
+    kb_packed_header h;
+    kb_status st = kb_header_check(buf, size, "buffer", 0, 0, 0, &h, err);
+    if (st != KB_OK) return st;
+    return kb_payload_check(buf, &h, "buffer", err);
+}
