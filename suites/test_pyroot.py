@@ -189,7 +189,7 @@ def only(backend: str) -> api.Selector:
 GUEST = """
 import json, platform, sys, time
 t0 = time.perf_counter()
-import kbench.engine
+import kbench.targets.inprocess
 from kbench import api
 t1 = time.perf_counter()
 import numpy as np
@@ -237,7 +237,7 @@ def run_guest(installed: tuple[PyRoot, str], cpu: str, operands: Path, tmp: Path
     assert res.returncode == 0, f"guest under -cpu {cpu} failed:\n{res.stderr[-3000:]}"
     report = json.loads(res.stdout.strip().splitlines()[-1])
     report["wall_s"] = time.perf_counter() - t0
-    print(f"guest -cpu {cpu}: {report['wall_s']:.1f} s, import kbench.engine "
+    print(f"guest -cpu {cpu}: {report['wall_s']:.1f} s, import kbench.targets.inprocess "
           f"{report['import_kbench_engine_s']:.2f} s", file=sys.stderr)
     with np.load(out) as z:
         return report, {k: z[k] for k in z.files}
