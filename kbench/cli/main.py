@@ -123,9 +123,10 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
               default=None, help="A dispatch table from `kbench tune`: the library follows it, "
                                  "and every case also runs unforced, checked to be computed by "
                                  "the realization the table names.")
-@click.option("--db", "db", type=click.Path(dir_okay=False), default=None,
-              help="History database the run is appended to "
-                   "[default: $XDG_DATA_HOME/kbench/history.sqlite].")
+@click.option("--db", "db", default=None,
+              help="History database the run is appended to: an SQLite file or a "
+                   "postgresql://USER@HOST/DB URL shared by many runners "
+                   "[default: $KBENCH_DB, else $XDG_DATA_HOME/kbench/history.sqlite].")
 @click.option("--no-history", is_flag=True, help="Do not append the run to the history.")
 @click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
@@ -211,14 +212,15 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
 def _append_history(run_dir: Path, db: str | None) -> None:
     """Adds the run folder (complete or not) to the history database."""
     from kbench.results.history import append_run, default_db_path
+    from kbench.results.historydb import describe, driver_errors, resolve_db
     from kbench.results.runfolder import RunFolderError, load_run
-    path = Path(db) if db else default_db_path()
+    path = resolve_db(db, default_db_path())
     try:
         run_id = append_run(path, load_run(run_dir))
-    except (RunFolderError, OSError, ValueError, sqlite3.Error) as exc:
+    except (RunFolderError, OSError, ValueError, sqlite3.Error, *driver_errors()) as exc:
         click.echo(f"history: not appended ({exc})", err=True)
         return
-    click.echo(f"history: run #{run_id} in {path}")
+    click.echo(f"history: run #{run_id} in {describe(path)}")
 
 
 @main.command("realizations")
