@@ -9,8 +9,8 @@ How the pieces fit:
   it cannot be reached. xdist hands the probes to each worker process
   (`workerinput`), so collection is identical everywhere and no worker
   connects to a target it will not run;
-- every test that belongs to a target is marked xdist_group(<target>);
-  tests tied to no target go with the first target;
+- every test that belongs to a target joins that target's group
+  (`group_by_target`); tests tied to no target go with the first target;
 - a worker writes no run folder: each verdict it records rides back on the
   test's report (`report.kb_verdicts`), and the controlling process writes
   it to the one run folder as the report arrives. A verdict is sent with
@@ -127,10 +127,25 @@ def target_of(item: pytest.Item) -> str | None:
     return None  # no target, or an empty parametrization
 
 
+def group_name(spec: str) -> str:
+    """A target's xdist group: xdist takes the group from after the last `@`
+    of a test id, so the `@` of user@host is spelled `+`."""
+    return spec.replace("@", "+")
+
+
 def group_by_target(items: list[pytest.Item], default: str) -> None:
-    """Marks every test with the xdist group of its target."""
+    """Puts every test in the group of its target, the way --dist loadgroup
+    reads groups: a test id suffix `@group` (what xdist_group marks become).
+    Written here because pytest 9.2 keeps a test's id in `_id`, where
+    pytest-xdist 3.8 does not look (it sets `_nodeid`)."""
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(name=target_of(item) or default))
+        new = f"{item.nodeid}@{group_name(target_of(item) or default)}"
+        if hasattr(item, "_id"):
+            from _pytest.nodeid import coerce_node_id  # pytest >= 9.2
+            item._id = coerce_node_id(new)
+        else:
+            item._nodeid = new
+        assert item.nodeid == new, "pytest changed where a test's id lives"
 
 
 def _plain(value: Any) -> Any:

@@ -374,9 +374,11 @@ class _TargetsInParallel:
                 kb.info(spec)
         node.workerinput[PROBES_KEY] = encode_probes(kb.probes)
 
+    @pytest.hookimpl(trylast=True)  # after deselection; ids then go to the controller
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         kb = self.config.stash[SESSION]
-        group_by_target(items, kb.target_specs[0])
+        if kb.worker and self.config.getvalue("loadgroup"):
+            group_by_target(items, kb.target_specs[0])
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:
