@@ -102,8 +102,8 @@ def load_fleet(path: Path, env: Mapping[str, str] | None = None) -> Fleet:
         if not isinstance(label, str) or not label.strip():
             raise FleetError(f"{where}: label must be a non-empty string")
         targets.append(FleetTarget(label.strip(), spec))
-    for what, values in (("label", [t.label for t in targets]),
-                         ("spec", [t.spec for t in targets])):
+    for what, values in (("spec", [t.spec for t in targets]),
+                         ("label", [t.label for t in targets])):
         dup = sorted({v for v in values if values.count(v) > 1})
         if dup:
             raise FleetError(f"{path}: {what} {dup[0]!r} appears twice")
