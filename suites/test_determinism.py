@@ -21,29 +21,29 @@ def _bits(outputs):
 
 
 @pytest.mark.parametrize("case", GEMM, ids=lambda c: c.name)
-def test_gemm_bit_identical(kb_session, case):
-    for spec in kb_session.target_specs:
+def test_gemm_bit_identical(kb_session, kb_spec, case):
+    spec = kb_spec  # one target per test, so that targets can run in parallel
+    for r in kb_session.chosen(spec, "gemm"):
+        if not runner.applicable(case, r):
+            continue
         target = kb_session.target(spec)
-        for r in kb_session.chosen(spec, "gemm"):
-            if not runner.applicable(case, r):
-                continue
-            inp = inputs.gemm_inputs(case, "normal")
-            first = target.run_gemm(case, inp, r.name)
-            second = target.run_gemm(case, inp, r.name)
-            assert first.error is None and second.error is None
-            for x, y in zip(_bits(first.outputs), _bits(second.outputs), strict=True):
-                assert np.array_equal(x, y), f"{spec} {r.name}: outputs differ between runs"
+        inp = inputs.gemm_inputs(case, "normal")
+        first = target.run_gemm(case, inp, r.name)
+        second = target.run_gemm(case, inp, r.name)
+        assert first.error is None and second.error is None
+        for x, y in zip(_bits(first.outputs), _bits(second.outputs), strict=True):
+            assert np.array_equal(x, y), f"{spec} {r.name}: outputs differ between runs"
 
 
 @pytest.mark.parametrize("case", CONV, ids=lambda c: c.name)
-def test_conv_bit_identical(kb_session, case):
-    for spec in kb_session.target_specs:
+def test_conv_bit_identical(kb_session, kb_spec, case):
+    spec = kb_spec
+    for r in kb_session.chosen(spec, "conv2d"):
+        if not runner.applicable(case, r):
+            continue
         target = kb_session.target(spec)
-        for r in kb_session.chosen(spec, "conv2d"):
-            if not runner.applicable(case, r):
-                continue
-            inp = inputs.conv_inputs(case, "uniform")
-            a = target.run_conv(case, inp, r.name)
-            b = target.run_conv(case, inp, r.name)
-            assert a.error is None and b.error is None
-            assert np.array_equal(_bits(a.outputs)[0], _bits(b.outputs)[0]), r.name
+        inp = inputs.conv_inputs(case, "uniform")
+        a = target.run_conv(case, inp, r.name)
+        b = target.run_conv(case, inp, r.name)
+        assert a.error is None and b.error is None
+        assert np.array_equal(_bits(a.outputs)[0], _bits(b.outputs)[0]), r.name

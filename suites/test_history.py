@@ -1,19 +1,28 @@
 """The run history database, on synthetic run folders written through
-RunWriter and read back by the real loader."""
+RunWriter and read back by the real loader; every test runs against an
+SQLite file and against a throwaway PostgreSQL server (kb_servers)."""
 
 from __future__ import annotations
 
-import sqlite3
+import itertools
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from kb_servers import Postgres
 
 from kbench.cli.history import history
 from kbench.judge.verdict import Verdict
-from kbench.results.history import append_run, default_db_path, query_runs, run_results
+from kbench.results.history import (
+    append_run,
+    connect,
+    default_db_path,
+    query_runs,
+    run_results,
+)
 from kbench.results.runfolder import Run, load_run
 from kbench.results.store import RunWriter
 
@@ -45,9 +54,24 @@ def make_run(folder: Path, rows: list[Verdict], complete: bool | None = True,
     return load_run(folder)
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "data" / "history.sqlite"
+_FRESH = itertools.count()
+
+
+def fresh_pg_database(server: Postgres) -> str:
+    """A new, empty database on the server; its URL."""
+    import psycopg
+    name = f"t{os.getpid()}_{next(_FRESH)}"
+    with psycopg.connect(server.url, autocommit=True) as con:
+        con.execute(f"CREATE DATABASE {name}")
+    return server.url.replace("/kbench?", f"/{name}?")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """The history location: an SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return tmp_path / "data" / "history.sqlite"
+    return fresh_pg_database(request.getfixturevalue("pg_server"))
 
 
 def test_default_db_path() -> None:
@@ -57,7 +81,7 @@ def test_default_db_path() -> None:
     assert default_db_path({"XDG_DATA_HOME": "relative/dir"}) == home  # per the XDG spec
 
 
-def test_append_and_read_back(tmp_path: Path, db: Path) -> None:
+def test_append_and_read_back(tmp_path: Path, db: Path | str) -> None:
     run = make_run(tmp_path / "r1", [verdict("a"), verdict("b", status="fail"),
                                      verdict("p", times=[1000.0, 1010.0, 990.0])])
     run_id = append_run(db, run)
@@ -75,14 +99,14 @@ def test_append_and_read_back(tmp_path: Path, db: Path) -> None:
     assert results["status"].tolist() == ["pass", "fail", "pass"]
     assert results.loc[2, "round_times_ns"] == "1000 1010 990"
     assert results.loc[0, "tags"] == "t1 t2"
-    with sqlite3.connect(db) as con:
+    with connect(db) as con:
         version, targets, flags = con.execute(
             "SELECT library_version, targets, c_flags FROM runs").fetchone()
     assert version == "0.3.0" and '"library_version": "0.3.0"' in targets
     assert flags == "-O2 -march=armv8.2-a+fp16"
 
 
-def test_append_is_idempotent(tmp_path: Path, db: Path) -> None:
+def test_append_is_idempotent(tmp_path: Path, db: Path | str) -> None:
     run = make_run(tmp_path / "r1", [verdict("a"), verdict("b")])
     first = append_run(db, run)
     assert append_run(db, run) == first
@@ -96,7 +120,7 @@ def test_append_is_idempotent(tmp_path: Path, db: Path) -> None:
     assert query_runs(db)["id"].tolist() == [rerun, other, first]  # newest first
 
 
-def test_incomplete_run_is_kept_and_marked(tmp_path: Path, db: Path) -> None:
+def test_incomplete_run_is_kept_and_marked(tmp_path: Path, db: Path | str) -> None:
     folder = tmp_path / "killed"
     killed = make_run(folder, [verdict("a"), verdict("b")], complete=None)
     run_id = append_run(db, killed)
@@ -110,13 +134,13 @@ def test_incomplete_run_is_kept_and_marked(tmp_path: Path, db: Path) -> None:
     assert run_results(db, run_id)["case"].tolist() == ["a", "b", "c"]
 
 
-def test_interrupted_run_closed_incomplete(tmp_path: Path, db: Path) -> None:
+def test_interrupted_run_closed_incomplete(tmp_path: Path, db: Path | str) -> None:
     append_run(db, make_run(tmp_path / "int", [verdict("a")], complete=False))
     assert query_runs(db)["complete"].tolist() == [False]
 
 
 @pytest.fixture
-def three_runs(tmp_path: Path, db: Path) -> dict[str, int]:
+def three_runs(tmp_path: Path, db: Path | str) -> dict[str, int]:
     return {
         "x86": append_run(db, make_run(tmp_path / "x86", [verdict("a")], host="ci-x86",
                                        machine="x86_64", cpu_model="AMD EPYC 7763",
@@ -132,7 +156,7 @@ def three_runs(tmp_path: Path, db: Path) -> dict[str, int]:
     }
 
 
-def test_filters(db: Path, three_runs: dict[str, int]) -> None:
+def test_filters(db: Path | str, three_runs: dict[str, int]) -> None:
     def ids(**kw: Any) -> list[int]:
         return query_runs(db, **kw)["id"].tolist()
     r = three_runs
@@ -152,10 +176,13 @@ def test_filters(db: Path, three_runs: dict[str, int]) -> None:
     assert query_runs(db, commit="bbbb3")["git_dirty"].tolist() == [True]
 
 
-def test_cli_history(tmp_path: Path, db: Path) -> None:
+def test_cli_history(tmp_path: Path, db: Path | str) -> None:
     runner = CliRunner()
     empty = runner.invoke(history, ["--db", str(db)])
-    assert empty.exit_code == 0 and "no history yet" in empty.output and not db.exists()
+    if isinstance(db, Path):
+        assert empty.exit_code == 0 and "no history yet" in empty.output and not db.exists()
+    else:  # a server is always there: an empty history lists no runs
+        assert empty.exit_code == 0 and empty.output.strip() == "no runs", empty.output
     make_run(tmp_path / "arm", [verdict("a", "neon")], host="ci-arm", git_commit="bbbb2222")
     make_run(tmp_path / "x86", [verdict("a")], host="ci-x86", machine="x86_64",
              git_commit="aaaa1111", date="2025-03-05T00:00:00", complete=False)

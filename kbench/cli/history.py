@@ -18,6 +18,7 @@ import pandas as pd
 
 from kbench.results.compare import Comparison, GateResult, compare_runs, gate, markdown
 from kbench.results.history import append_run, default_db_path, query_runs
+from kbench.results.historydb import describe, driver_errors, is_postgres, resolve_db
 from kbench.results.runfolder import Run, RunFolderError, load_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,8 +133,9 @@ def _write_markdown(text: str, path: str | None, step_summary: bool) -> None:
             fh.write(text + "\n")
 
 
-_DB = click.option("--db", type=click.Path(dir_okay=False), default=None,
-                   help="History database [default: $XDG_DATA_HOME/kbench/history.sqlite].")
+_DB = click.option("--db", default=None,
+                   help="History database: an SQLite file or a postgresql://USER@HOST/DB URL "
+                        "[default: $KBENCH_DB, else $XDG_DATA_HOME/kbench/history.sqlite].")
 _CONFIG = click.option("--config", type=click.Path(exists=True, dir_okay=False), default=None,
                        help=f"Gate configuration (TOML, [gate] table) [default: "
                             f"{DEFAULT_CONFIG.relative_to(REPO)} in the checkout].")
@@ -178,15 +180,20 @@ def _listing(df: pd.DataFrame) -> str:
 def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: str | None,
             commit: str | None, limit: int) -> None:
     """List recorded runs (newest first); --add records run folders."""
-    db_path = Path(db) if db else default_db_path()
-    for folder in add:
-        run_id = append_run(db_path, _load(folder, "--add"))
-        click.echo(f"recorded {folder} as run {run_id} in {db_path}")
-    if not db_path.exists():
-        click.echo(f"no history yet at {db_path}")
-        return
-    click.echo(_listing(query_runs(db_path, machine=machine, backend=backend, commit=commit,
-                                   limit=limit)))
+    db_path = resolve_db(db, default_db_path())
+    try:
+        for folder in add:
+            run_id = append_run(db_path, _load(folder, "--add"))
+            click.echo(f"recorded {folder} as run {run_id} in {describe(db_path)}")
+        if not is_postgres(db_path) and not Path(db_path).exists():
+            click.echo(f"no history yet at {db_path}")
+            return
+        listing = query_runs(db_path, machine=machine, backend=backend, commit=commit,
+                             limit=limit)
+    except driver_errors() as exc:
+        raise click.ClickException(f"history {describe(db_path)}: "
+                                   f"{str(exc).strip().splitlines()[0]}") from None
+    click.echo(_listing(listing))
 
 
 @click.command("compare")

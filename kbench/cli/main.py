@@ -22,11 +22,11 @@ from kbench.targets.spec import parse_target
 REPO = Path(__file__).resolve().parents[2]
 PEER_BACKENDS = ("ort",)
 SUITES = {
-    "correctness": ["test_correctness.py", "test_determinism.py"],
-    "contracts": ["test_contracts.py"],
+    "correctness": ["test_targets.py", "test_correctness.py", "test_determinism.py"],
+    "contracts": ["test_targets.py", "test_contracts.py"],
 }
-SUITES["all"] = SUITES["correctness"] + SUITES["contracts"]
-SUITES["perf"] = ["test_perf.py"]
+SUITES["all"] = SUITES["correctness"] + SUITES["contracts"][1:]
+SUITES["perf"] = ["test_targets.py", "test_perf.py"]
 PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
 
 
@@ -43,8 +43,14 @@ def main() -> None:
 @click.option("--target", "targets", multiple=True, default=("host",), show_default=True,
               help="Target to describe (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def info(targets: tuple[str, ...], as_json: bool) -> None:
+@click.option("--fleet", "fleet", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Check every target of this fleet file at once (reachable, architecture, "
+                   "features, SVL); exit 1 if any is unreachable.")
+def info(targets: tuple[str, ...], as_json: bool, fleet: str | None = None) -> None:
     """Show the host, CPU features, backends, realizations and library version."""
+    if fleet:
+        _fleet_info(Path(fleet), as_json)
+        return
     out = []
     for spec in targets:
         try:
@@ -88,8 +94,10 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
                    "oracle, plus determinism; contracts: misuse must raise typed errors with "
                    "buffers intact; all: both; perf: verify, then time every case natively "
                    f"(default shapes: {', '.join(PERF_DEFAULT_SHAPES)}).")
-@click.option("--target", "targets", multiple=True, default=("host",), show_default=True,
-              help="Where kernels run (repeatable): host = this machine's library.")
+@click.option("--target", "targets", multiple=True,
+              help="Where kernels run (repeatable): host = this machine's library, "
+                   "qemu:..., ssh:[user@]host[:port], adb:[SERIAL], ... [default: host, "
+                   "unless --fleet is given]")
 @click.option("--backend", "backends", multiple=True,
               help="Only realizations of this backend (scalar, neon, sme, or a peer: ort); "
                    "repeatable.")
@@ -123,20 +131,34 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
               default=None, help="A dispatch table from `kbench tune`: the library follows it, "
                                  "and every case also runs unforced, checked to be computed by "
                                  "the realization the table names.")
-@click.option("--db", "db", type=click.Path(dir_okay=False), default=None,
-              help="History database the run is appended to "
-                   "[default: $XDG_DATA_HOME/kbench/history.sqlite].")
+@click.option("--db", "db", default=None,
+              help="History database the run is appended to: an SQLite file or a "
+                   "postgresql://USER@HOST/DB URL shared by many runners "
+                   "[default: $KBENCH_DB, else $XDG_DATA_HOME/kbench/history.sqlite].")
 @click.option("--no-history", is_flag=True, help="Do not append the run to the history.")
 @click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
+@click.option("-n", "--jobs", type=click.IntRange(1, 64), default=None,
+              help="Worker processes for several targets (pytest-xdist, one group per "
+                   "target: a slow target never holds up the others; one run folder, one "
+                   "history entry). 1 runs everything in this process. [default: one per "
+                   "target, at most 8; perf runs use 1]")
+@click.option("--fleet", "fleet", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="A fleet file (TOML) naming the targets with labels; adds them to "
+                   "--target (see `kbench info --fleet`).")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
         rounds: int, max_time: float, min_round_ms: float, cold: bool, passes: int,
         threads: int,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
-        exitfirst: bool) -> None:
+        exitfirst: bool, jobs: int | None = None, fleet: str | None = None) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed."""
     import pytest
+
+    fleet_meta: dict[str, str] = {}
+    if fleet:
+        targets, fleet_meta, jobs = _fleet_targets(fleet, targets, jobs)
+    targets = targets or ("host",)
 
     suites_dir = REPO / "suites"
     if not suites_dir.is_dir():
@@ -165,6 +187,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
             parse_target(spec).close()
         except KbenchError as exc:
             raise click.BadParameter(str(exc), param_hint="--target") from exc
+    if len(set(targets)) != len(targets):
+        raise click.BadParameter("a target is named twice", param_hint="--target")
     run_dir = Path(out) if out else default_run_dir(Path.cwd() / "runs")
     args = [str(suites_dir / f) for f in SUITES[suite]]
     args += ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "-p", "no:cacheprovider",
@@ -201,6 +225,9 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
             args.append("--kb-cold")
     else:
         args += ["-p", "no:benchmark"]
+    args += _parallel_args(suite, targets, jobs)
+    if fleet_meta:
+        args += ["--kb-fleet", json.dumps(fleet_meta)]
     click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}")
     code = pytest.main(args)
     if not no_history:
@@ -208,17 +235,87 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     sys.exit(int(code))
 
 
+def _fleet_info(path: Path, as_json: bool) -> None:
+    """`kbench info --fleet`: every target probed in parallel, one line each."""
+    from kbench.harness.parallel import probe_targets
+    from kbench.targets.fleet import FleetError, load_fleet
+    try:
+        fl = load_fleet(path)
+    except FleetError as exc:
+        raise click.BadParameter(str(exc), param_hint="--fleet") from exc
+    probes = probe_targets(list(fl.specs))
+    rows = []
+    for t in fl.targets:
+        p = probes[t.spec]
+        i = p.info
+        rows.append({"label": t.label, "spec": t.spec, "reachable": p.ok, "error": p.error,
+                     "arch": i.arch if i else "", "kind": i.kind if i else "",
+                     "emulated": bool(i and i.emulated),
+                     "cpu_features": i.cpu_features if i else [],
+                     "sme_vector_bits": i.sme_vector_bits if i else 0,
+                     "isa": i.isa if i else "", "library_version": i.library_version if i else "",
+                     "realizations": len(i.realizations) if i else 0,
+                     "seconds": round(p.seconds, 2)})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        lw = max(len("label"), *(len(r["label"]) for r in rows))
+        sw = max(len("target"), *(len(r["spec"]) for r in rows))
+        click.echo(f"{'label':{lw}s}  {'target':{sw}s}  {'state':11s} {'arch':8s} {'SVL':>5s}  "
+                   f"{'isa':6s} {'reals':>5s}  features")
+        for r in rows:
+            if not r["reachable"]:
+                click.echo(f"{r['label']:{lw}s}  {r['spec']:{sw}s}  UNREACHABLE {r['error']}")
+                continue
+            state = "ok" + (" (emu)" if r["emulated"] else "")
+            svl = str(r["sme_vector_bits"]) if r["sme_vector_bits"] else "-"
+            click.echo(f"{r['label']:{lw}s}  {r['spec']:{sw}s}  {state:11s} {r['arch']:8s} "
+                       f"{svl:>5s}  {r['isa']:6s} {r['realizations']:>5d}  "
+                       f"{', '.join(r['cpu_features']) or '-'}")
+    bad = [r for r in rows if not r["reachable"]]
+    if bad:
+        raise SystemExit(1)
+
+
+def _parallel_args(suite: str, targets: tuple[str, ...], jobs: int | None) -> list[str]:
+    """pytest-xdist options spreading the targets over worker processes (one
+    group per target); none for a single target, -n 1 or a perf run."""
+    if suite == "perf":
+        if jobs and jobs > 1:
+            click.echo("note: perf runs one target at a time (--jobs 1): timing targets in "
+                       "parallel would measure the load they put on each other", err=True)
+        return []
+    n = min(len(targets), 8) if jobs is None else jobs
+    if n <= 1 or len(targets) <= 1:
+        return []
+    return ["-n", str(min(n, len(targets))), "--dist", "loadgroup"]
+
+
+def _fleet_targets(path: str, targets: tuple[str, ...], jobs: int | None
+                   ) -> tuple[tuple[str, ...], dict[str, str], int | None]:
+    """The fleet file's targets (after any --target other than the default
+    host), their labels, and its jobs setting unless -n was given."""
+    from kbench.targets.fleet import FleetError, load_fleet
+    try:
+        fl = load_fleet(Path(path))
+    except FleetError as exc:
+        raise click.BadParameter(str(exc), param_hint="--fleet") from exc
+    chosen = tuple(dict.fromkeys([*fl.specs, *targets]))
+    return chosen, fl.labels, jobs if jobs is not None else fl.jobs
+
+
 def _append_history(run_dir: Path, db: str | None) -> None:
     """Adds the run folder (complete or not) to the history database."""
     from kbench.results.history import append_run, default_db_path
+    from kbench.results.historydb import describe, driver_errors, resolve_db
     from kbench.results.runfolder import RunFolderError, load_run
-    path = Path(db) if db else default_db_path()
+    path = resolve_db(db, default_db_path())
     try:
         run_id = append_run(path, load_run(run_dir))
-    except (RunFolderError, OSError, ValueError, sqlite3.Error) as exc:
+    except (RunFolderError, OSError, ValueError, sqlite3.Error, *driver_errors()) as exc:
         click.echo(f"history: not appended ({exc})", err=True)
         return
-    click.echo(f"history: run #{run_id} in {path}")
+    click.echo(f"history: run #{run_id} in {describe(path)}")
 
 
 @main.command("realizations")

@@ -488,8 +488,14 @@ def native_backends(engine: Engine) -> list[str]:
 
 
 def all_cases(engine: Engine, corruptions: int = 1200) -> list[ContractCase]:
-    natives = native_backends(engine)
-    return (argument_cases() + packed_cases(natives, usable_backends=engine.info("").backends)
+    return cases_for(engine.info("").backends, native_backends(engine), corruptions)
+
+
+def cases_for(backends: list[str], natives: list[str],
+              corruptions: int = 1200) -> list[ContractCase]:
+    """The contract cases of a target whose backends and native packers are
+    known (e.g. probed once by another process)."""
+    return (argument_cases() + packed_cases(natives, usable_backends=backends)
             + corruption_cases(natives, corruptions))
 
 

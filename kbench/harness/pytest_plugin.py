@@ -16,12 +16,26 @@ from typing import Any
 
 import pytest
 
+from kbench.errors import KbenchError
 from kbench.harness import contracts
 from kbench.harness.contracts import ContractCase
+from kbench.harness.parallel import (
+    PROBES_KEY,
+    VERDICTS_ATTR,
+    Probe,
+    decode_probes,
+    encode_probes,
+    group_by_target,
+    is_worker,
+    probe_targets,
+    unavailable,
+    verdict_from_wire,
+    verdict_to_wire,
+)
 from kbench.harness.perf import PERF_KIND, PerfSettings, VirtualClock, eta_line
 from kbench.harness.runner import InputCache, Job, applicable, jobs_for, random_kind
 from kbench.harness.tune import default_realization, table_choice
-from kbench.judge.verdict import Verdict
+from kbench.judge.verdict import ERROR, Verdict
 from kbench.native.api import DispatchTable, Realization
 from kbench.native.calls import TargetInfo
 from kbench.problems import catalog as catalogs
@@ -56,6 +70,14 @@ class KbSession:
     pending_lines: list[str] = field(default_factory=list)
     table: DispatchTable | None = None
     fingerprint_all: bool = False  # --kb-fingerprint: every realization, not peers only
+    # targets in parallel (kbench.harness.parallel): probes made by the controlling
+    # process, targets that cannot be used (spec -> reason), and in an xdist worker
+    # the verdicts waiting to ride back on the next test report
+    probes: dict[str, Probe] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    worker: bool = False
+    outgoing: list[dict[str, Any]] = field(default_factory=list)
+    workers: dict[str, set[str]] = field(default_factory=dict)  # target -> xdist workers
 
     @property
     def fingerprint(self) -> bool | None:
@@ -90,8 +112,23 @@ class KbSession:
         return self.targets[spec]
 
     def info(self, spec: str) -> TargetInfo:
+        """The target's description; a target that cannot be reached has none
+        (no realizations, so no jobs) and its reason in `unavailable`."""
+        if spec in self.unavailable:
+            return TargetInfo(spec, "unavailable", False, "", [], 0, "scalar", "", [])
         if spec not in self.infos:
-            self.infos[spec] = self.target(spec).info()
+            probed = self.probes.get(spec)
+            if probed is not None and probed.info is not None and probed.ok:
+                self.infos[spec] = probed.info
+            elif probed is not None:
+                self.unavailable[spec] = probed.error
+                return self.info(spec)
+            else:
+                try:
+                    self.infos[spec] = self.target(spec).info()
+                except KbenchError as exc:
+                    self.unavailable[spec] = unavailable(spec, exc)
+                    return self.info(spec)
         return self.infos[spec]
 
     def cases(self, op: str) -> list[tuple[str, Case]]:
@@ -137,12 +174,37 @@ class KbSession:
         return out
 
     def contract_cases(self, spec: str) -> list[ContractCase]:
+        info = self.info(spec)
+        if spec in self.unavailable:
+            return []
+        probed = self.probes.get(spec)
+        if probed is not None:
+            return contracts.cases_for(info.backends, probed.natives)
         return contracts.all_cases(self.target(spec).engine)
 
     def record(self, v: Verdict) -> None:
         self.verdicts.append(v)
         if self.writer is not None:
             self.writer.add(v)
+        if self.worker:
+            self.outgoing.append(verdict_to_wire(v))
+
+    def unavailable_verdict(self, spec: str) -> Verdict | None:
+        """An error verdict for a target that cannot be reached, None if it can."""
+        self.info(spec)
+        reason = self.unavailable.get(spec)
+        if reason is None:
+            return None
+        return Verdict(case="target", op="target", shape="", kind="-", target=spec, backend="-",
+                       realization="target", kernel="-", accum="-", k=0, m=0, n=0, b_form="",
+                       vector_bits=0, status=ERROR, message=reason)
+
+    def targets_metadata(self) -> dict[str, Any]:
+        """run.json "targets": each target's description, or why it was unavailable."""
+        out: dict[str, Any] = {k: v.to_dict() for k, v in self.infos.items()}
+        for spec, reason in self.unavailable.items():
+            out[spec] = {"name": spec, "unavailable": reason, "emulated": False}
+        return out
 
     def perf_progress(self, config: pytest.Config, v: Verdict) -> None:
         """Queues a verdict line per perf problem, with its position and an ETA
@@ -188,6 +250,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-fingerprint", action="store_true",
                 help="fingerprint the accumulation model of every realization's output "
                      "(results.csv accum_model, accum_match); default: peers only")
+    g.addoption("--kb-fleet", default="",
+                help="JSON {target spec: label} of a fleet file, kept in run.json")
     g.addoption("--kb-dispatch", default="",
                 help="a tuned dispatch table: also run every case unforced and check that "
                      "the realization the table names is the one that ran")
@@ -225,12 +289,20 @@ def pytest_configure(config: pytest.Config) -> None:
         fingerprint_all=config.getoption("--kb-fingerprint"),
     )
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
+    config.pluginmanager.register(_TargetsInParallel(config), "kbench-parallel")
+    kb = config.stash[SESSION]
+    kb.worker = is_worker(config)
+    if kb.worker and PROBES_KEY in config.workerinput:  # type: ignore[attr-defined]
+        kb.probes = decode_probes(config.workerinput[PROBES_KEY])  # type: ignore[attr-defined]
     table_path = config.getoption("--kb-dispatch")
     if table_path:
         config.stash[SESSION].table = DispatchTable.from_file(table_path)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kb_spec" in metafunc.fixturenames:
+        specs = metafunc.config.stash[SESSION].target_specs
+        metafunc.parametrize("kb_spec", specs, ids=specs)
     if "kb_contract" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
         params = [(spec, case) for spec in kb.target_specs for case in kb.contract_cases(spec)]
@@ -265,19 +337,69 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     kb = session.config.stash[SESSION]
-    if kb.out is not None:
+    if kb.out is not None and not kb.worker:  # workers send their verdicts to the controller
         kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     kb = session.config.stash[SESSION]
     if kb.writer is not None:
-        kb.writer.metadata["targets"] = {k: v.to_dict() for k, v in kb.infos.items()}
+        kb.writer.metadata["targets"] = kb.targets_metadata()
+        fleet = session.config.getoption("--kb-fleet")
+        if fleet:
+            kb.writer.metadata["fleet"] = json.loads(fleet)
+        if kb.workers:  # run in parallel: which worker process ran each target
+            kb.writer.metadata["parallel"] = {t: sorted(w) for t, w in kb.workers.items()}
         kb.writer.metadata["pytest_exit_status"] = int(exitstatus)
         complete = int(exitstatus) in (0, 1) and not session.shouldstop
         kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
     for t in kb.targets.values():
         t.close()
+
+
+class _TargetsInParallel:
+    """The xdist side of a run over several targets (kbench.harness.parallel):
+    probes handed to the workers, tests grouped by target, verdicts carried
+    back on reports and written once by the controlling process."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        kb = self.config.stash[SESSION]
+        if not kb.probes:
+            kb.probes = probe_targets(kb.target_specs)
+            for spec in kb.target_specs:
+                kb.info(spec)
+        node.workerinput[PROBES_KEY] = encode_probes(kb.probes)
+
+    @pytest.hookimpl(trylast=True)  # after deselection; ids then go to the controller
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        kb = self.config.stash[SESSION]
+        if kb.worker and self.config.getvalue("loadgroup"):
+            group_by_target(items, kb.target_specs[0])
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:
+        report = yield
+        kb = self.config.stash[SESSION]
+        if kb.worker and kb.outgoing:
+            setattr(report, VERDICTS_ATTR, list(kb.outgoing))
+            kb.outgoing.clear()
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        kb = self.config.stash[SESSION]
+        if kb.worker:
+            return
+        node = getattr(report, "node", None)  # the xdist worker that sent the report
+        worker = getattr(getattr(node, "gateway", None), "id", "")
+        for wire in getattr(report, VERDICTS_ATTR, None) or []:
+            v = verdict_from_wire(wire)
+            kb.record(v)
+            if worker:
+                kb.workers.setdefault(v.target, set()).add(str(worker))
 
 
 class _ProgressPrinter:

@@ -1,4 +1,5 @@
-"""The run history: every run folder appended to one SQLite database.
+"""The run history: every run folder appended to one database, an SQLite
+file or a shared PostgreSQL database (kbench.results.historydb).
 
 Two tables: `runs` (one row per run folder: machine, build, date, whether
 it completed, its targets, counts of results) and `results` (every row of
@@ -11,15 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from collections.abc import Mapping
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from kbench.results.historydb import HistoryDB, quote, resolve_db
 from kbench.results.runfolder import Run
 from kbench.results.store import COLUMNS
 
@@ -76,27 +76,22 @@ def _result_type(column: str) -> str:
     return "REAL"
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+_quote = quote
 
 
-def connect(db_path: str | Path) -> sqlite3.Connection:
+def default_db(env: Mapping[str, str] | None = None) -> str | Path:
+    """$KBENCH_DB (a file or a postgresql:// URL), else default_db_path()."""
+    return resolve_db(None, default_db_path(env), env)
+
+
+def connect(db: str | Path) -> HistoryDB:
     """Open (creating if needed) the history database with its schema."""
-    path = Path(db_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA foreign_keys = ON")
-    run_cols = ", ".join(f"{name} {decl}" for name, decl in _RUN_COLUMNS.items())
-    con.execute(f"CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, {run_cols}, "
-                "added TEXT DEFAULT CURRENT_TIMESTAMP, UNIQUE (path, date))")
-    con.execute("CREATE TABLE IF NOT EXISTS results (run_id INTEGER NOT NULL "
-                "REFERENCES runs(id) ON DELETE CASCADE)")
-    have = {row[1] for row in con.execute("PRAGMA table_info(results)")}
-    for column in COLUMNS:  # columns added to the results schema since the database was made
-        if column not in have:
-            con.execute(f"ALTER TABLE results ADD COLUMN {_quote(column)} {_result_type(column)}")
-    con.execute("CREATE INDEX IF NOT EXISTS results_run ON results (run_id, backend)")
-    con.commit()
+    con = HistoryDB(db)
+    try:
+        con.ensure_schema(_RUN_COLUMNS, {c: _result_type(c) for c in COLUMNS})
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -153,28 +148,19 @@ def append_run(db_path: str | Path, run: Run) -> int:
     """Add a run (and all its result rows) to the history; return its id.
 
     The same run folder with the same date gets the same id: its run row
-    and results are replaced, never duplicated."""
+    and results are replaced, never duplicated. db_path: an SQLite file or
+    a postgresql:// URL."""
     row = _run_row(run)
-    names = list(row)
-    with closing(connect(db_path)) as con, con:
-        found = con.execute("SELECT id FROM runs WHERE path = ? AND date = ?",
-                            (row["path"], row["date"])).fetchone()
-        if found is None:
-            cur = con.execute(f"INSERT INTO runs ({', '.join(names)}) VALUES "
-                              f"({', '.join('?' * len(names))})",
-                              [_sql_value(row[n]) for n in names])
-            run_id = int(cur.lastrowid or 0)
-        else:
-            run_id = int(found[0])
-            con.execute(f"UPDATE runs SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
-                        [*(_sql_value(row[n]) for n in names), run_id])
-            con.execute("DELETE FROM results WHERE run_id = ?", (run_id,))
-        columns = [c for c in COLUMNS if c in run.results.columns]
-        frame = run.results[columns]
+    columns = [c for c in COLUMNS if c in run.results.columns]
+    frame = run.results[columns]
+    decls = [_result_type(c) for c in columns]
+    with connect(db_path) as con, con.transaction():
+        run_id = con.upsert_run({n: _sql_value(v) for n, v in row.items()}, _RUN_COLUMNS)
+        con.execute("DELETE FROM results WHERE run_id = ?", [run_id])
         con.executemany(
             f"INSERT INTO results (run_id, {', '.join(map(_quote, columns))}) "
             f"VALUES (?, {', '.join('?' * len(columns))})",
-            ([run_id, *(_sql_value(v) for v in values)]
+            ([run_id, *(con.value(_sql_value(v), d) for v, d in zip(values, decls, strict=True))]
              for values in frame.itertuples(index=False, name=None)))
     return run_id
 
@@ -188,18 +174,19 @@ def query_runs(db_path: str | Path, machine: str | None = None, backend: str | N
     backend; commit: a prefix of the git commit. limit None: all runs."""
     where: list[str] = []
     params: list[Any] = []
+    con = connect(db_path)
     if machine:
-        where.append("(instr(lower(coalesce(host, '')), lower(?)) > 0 OR "
-                     "instr(lower(coalesce(cpu_model, '')), lower(?)) > 0 OR "
-                     "lower(coalesce(arch, '')) = lower(?))")
-        params += [machine] * 3
+        host, cpu = "lower(coalesce(host, ''))", "lower(coalesce(cpu_model, ''))"
+        where.append(f"({con.contains(host)} OR {con.contains(cpu)} OR "
+                     "lower(coalesce(arch, '')) = ?)")
+        params += [machine.lower()] * 3
     if backend:
         where.append("EXISTS (SELECT 1 FROM results r WHERE r.run_id = runs.id "
                      "AND r.backend = ?)")
         params.append(backend)
     if commit:
-        where.append("substr(lower(coalesce(git_commit, '')), 1, ?) = lower(?)")
-        params += [len(commit), commit]
+        where.append("substr(lower(coalesce(git_commit, '')), 1, CAST(? AS INTEGER)) = ?")
+        params += [len(commit), commit.lower()]
     sql = f"SELECT {', '.join(LISTING)} FROM runs"
     if where:
         sql += " WHERE " + " AND ".join(where)
@@ -207,8 +194,8 @@ def query_runs(db_path: str | Path, machine: str | None = None, backend: str | N
     if limit is not None:
         sql += " LIMIT ?"
         params.append(int(limit))
-    with closing(connect(db_path)) as con:
-        df = pd.read_sql_query(sql, con, params=params)
+    with con:
+        df = con.frame(sql, params)
     for c in ("complete", "emulated"):
         df[c] = df[c].fillna(0).astype(bool)
     df["git_dirty"] = pd.Series([None if pd.isna(v) else bool(v) for v in df["git_dirty"]],
@@ -218,9 +205,8 @@ def query_runs(db_path: str | Path, machine: str | None = None, backend: str | N
 
 def run_results(db_path: str | Path, run_id: int) -> pd.DataFrame:
     """The result rows stored for one run (results.csv columns)."""
-    with closing(connect(db_path)) as con:
-        df = pd.read_sql_query(
-            f"SELECT {', '.join(map(_quote, COLUMNS))} FROM results WHERE run_id = ? "
-            "ORDER BY rowid", con, params=[int(run_id)])
+    with connect(db_path) as con:
+        df = con.frame(f"SELECT {', '.join(map(_quote, COLUMNS))} FROM results "
+                       f"WHERE run_id = ? ORDER BY {con.row_order}", [int(run_id)])
     df["emulated"] = df["emulated"].fillna(0).astype(bool)
     return df

@@ -14,6 +14,11 @@ Target specs:
                                           (kbench.targets.pyworker)
     worker:host                           the worker built for this machine
     worker:CMD                            any command line speaking the protocol
+    ssh:[user@]host[:port][,svl=BITS][,isa=CAP][,emulated]
+                                          the static worker copied to a remote
+                                          machine and run over ssh
+                                          (kbench.targets.remote)
+    adb:[SERIAL][,svl=BITS][,isa=CAP]     the same on an Android device over adb
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from kbench.problems.cases import ConvCase, GemmCase
 from kbench.problems.inputs import ConvInputs, GemmInputs
 from kbench.targets.inprocess import InProcessEngine
 from kbench.targets.pyworker import PySpec, PyWorkerEngine
+from kbench.targets.remote import remote_target_engine
 from kbench.targets.tools import find_qemu, worker_binary
 from kbench.targets.worker import WorkerEngine, WorkerSpec
 
@@ -290,6 +296,9 @@ def parse_target(spec: str) -> Target:
     if spec == "qemu-python" or spec.startswith("qemu-python:"):
         q = parse_qemu(spec)
         return Target(q.name, PyWorkerEngine(qemu_python_spec(q)))
+    if spec.startswith(("ssh:", "adb:")) or spec == "adb":
+        name, engine = remote_target_engine("adb:" if spec == "adb" else spec)
+        return Target(name, engine)
     if spec.startswith("worker:"):
         rest = spec[len("worker:"):]
         if rest == "host":
@@ -301,5 +310,6 @@ def parse_target(spec: str) -> Target:
         return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False)))
     raise InvalidArgument(f"target: {spec!r} is not a known target (host, "
                           "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP], "
-                          "qemu-python[:cpu=MODEL][:svl=BITS], worker:host, worker:CMD)",
+                          "qemu-python[:cpu=MODEL][:svl=BITS], worker:host, worker:CMD, "
+                          "ssh:[user@]host[:port][,svl=BITS][,isa=CAP], adb:[SERIAL])",
                           "target")

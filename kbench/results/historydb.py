@@ -1,0 +1,218 @@
+"""Where the run history lives: an SQLite file (one machine) or a PostgreSQL
+database (a team's runners sharing one history), behind one small class.
+
+Both hold the same two tables with the same columns (kbench.results.history
+declares them); PostgreSQL adds `results.seq`, the insertion order that
+SQLite keeps as its rowid. SQL is written once with `?` placeholders and the
+few functions the two dialects spell differently go through methods here.
+
+Concurrent appends: SQLite takes the write lock at the start of a
+transaction (BEGIN IMMEDIATE) and waits for it; PostgreSQL upserts the run
+row (INSERT ... ON CONFLICT), whose row lock orders two appends of the same
+run, and creates the schema under an advisory lock so that runners starting
+at once do not race in CREATE TABLE."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+SQLITE_TIMEOUT_S = 120.0  # how long an SQLite writer waits for another one's lock
+_SCHEMA_LOCK = 0x6B62656E6368  # pg_advisory_xact_lock key while creating the schema
+_PG_TYPES = {"INTEGER": "BIGINT", "REAL": "DOUBLE PRECISION", "TEXT": "TEXT"}
+
+
+class HistoryError(ValueError):
+    """The history database cannot be opened or written (one line, no traceback)."""
+
+
+def is_postgres(db: str | Path) -> bool:
+    return isinstance(db, str) and db.startswith(POSTGRES_SCHEMES)
+
+
+def describe(db: str | Path) -> str:
+    """The location for messages, with any password in a URL hidden."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", str(db))
+
+
+def resolve_db(db: str | Path | None, default: Path, env: Mapping[str, str] | None = None
+               ) -> str | Path:
+    """--db if given, else $KBENCH_DB, else `default`. A postgresql:// URL stays
+    a string; anything else is a file path."""
+    environ = os.environ if env is None else env
+    value = str(db) if db else environ.get("KBENCH_DB", "")
+    if not value:
+        return default
+    return value if is_postgres(value) else Path(value)
+
+
+def _pg_driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise HistoryError("a postgresql:// history needs the psycopg driver: "
+                           "pip install 'kbench[postgres]'") from None
+    return psycopg
+
+
+def driver_errors() -> tuple[type[BaseException], ...]:
+    """The exception types a history operation may raise besides HistoryError."""
+    errors: list[type[BaseException]] = [sqlite3.Error, HistoryError]
+    with contextlib.suppress(ImportError):
+        import psycopg
+        errors.append(psycopg.Error)
+    return tuple(errors)
+
+
+class HistoryDB:
+    """One open connection to the history (use as a context manager)."""
+
+    def __init__(self, location: str | Path) -> None:
+        self.location = location
+        self.postgres = is_postgres(location)
+        if self.postgres:
+            psycopg = _pg_driver()
+            try:
+                self.con: Any = psycopg.connect(str(location), autocommit=True,
+                                                connect_timeout=30)
+            except psycopg.Error as exc:
+                raise HistoryError(f"{describe(location)}: cannot connect "
+                                   f"({str(exc).strip().splitlines()[0]})") from None
+        else:
+            path = Path(location)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level None: transactions are begun explicitly (BEGIN IMMEDIATE)
+            self.con = sqlite3.connect(path, timeout=SQLITE_TIMEOUT_S, isolation_level=None)
+            self.con.execute("PRAGMA foreign_keys = ON")
+
+    def __enter__(self) -> HistoryDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    # -- SQL ---------------------------------------------------------------------------
+
+    def sql(self, text: str) -> str:
+        """`?` placeholders in the driver's style."""
+        return text.replace("?", "%s") if self.postgres else text
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
+        return self.con.execute(self.sql(text), list(params))
+
+    def executemany(self, text: str, rows: Iterable[Sequence[Any]]) -> None:
+        if self.postgres:
+            with self.con.cursor() as cur:
+                cur.executemany(self.sql(text), [list(r) for r in rows])
+        else:
+            self.con.executemany(text, rows)
+
+    def frame(self, text: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        cur = self.execute(text, params)
+        columns = [d[0] for d in cur.description]
+        return pd.DataFrame.from_records(cur.fetchall(), columns=columns, coerce_float=True)
+
+    def contains(self, haystack: str) -> str:
+        """SQL true when `haystack` contains the next parameter."""
+        return f"{'strpos' if self.postgres else 'instr'}({haystack}, ?) > 0"
+
+    @property
+    def row_order(self) -> str:
+        """The column giving results in insertion order."""
+        return "seq" if self.postgres else "rowid"
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[HistoryDB]:
+        """One transaction; SQLite takes the write lock at its start."""
+        if self.postgres:
+            with self.con.transaction():
+                yield self
+            return
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            yield self
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    # -- schema ------------------------------------------------------------------------
+
+    def _type(self, decl: str) -> str:
+        if not self.postgres:
+            return decl
+        base, _, rest = decl.partition(" ")
+        return _PG_TYPES.get(base, base) + (" " + rest if rest else "")
+
+    def ensure_schema(self, run_columns: Mapping[str, str],
+                      result_columns: Mapping[str, str]) -> None:
+        """Creates the tables, and adds result columns newer than the database."""
+        run_cols = ", ".join(f"{n} {self._type(d)}" for n, d in run_columns.items())
+        with self.transaction():
+            if self.postgres:
+                self.execute("SELECT pg_advisory_xact_lock(?)", [_SCHEMA_LOCK])
+                self.execute(f"CREATE TABLE IF NOT EXISTS runs (id BIGSERIAL PRIMARY KEY, "
+                             f"{run_cols}, added TEXT DEFAULT (CURRENT_TIMESTAMP::text), "
+                             "UNIQUE (path, date))")
+                self.execute("CREATE TABLE IF NOT EXISTS results (seq BIGSERIAL PRIMARY KEY, "
+                             "run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE)")
+                have = {r[0] for r in self.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE "
+                    "table_name = 'results' AND table_schema = current_schema()").fetchall()}
+            else:
+                self.execute(f"CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, "
+                             f"{run_cols}, added TEXT DEFAULT CURRENT_TIMESTAMP, "
+                             "UNIQUE (path, date))")
+                self.execute("CREATE TABLE IF NOT EXISTS results (run_id INTEGER NOT NULL "
+                             "REFERENCES runs(id) ON DELETE CASCADE)")
+                have = {r[1] for r in self.execute("PRAGMA table_info(results)").fetchall()}
+            for name, decl in result_columns.items():
+                if name not in have:
+                    self.execute(f"ALTER TABLE results ADD COLUMN {quote(name)} "
+                                 f"{self._type(decl)}")
+            self.execute("CREATE INDEX IF NOT EXISTS results_run ON results (run_id, backend)")
+
+    # -- values ------------------------------------------------------------------------
+
+    def value(self, value: Any, decl: str) -> Any:
+        """A Python value as the column's type takes it. SQLite stores what it is
+        given; PostgreSQL needs numbers in numeric columns and no NUL in text."""
+        if not self.postgres or value is None:
+            return value
+        base = decl.split(" ")[0]
+        if base in ("INTEGER", "REAL"):
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                return None
+            if not math.isfinite(number):
+                return None if base == "INTEGER" else number
+            return int(number) if base == "INTEGER" else number
+        return str(value).replace("\x00", "\\0")
+
+    def upsert_run(self, row: Mapping[str, Any], decls: Mapping[str, str]) -> int:
+        """Inserts the run row, or updates the one with the same (path, date)
+        in place (its id kept); returns the id."""
+        names = list(row)
+        values = [self.value(row[n], decls.get(n, "TEXT")) for n in names]
+        updates = ", ".join(f"{n} = excluded.{n}" for n in names if n not in ("path", "date"))
+        cur = self.execute(f"INSERT INTO runs ({', '.join(names)}) VALUES "
+                           f"({', '.join('?' * len(names))}) ON CONFLICT (path, date) "
+                           f"DO UPDATE SET {updates} RETURNING id", values)
+        return int(cur.fetchone()[0])
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
