@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -109,8 +109,7 @@ class Target:
         sel = selector or api.Selector()
         if realization is None:
             return sel
-        return api.Selector(sel.disabled, sel.isa_cap, realization, sel.threads,
-                            sel.trust_payload, sel.table)
+        return replace(sel, force=realization)
 
     def gemm_problems(self, case: GemmCase, inp: GemmInputs, realization: api.Realization,
                       sel: api.Selector, bufs: list[GuardedBuffer]) -> list[api.RawProblem]:
@@ -125,8 +124,10 @@ class Target:
                 p.clamp_min, p.clamp_max = inp.clamp
             if case.b_form in ("packed", "native"):
                 native = case.b_form == "native"
-                packed = pack(self.engine, b, realization.backend if native else None,
-                              bias if native else None, sel)
+                packed = (self.pack_plugin(realization.name, b, bias)
+                          if native and realization.is_plugin else
+                          pack(self.engine, b, realization.backend if native else None,
+                               bias if native else None, sel))
                 p.b, p.ldb, p.b_size = packed, 0, packed.size
                 p.b_is_packed, p.b_is_backend_native_packed = True, native
                 if native:
@@ -144,12 +145,29 @@ class Target:
         res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel, timing)
         packing = None
         if case.b_form in ("packed", "native"):
-            native = case.b_form == "native"
-            b = inp.b[0]
-            packing = self.engine.time_pack(r.backend if native else None, case.n, case.k, b,
-                                            b.strides[0] // 2, inp.bias[0] if native else None,
-                                            timing, sel)
+            packing = self.time_packing(case, inp, r, timing, sel)
         return res, packing
+
+    def pack_plugin(self, realization: str, b: np.ndarray, bias: np.ndarray | None
+                    ) -> np.ndarray:
+        """B [K, N] packed by a plugin realization's own packer, on this target."""
+        if b.dtype != np.float16 or b.ndim != 2 or b.strides[1] != 2:
+            raise InvalidArgument("B: must be a 2-D float16 array with contiguous rows", "B")
+        k, n = b.shape
+        return self.engine.pack_plugin(realization, n, k, b, b.strides[0] // 2, bias)
+
+    def time_packing(self, case: GemmCase, inp: GemmInputs, r: api.Realization,
+                     timing: Timing, sel: api.Selector) -> CallResult:
+        """Times packing B on its own: portable, the backend's native layout, or a
+        plugin realization's own packer."""
+        native = case.b_form == "native"
+        b = inp.b[0]
+        if native and r.is_plugin:
+            return self.engine.time_pack_plugin(r.name, case.n, case.k, b, b.strides[0] // 2,
+                                                inp.bias[0], timing)
+        return self.engine.time_pack(r.backend if native else None, case.n, case.k, b,
+                                     b.strides[0] // 2, inp.bias[0] if native else None,
+                                     timing, sel)
 
     def time_conv(self, case: ConvCase, inp: ConvInputs, realization: str, timing: Timing,
                   selector: api.Selector | None = None) -> CallResult:

@@ -2,6 +2,7 @@
  * packed-B contract, picks a realization, runs it, reports it. Nothing is
  * written to any C before every problem of the batch has been validated. */
 #include "kb_internal.h"
+#include "kb_plugin.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -125,9 +126,11 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
     kb_cpu_info cpu;
     kb_cpu_detect(&cpu);
 
-    /* Pass 1: validate everything. */
+    /* Pass 1: validate everything. A forced plugin realization that packs
+     * its own B receives such a B as it is (its bytes are its own). */
     char f[KB_FIELD_LEN];
     int bform = 0, native_layout = 0;
+    const kb_plugin_gemm_impl *own_b = kb_plugin_own_packed_b(sel);
     for (size_t i = 0; i < batch; i++) {
         const kb_gemm_problem *p = &problems[i];
         if (!p->A) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "A"), "is NULL");
@@ -153,6 +156,11 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
             if (!span_ok(K, N, p->ldb))
                 return kb_fail(err, KB_ERR_OVERFLOW, FIELD(f, i, "ldb"), "K * ldb * 2 bytes overflow size_t");
             form = KB_BFORM_PLAIN;
+        } else if (own_b && p->b_is_backend_native_packed) {
+            if (p->b_size == 0)
+                return kb_fail(err, KB_ERR_CONTRACT, "B.size", "problem %zu: 0 bytes of packed B", i);
+            form = KB_BFORM_NATIVE;
+            native_layout = KB_LAYOUT_PLUGIN;
         } else {
             const kb_packed_header *h = NULL;
             st = check_packed(i, p, N, K, sel, &cpu, &h, err);
@@ -185,10 +193,15 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
         if (bform == KB_BFORM_PLAIN) {
             c.B = (const kb_f16 *)p->B;
             c.ldb = p->ldb;
+        } else if (native_layout == KB_LAYOUT_PLUGIN) {
+            c.bpayload = p->B; /* the plugin realization's own bytes */
         } else {
             c.bhdr = (const kb_packed_header *)p->B;
             c.bpayload = (const unsigned char *)p->B + sizeof(kb_packed_header);
         }
+        c.b_size = p->b_size;
+        c.trust_payload = sel->trust_payload;
+        c.impl = impl;
         c.bias = p->bias;
         c.C = p->C; c.ldc = p->ldc;
         c.clamp_min = p->clamp_min; c.clamp_max = p->clamp_max;
