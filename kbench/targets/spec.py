@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -30,7 +31,9 @@ from kbench.native import api
 from kbench.native.calls import CallResult, ConvDesc, Engine, TargetInfo, Timing, pack
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.problems.inputs import ConvInputs, GemmInputs
+from kbench.targets.crossbuild import SYSROOT_AARCH64
 from kbench.targets.inprocess import InProcessEngine
+from kbench.targets.plugins import expand, host_arch
 from kbench.targets.pyworker import PySpec, PyWorkerEngine
 from kbench.targets.tools import find_qemu, worker_binary
 from kbench.targets.worker import WorkerEngine, WorkerSpec
@@ -272,18 +275,30 @@ def parse_qemu(spec: str) -> QemuSpec:
     return QemuSpec(cpu, svl, isa, parts[0])
 
 
-def qemu_worker_spec(q: QemuSpec) -> WorkerSpec:
+def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = ()) -> WorkerSpec:
+    """The aarch64 worker under QEMU: the static one, or with plugins the
+    dynamically linked one with the cross sysroot as its root (-L), so that its
+    glibc can dlopen an aarch64 plugin (kbench.targets.crossbuild)."""
     cpu = q.qemu_cpu
     env = {"KBENCH_ISA_CAP": q.isa} if q.isa else {}
     # the guest's environment: only the ISA cap is passed in
-    cmd = [find_qemu(), "-cpu", cpu]
+    cmd = [find_qemu()]
+    if plugins:
+        cmd += ["-L", str(SYSROOT_AARCH64)]
+    cmd += ["-cpu", cpu]
     if env:
         cmd += ["-E", f"KBENCH_ISA_CAP={q.isa}"]
-    cmd.append(worker_binary("aarch64"))
-    return WorkerSpec(cmd, {}, emulated=True)
+    cmd.append(worker_binary("aarch64-dyn" if plugins else "aarch64"))
+    return WorkerSpec(cmd, {}, emulated=True, plugins=[_absolute(p) for p in plugins],
+                      arch="aarch64")
 
 
-def qemu_python_spec(q: QemuSpec) -> PySpec:
+def _absolute(path: str) -> str:
+    """A plugin path as the worker process should see it (absolute; {arch} kept)."""
+    return path if os.path.isabs(path) else os.path.abspath(path)
+
+
+def qemu_python_spec(q: QemuSpec, plugins: Sequence[str] = ()) -> PySpec:
     """The emulated aarch64 CPython of kbench.targets.pyroot (installed on first use)."""
     from kbench.targets import pyroot
     root, reason = pyroot.status()
@@ -296,27 +311,34 @@ def qemu_python_spec(q: QemuSpec) -> PySpec:
     if q.isa:
         env["KBENCH_ISA_CAP"] = q.isa
     return PySpec(root.argv(find_qemu(), q.qemu_cpu), env, q.qemu_cpu, q.svl,
-                  extra={"python_root": str(root.root)})
+                  extra={"python_root": str(root.root)},
+                  plugins=[expand(_absolute(p), "aarch64") for p in plugins])
 
 
-def parse_target(spec: str) -> Target:
+def parse_target(spec: str, plugins: Sequence[str] = ()) -> Target:
+    """The target for a spec; `plugins` are plugin library paths ({arch} is
+    replaced by the target's architecture) that the target loads."""
     if spec == "host":
-        return Target("host", InProcessEngine())
+        return Target("host", InProcessEngine(plugins=plugins))
     if spec == "qemu" or spec.startswith("qemu:"):
         q = parse_qemu(spec)
-        return Target(q.name, WorkerEngine(qemu_worker_spec(q)))
+        return Target(q.name, WorkerEngine(qemu_worker_spec(q, plugins)))
     if spec == "qemu-python" or spec.startswith("qemu-python:"):
         q = parse_qemu(spec)
-        return Target(q.name, PyWorkerEngine(qemu_python_spec(q)))
+        return Target(q.name, PyWorkerEngine(qemu_python_spec(q, plugins)))
     if spec.startswith("worker:"):
         rest = spec[len("worker:"):]
+        arch = None
         if rest == "host":
             cmd = [worker_binary("host")]
+            arch = host_arch()
         else:
             cmd = shlex.split(rest)
             if not cmd:
                 raise InvalidArgument("target: worker: needs a command line", "target")
-        return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False)))
+        return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False,
+                                                    plugins=[_absolute(p) for p in plugins],
+                                                    arch=arch)))
     raise InvalidArgument(f"target: {spec!r} is not a known target (host, "
                           "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP], "
                           "qemu-python[:cpu=MODEL][:svl=BITS], worker:host, worker:CMD)",
