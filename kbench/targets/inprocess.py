@@ -17,7 +17,7 @@ from kbench.native import plugins as native_plugins
 from kbench.native.api import RawProblem, Realization, Selector
 from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backend_arg
 from kbench.native.loader import Native
-from kbench.peers import Peer, default_peers
+from kbench.peers import Peer, load_peers
 from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expand, host_arch
 
 
@@ -32,8 +32,10 @@ class InProcessEngine:
     def __init__(self, nat: Native | None = None, peers: list[Peer] | None = None,
                  plugins: Sequence[str] = ()) -> None:
         self.nat = nat or api.load()
+        self.peer_errors: dict[str, str] = {}
         if peers is None:
-            peers = default_peers()
+            loaded = load_peers()
+            peers, self.peer_errors = loaded.peers, loaded.errors
         self.peers: list[Peer] = list(peers)
         self.plugins = PluginLoads(list(plugins))
         for path in plugins:
@@ -68,7 +70,8 @@ class InProcessEngine:
             realizations=ours + peer_realizations,
             compiled_backends=compiled,
             extra={"machine": platform.machine(), "processor": platform.processor(),
-                   **(self.plugins.to_extra() if self.plugins.requested else {})},
+                   **(self.plugins.to_extra() if self.plugins.requested else {}),
+                   **({"peer_errors": dict(self.peer_errors)} if self.peer_errors else {})},
         )
 
     def _peer(self, selector: Selector | None) -> Peer | None:

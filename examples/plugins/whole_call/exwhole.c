@@ -113,14 +113,16 @@ static kb_status conv2d(void *ctx, const kb_plugin_conv_args *a) {
                     float acc = 0.0f;
                     for (size_t ky = 0; ky < d->kh; ky++)
                         for (size_t kx = 0; kx < d->kw; kx++) {
+                            /* a padding tap is a term with the input value 0 (0 * inf is NaN) */
                             size_t iy = oy * d->stride_h + ky * d->dil_h, ix = ox * d->stride_w + kx * d->dil_w;
-                            if (iy < d->pad_top || ix < d->pad_left) continue;
-                            iy -= d->pad_top;
-                            ix -= d->pad_left;
-                            if (iy >= d->h || ix >= d->w) continue;
-                            const uint16_t *x = a->input + ((img * d->h + iy) * d->w + ix) * d->c_in + g * cin_g;
+                            int inside = iy >= d->pad_top && ix >= d->pad_left && iy - d->pad_top < d->h &&
+                                         ix - d->pad_left < d->w;
+                            const uint16_t *x = inside ? a->input + ((img * d->h + (iy - d->pad_top)) * d->w +
+                                                                     (ix - d->pad_left)) * d->c_in + g * cin_g
+                                                       : NULL;
                             const uint16_t *w = a->filter + ((ky * d->kw + kx) * cin_g) * d->c_out + co;
-                            for (size_t ci = 0; ci < cin_g; ci++) acc += ex_h2f(x[ci]) * ex_h2f(w[ci * d->c_out]);
+                            for (size_t ci = 0; ci < cin_g; ci++)
+                                acc += (x ? ex_h2f(x[ci]) : 0.0f) * ex_h2f(w[ci * d->c_out]);
                         }
                     if (a->bias) acc += ex_h2f(a->bias[co]);
                     a->output[((img * a->out_h + oy) * a->out_w + ox) * d->c_out + co] =
