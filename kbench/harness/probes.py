@@ -94,7 +94,7 @@ class ProbeResult:
         what = next(p.what for p in PROBES if p.name == self.probe)
         return Verdict(
             case=f"probe_{self.probe}", op="gemm", shape="", kind="misuse", target=self.target,
-            backend=r.backend, realization=r.name, kernel=r.kernel, accum=r.accum, k=0, m=0,
+            backend=r.backend, realization=r.name, kernel=r.kernel, accum="-", k=0, m=0,
             n=0, b_form="native", vector_bits=r.vector_bits, status=STATUS[self.finding],
             message=f"{self.finding}: {what}" + (f": {self.detail}" if self.detail else ""),
             suite=SUITE, plugin=r.plugin)
