@@ -126,11 +126,13 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
     kb_cpu_info cpu;
     kb_cpu_detect(&cpu);
 
-    /* Pass 1: validate everything. A forced plugin realization that packs
-     * its own B receives such a B as it is (its bytes are its own). */
+    /* Pass 1: validate everything. A plugin realization that packs its own B
+     * (forced, or its table's choice for this shape) receives such a B as it
+     * is: its bytes are its own. */
     char f[KB_FIELD_LEN];
     int bform = 0, native_layout = 0;
-    const kb_plugin_gemm_impl *own_b = kb_plugin_own_packed_b(sel);
+    const kb_plugin_gemm_impl *own_b = kb_plugin_own_packed_b(
+        sel, sel->force ? sel->force : sel->table ? kb_table_gemm_choice(sel->table, M, N, K) : NULL);
     for (size_t i = 0; i < batch; i++) {
         const kb_gemm_problem *p = &problems[i];
         if (!p->A) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "A"), "is NULL");

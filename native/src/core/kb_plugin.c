@@ -97,9 +97,9 @@ static const kb_plugin_gemm_impl *find_gemm(const char *name) {
     return NULL;
 }
 
-const kb_plugin_gemm_impl *kb_plugin_own_packed_b(const kb_selector *sel) {
-    if (!sel || !sel->plugins || !sel->force) return NULL;
-    const kb_plugin_gemm_impl *g = find_gemm(sel->force);
+const kb_plugin_gemm_impl *kb_plugin_own_packed_b(const kb_selector *sel, const char *name) {
+    if (!sel || !sel->plugins || !name) return NULL;
+    const kb_plugin_gemm_impl *g = find_gemm(name);
     return (g && (g->decl->bforms & KB_BFORM_NATIVE)) ? g : NULL;
 }
 

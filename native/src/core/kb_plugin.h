@@ -30,9 +30,10 @@ typedef struct kb_plugin_conv_impl {
 /* Every realization of every loaded plugin, in load order. */
 const kb_gemm_impl *const *kb_plugin_gemm_impls(size_t *count);
 const kb_conv_impl *const *kb_plugin_conv_impls(size_t *count);
-/* The GEMM realization sel forces when it is a plugin realization that takes
- * its own packed B (and sel lets plugins take part), else NULL. */
-const kb_plugin_gemm_impl *kb_plugin_own_packed_b(const kb_selector *sel);
+/* The plugin GEMM realization named `name` (the one the selector forces, or
+ * its dispatch table's choice for the call's shape) when it takes its own
+ * packed B and sel lets plugins take part, else NULL. */
+const kb_plugin_gemm_impl *kb_plugin_own_packed_b(const kb_selector *sel, const char *name);
 
 /* ---- drivers (kb_plugin_run.c) ------------------------------------------ */
 
