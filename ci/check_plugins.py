@@ -83,9 +83,11 @@ def faulty(run: Path, report: Path, targets: list[str]) -> list[str]:
         if row.empty or int(row["failed"].iloc[0]) != len(failed) \
                 or "silently wrong" not in row["probes"].iloc[0]:
             problems.append(f"{target}: the report's plugins table does not show the findings")
+        probes_found = ", ".join(f"{r.realization.split('.', 1)[1]}/{r.probe}"
+                                 for r in wrong.itertuples())
         print(f"{target}: {FAULTY} caught: {len(failed)} failed verdicts "
               f"({', '.join(sorted(set(failed['realization'])))}); silently wrong probes: "
-              + ", ".join(f"{r.realization.split('.', 1)[1]}/{r.probe}" for r in wrong.itertuples()))
+              f"{probes_found}")
     return problems
 
 

@@ -345,5 +345,14 @@ def test_tuning_times_plugins_and_a_table_can_choose_one(host, tmp_path):
         out = t.run_gemm(case, inputs.gemm_inputs(case, "exact"), "gemm_scalar_f32acc", sel,
                          force=False)
         assert out.error is None and out.ran.name == "exwhole.gemm_f32acc", spec
+        # B packed in our scalar layout still goes to ours, though the table names the plugin
+        ours = GemmCase("pl_tune3", 9, 33, 20, b_form="native", bias=True)
+        out = t.run_gemm(ours, inputs.gemm_inputs(ours, "exact"), "gemm_scalar_f32acc", sel,
+                         force=False)
+        assert out.error is None and out.ran.name == "gemm_scalar_f32acc", (spec, out.error)
+        # and B packed by the plugin goes to the plugin the table names
+        out = t.run_gemm(ours, inputs.gemm_inputs(ours, "exact"), "exwhole.gemm_f32acc", sel,
+                         force=False)
+        assert out.error is None and out.ran.name == "exwhole.gemm_f32acc", (spec, out.error)
         if t is not host:
             t.close()

@@ -107,6 +107,15 @@ static kb_status check_packed(size_t i, const kb_gemm_problem *p, size_t N, size
     return KB_OK;
 }
 
+/* Does a packed B carry the header of one of this library's own layouts? (A
+ * table that routes a shape to a plugin still sends such a B to our realizations.) */
+static bool ours_packed(const kb_gemm_problem *p) {
+    kb_packed_header h;
+    if (p->b_size < sizeof h) return false;
+    memcpy(&h, p->B, sizeof h);
+    return h.magic == KB_PACK_MAGIC && h.layout >= KB_LAYOUT_PORTABLE && h.layout <= KB_LAYOUT_SME_X16P2VLX2B;
+}
+
 kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *problems,
                         size_t batch, const kb_selector *sel, kb_realization *ran,
                         kb_error *err) {
@@ -158,7 +167,7 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
             if (!span_ok(K, N, p->ldb))
                 return kb_fail(err, KB_ERR_OVERFLOW, FIELD(f, i, "ldb"), "K * ldb * 2 bytes overflow size_t");
             form = KB_BFORM_PLAIN;
-        } else if (own_b && p->b_is_backend_native_packed) {
+        } else if (own_b && p->b_is_backend_native_packed && (sel->force || !ours_packed(p))) {
             if (p->b_size == 0)
                 return kb_fail(err, KB_ERR_CONTRACT, "B.size", "problem %zu: 0 bytes of packed B", i);
             form = KB_BFORM_NATIVE;

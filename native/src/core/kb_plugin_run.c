@@ -246,7 +246,9 @@ static kb_status ukernel_gemm(const kb_plugin_gemm_impl *g, const kb_gemm_call *
         need_bias = c->bias ? 0 : align64(c->N * sizeof(kb_f16));
         rhs = NULL;
     }
-    size_t total = need_rhs + need_bias + align64(lhs_bytes);
+    size_t total;
+    if (!kb_add_ok(need_rhs, need_bias, &total) || !kb_add_ok(total, align64(lhs_bytes), &total))
+        return kb_fail(err, KB_ERR_OVERFLOW, "M", "packed operands of %zu x %zu x %zu overflow size_t", c->M, c->N, c->K);
     unsigned char *mem = kb_scratch_get(total);
     if (!mem) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes for packed operands", total);
     if (c->bform != KB_BFORM_NATIVE) {
@@ -394,7 +396,10 @@ static kb_status ukernel_conv(const kb_plugin_conv_impl *p, const kb_conv_desc *
         return kb_fail(err, KB_ERR_OVERFLOW, "desc", "the pointer table overflows size_t");
     size_t lhs_bytes = u->lhs_get_packed_size(M, kcc, kcl), rhs_bytes = u->rhs_get_packed_size(N, kcc, kcl);
     size_t pad_bytes = align64(kcl * sizeof(kb_f16)), zero_bias = bias ? 0 : align64(N * sizeof(kb_f16));
-    size_t total = align64(ptr_bytes) + pad_bytes + zero_bias + align64(lhs_bytes) + align64(rhs_bytes);
+    size_t total = align64(ptr_bytes);
+    if (!kb_add_ok(total, pad_bytes + zero_bias, &total) || !kb_add_ok(total, align64(lhs_bytes), &total) ||
+        !kb_add_ok(total, align64(rhs_bytes), &total))
+        return kb_fail(err, KB_ERR_OVERFLOW, "desc", "the indirect GEMM's buffers overflow size_t");
     unsigned char *mem = kb_scratch_get_outer(total);
     if (!mem) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes for the indirect GEMM",
                              total);
