@@ -246,8 +246,8 @@ def test_a_micro_kernel_packed_b_is_checked_before_the_kernel_runs(host):
     assert _micro_call(host, packed, 40, 21, bias=bias) == "bias"
     assert _micro_call(host, packed, 40, 21, size=packed.size // 2) == "B.size"
     flipped = packed.copy()
-    flipped[100] ^= 0x10
-    assert _micro_call(host, flipped, 40, 21) == "B.payload_checksum"
+    flipped[20] ^= 0x10  # a header byte (N): the header checksum no longer matches
+    assert _micro_call(host, flipped, 40, 21) == "B.header_checksum"
 
 
 def test_a_refusal_reaches_the_caller_with_the_plugins_reason(host):

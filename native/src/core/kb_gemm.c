@@ -211,7 +211,6 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
             c.bpayload = (const unsigned char *)p->B + sizeof(kb_packed_header);
         }
         c.b_size = p->b_size;
-        c.trust_payload = sel->trust_payload;
         c.impl = impl;
         c.bias = p->bias;
         c.C = p->C; c.ldc = p->ldc;

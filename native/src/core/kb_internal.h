@@ -81,7 +81,6 @@ typedef struct kb_gemm_call {
     int threads;
     const struct kb_gemm_impl *impl; /* the realization that runs the call     */
     size_t b_size;                   /* packed B: bytes at the buffer          */
-    int trust_payload;               /* the selector's trust_payload           */
 } kb_gemm_call;
 
 /* Plugin realizations (kb_plugin.c): the backend number their impls carry
