@@ -91,7 +91,8 @@ def test_a_plugin_needing_an_isa_the_cpu_lacks_is_refused():
     if "sme2" in api.cpu_info().features:
         pytest.skip("this CPU has SME2")
     err = _refusal(lib("exsme"))
-    assert "libexsme.so: every realization needs an ISA this CPU lacks (e.g. sme2" in str(err)
+    assert "libexsme.so (exsme 1.0.0): every realization needs an ISA this CPU lacks " \
+           "(e.g. sme2" in str(err)
 
 
 def test_missing_and_non_elf_files(tmp_path):

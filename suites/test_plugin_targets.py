@@ -137,8 +137,8 @@ def test_a_cpu_without_sme_refuses_the_sme_plugin_and_goes_on():
         info = t.info()
         errors = [e["message"] for e in info.extra["plugin_errors"]]
         assert len(errors) == 1
-        assert "libexsme.so: every realization needs an ISA this CPU lacks (e.g. sme2" \
-            in errors[0]
+        assert "libexsme.so (exsme 1.0.0): every realization needs an ISA this CPU lacks " \
+               "(e.g. sme2" in errors[0]
         loaded = {p["name"]: p for p in info.extra["plugins"]}
         assert set(loaded) == {"exwhole", "exfaulty", "exukref"}
         note = next(r for r in loaded["exfaulty"]["realizations"]

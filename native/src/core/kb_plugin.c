@@ -347,9 +347,9 @@ static kb_status add(const char *path, void *handle, const kb_plugin *t, const k
         }
     }
     if (info->usable == 0)
-        return refuse(err, KB_ERR_UNSUPPORTED, path,
-                      "every realization needs an ISA this CPU lacks (e.g. %s; the CPU is %s, highest %s)",
-                      missing, cpu->arch, isa_name(cpu->isa));
+        return kb_fail(err, KB_ERR_UNSUPPORTED, "plugin",
+                       "%s (%s %s): every realization needs an ISA this CPU lacks (e.g. %s; the CPU is %s, "
+                       "highest %s)", base_name(path), t->name, t->version, missing, cpu->arch, isa_name(cpu->isa));
     for (uint32_t i = 0; i < t->count; i++) {
         const kb_plugin_realization *r = &t->realizations[i];
         if (r->op == KB_OP_GEMM) {
