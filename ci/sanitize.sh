@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the native library with AddressSanitizer and UBSan as a separate
-# extension module and runs the contract and native suites against it.
+# extension module and runs the contract and native suites against it (and
+# the plugin ABI suite: kbench's plugin loader and drivers, in process).
 # Any sanitizer report aborts the run (non-zero exit).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,4 +25,5 @@ ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1" \
 UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
 KBENCH_NATIVE=_kbench_native_sanitized PYTHONPATH="$BUILD${PYTHONPATH:+:$PYTHONPATH}" \
   "$PY" -m pytest suites/test_contracts.py suites/test_native.py suites/test_determinism.py \
+  suites/test_plugin_abi.py \
   -q -p no:cacheprovider --kb-shapes smoke "$@"

@@ -6,11 +6,14 @@
 # to SME1, neoverse-v1, neoverse-n1 and cortex-a53; and the in-process path
 # on emulated Arm64: kbench's aarch64 cffi module inside an aarch64 CPython
 # under QEMU (our backends on the emulation catalog, the onnxruntime peer on
-# its case classes with KleidiAI on and off, with accumulation fingerprints).
+# its case classes with KleidiAI on and off, with accumulation fingerprints);
+# the example plugins (examples/plugins) on the host, qemu:svl=128 and
+# qemu:svl=512 (the faulty one must be caught) and on qemu-python.
 # The host suites include the remote targets (real ssh on loopback into an
 # emulated aarch64 box, a stand-in adb) and the history on a throwaway
 # PostgreSQL server; the emulated targets run through `kbench run --jobs`.
-# Assumes `pip install -e '.[test,ort]'` in the active Python; installs the
+# Assumes `pip install -e '.[test,ort,postgres]'` (and examples/plugins/python_peer)
+# in the active Python; installs the
 # cross toolchain, QEMU and the emulated Python (idempotent) and builds the
 # aarch64 worker.
 set -euo pipefail
@@ -20,6 +23,7 @@ PY="${PYTHON:-python3}"
 export KBENCH_REQUIRE_QEMU=1 KBENCH_REQUIRE_CHROMIUM=1 KBENCH_REQUIRE_ORT=1
 export KBENCH_REQUIRE_QEMU_PYTHON=1
 export KBENCH_REQUIRE_SSHD=1 KBENCH_REQUIRE_POSTGRES=1  # remote targets, shared history
+export KBENCH_REQUIRE_EXAMPLE_PEER=1  # pip install -e examples/plugins/python_peer (.ci/run)
 
 t0=$(date +%s)
 step() { printf '\n== %s (at %ss) ==\n' "$*" "$(( $(date +%s) - t0 ))"; }
@@ -28,6 +32,9 @@ step "toolchain and QEMU"
 bash ci/install-toolchain.sh
 "$PY" -m kbench.targets.crossbuild --arch aarch64
 "$PY" -m kbench.targets.crossbuild --arch host
+"$PY" -m kbench.targets.crossbuild --arch aarch64-dyn   # the worker that loads plugins
+make -s -C examples/plugins all broken                   # example plugins for this machine
+make -s -C examples/plugins ARCH=aarch64 all broken      # ... and for Arm64
 
 step "emulated aarch64 Python (CPython root, aarch64 wheels, cross-built cffi module)"
 PYTHON="$PY" bash ci/install-pyroot.sh
@@ -65,6 +72,27 @@ kbench report "$pyt/ort-classes" --out "$pyt/ort-classes-report" | tail -n 1
 "$PY" ci/check_fingerprints.py "$pyt/ort-classes" "$pyt/ort-classes-report"
 kbench run --target qemu-python:svl=512 --backend scalar --backend neon --backend sme \
   --shapes emulated --no-history --out "$pyt/ours" | tail -n 20
+
+step "plugins: the examples on the host, qemu:svl=128 and qemu:svl=512; (a) on qemu-python"
+plg="$(mktemp -d)"
+P='examples/plugins/build/{arch}'
+plugin_targets=(--target host --target qemu:svl=128 --target qemu:svl=512)
+kbench run --suite all --shapes smoke --backend plugin --plugin "$P/libexwhole.so" \
+  --plugin "$P/libexsme.so" --plugin "$P/libexukref.so" "${plugin_targets[@]}" --no-history \
+  --out "$plg/good" | tail -n 3
+"$PY" ci/check_plugins.py good "$plg/good" host qemu:svl=128 qemu:svl=512
+kbench run --suite perf --shapes smoke --backend plugin --plugin "$P/libexwhole.so" \
+  --plugin "$P/libexsme.so" --target qemu:svl=512 --rounds 2 --min-round-ms 0.1 --no-history \
+  --out "$plg/perf" | tail -n 3
+if kbench run --suite all --shapes smoke --backend plugin --plugin "$P/libexfaulty.so" \
+    "${plugin_targets[@]}" --no-history --out "$plg/faulty" > "$plg/faulty.log" 2>&1; then
+  echo "the faulty plugin passed: it must be caught (log: $plg/faulty.log)"; exit 1
+fi
+kbench report "$plg/faulty" --out "$plg/faulty-report" | tail -n 1
+"$PY" ci/check_plugins.py faulty "$plg/faulty" "$plg/faulty-report" host qemu:svl=128 qemu:svl=512
+kbench run --suite correctness --shapes smoke --backend plugin --plugin "$P/libexwhole.so" \
+  --target qemu-python:svl=512 --no-history --out "$plg/python" | tail -n 3
+"$PY" ci/check_plugins.py good "$plg/python" qemu-python:svl=512
 
 step "suites on emulated Arm targets (kbench run: one xdist worker process per free core, a target at a time each)"
 emulated=(qemu:cpu=max:svl=2048 qemu:cpu=max:svl=1024 qemu:cpu=max:svl=512 qemu:cpu=max:svl=256

@@ -1,10 +1,12 @@
-"""Determinism: the same inputs twice give bit-identical outputs, for every
-realization of every chosen target."""
+"""Determinism: the same inputs twice give bit-identical outputs, and 3
+threads give the bits of 1 thread, for every realization of every chosen
+target (plugins included; threads only where a realization takes them)."""
 
 import numpy as np
 import pytest
 
 from kbench.harness import runner
+from kbench.native.api import Selector
 from kbench.problems import inputs
 from kbench.problems.cases import ConvCase, GemmCase
 
@@ -47,3 +49,53 @@ def test_conv_bit_identical(kb_session, kb_spec, case):
         b = target.run_conv(case, inp, r.name)
         assert a.error is None and b.error is None
         assert np.array_equal(_bits(a.outputs)[0], _bits(b.outputs)[0]), r.name
+
+
+THREADS = [GemmCase("threads_gemm", 37, 45, 70, clamp=True, bias=True, ldc_pad=1),
+           GemmCase("threads_native", 37, 45, 70, b_form="native", bias=True)]
+THREADS_CONV = [ConvCase("threads_conv", 3, 9, 9, 8, 20, 3, 3, pad=(1, 1, 1, 1))]
+
+
+def _threaded(r, run):
+    """Runs `run(threads)` at 1 and 3 threads; None when the realization does not
+    take threads (it reports 1 thread whatever is asked)."""
+    one, three = run(1), run(3)
+    assert one.error is None and three.error is None, (one.error, three.error)
+    if three.ran.threads == 1:
+        return None
+    assert three.ran.name == r.name and three.ran.threads == 3
+    return one, three
+
+
+@pytest.mark.parametrize("case", THREADS, ids=lambda c: c.name)
+def test_threads_change_no_bit_gemm(kb_session, kb_spec, case):
+    """Every realization that takes threads (ours, and plugins that declare
+    themselves thread safe) gives the same bits on 3 threads as on 1."""
+    spec = kb_spec
+    target = kb_session.target(spec)
+    for r in kb_session.chosen(spec, "gemm"):
+        if r.peer or not runner.applicable(case, r):
+            continue
+        inp = inputs.gemm_inputs(case, "uniform")
+        pair = _threaded(r, lambda t, r=r, target=target, inp=inp: target.run_gemm(
+            case, inp, r.name, Selector(threads=t)))
+        if pair is None:
+            continue
+        for x, y in zip(_bits(pair[0].outputs), _bits(pair[1].outputs), strict=True):
+            assert np.array_equal(x, y), f"{spec} {r.name}: 3 threads differ from 1"
+
+
+@pytest.mark.parametrize("case", THREADS_CONV, ids=lambda c: c.name)
+def test_threads_change_no_bit_conv(kb_session, kb_spec, case):
+    spec = kb_spec
+    target = kb_session.target(spec)
+    for r in kb_session.chosen(spec, "conv2d"):
+        if r.peer or not runner.applicable(case, r):
+            continue
+        inp = inputs.conv_inputs(case, "uniform")
+        pair = _threaded(r, lambda t, r=r, target=target, inp=inp: target.run_conv(
+            case, inp, r.name, Selector(threads=t)))
+        if pair is None:
+            continue
+        assert np.array_equal(_bits(pair[0].outputs)[0], _bits(pair[1].outputs)[0]), \
+            f"{spec} {r.name}: 3 threads differ from 1"

@@ -65,7 +65,7 @@ def test_listed_as_peer_not_as_backend(host):
         assert r.to_dict()["peer"] is True
         assert api.Realization.from_dict(r.to_dict()) == r
     assert _realization(host, GEMM_NAME).bforms == ("plain",)
-    assert "ort" not in info.backends and info.peers == ["ort"]
+    assert "ort" not in info.backends and info.peers[0] == "ort"  # other packages may add peers
     assert not any(r.peer for r in info.realizations if r.backend in api.BACKENDS)
     # the packed-B contract suite works from TargetInfo.backends: no peer there
     assert "ort" not in contracts.native_backends(host.engine)
@@ -193,7 +193,7 @@ def test_smoke_catalog(host):
     """The smoke catalog on both peer realizations: nothing fails (packed and
     native B forms are not offered to a plain-B-only realization)."""
     cat = load_catalog(resolve_catalog("smoke"))
-    reals = [r for r in host.info().realizations if r.peer]
+    reals = [r for r in host.info().realizations if r.peer and r.backend == "ort"]
     jobs = jobs_for(list(cat.cases), reals, "host", cat.name)
     assert {j.realization.name for j in jobs} == {GEMM_NAME, CONV_NAME}
     verdicts = [run_job(host, j) for j in jobs]

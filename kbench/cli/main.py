@@ -9,21 +9,20 @@ from pathlib import Path
 
 import click
 
+from kbench.cli import plugins as cli_plugins
 from kbench.cli.history import compare as compare_command
 from kbench.cli.history import gate_command
 from kbench.cli.history import history as history_command
 from kbench.cli.report import report as report_command
 from kbench.errors import KbenchError
-from kbench.native import api
 from kbench.problems.catalog import CatalogError, available_catalogs, load_catalog, resolve_catalog
 from kbench.results.store import default_run_dir
 from kbench.targets.spec import parse_target
 
 REPO = Path(__file__).resolve().parents[2]
-PEER_BACKENDS = ("ort",)
 SUITES = {
     "correctness": ["test_targets.py", "test_correctness.py", "test_determinism.py"],
-    "contracts": ["test_targets.py", "test_contracts.py"],
+    "contracts": ["test_targets.py", "test_contracts.py", "test_plugin_probes.py"],
 }
 SUITES["all"] = SUITES["correctness"] + SUITES["contracts"][1:]
 SUITES["perf"] = ["test_targets.py", "test_perf.py"]
@@ -46,15 +45,17 @@ def main() -> None:
 @click.option("--fleet", "fleet", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Check every target of this fleet file at once (reachable, architecture, "
                    "features, SVL); exit 1 if any is unreachable.")
-def info(targets: tuple[str, ...], as_json: bool, fleet: str | None = None) -> None:
+@cli_plugins.plugin_option
+def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
+         fleet: str | None = None) -> None:
     """Show the host, CPU features, backends, realizations and library version."""
     if fleet:
-        _fleet_info(Path(fleet), as_json)
+        _fleet_info(Path(fleet), as_json, plugins)
         return
     out = []
     for spec in targets:
         try:
-            t = parse_target(spec)
+            t = parse_target(spec, plugins)
             out.append(t.info())
             t.close()
         except KbenchError as exc:
@@ -73,10 +74,14 @@ def info(targets: tuple[str, ...], as_json: bool, fleet: str | None = None) -> N
         click.echo(f"backends:         {', '.join(i.backends)}")
         if i.peers:
             click.echo(f"peers:            {', '.join(i.peers)} (other libraries, for comparison)")
+        for line in cli_plugins.plugin_lines(i):
+            click.echo(line)
         click.echo("realizations:")
         for r in i.realizations:
             forms = f" B:{'/'.join(r.bforms)}" if r.op == "gemm" else ""
             extra = " (peer)" if r.peer else ""
+            if r.plugin:
+                extra += f" (plugin {r.plugin})"
             if r.error_model != "gemm":
                 extra += f" error model {r.error_model}"
             if r.conv_class != "any":
@@ -146,12 +151,17 @@ def info(targets: tuple[str, ...], as_json: bool, fleet: str | None = None) -> N
 @click.option("--fleet", "fleet", type=click.Path(dir_okay=False, exists=True), default=None,
               help="A fleet file (TOML) naming the targets with labels; adds them to "
                    "--target (see `kbench info --fleet`).")
+@cli_plugins.plugin_option
+@click.option("--strict-plugins", is_flag=True,
+              help="Plugin contract-probe findings (silently wrong results, crashes) fail the "
+                   "run; by default they are recorded as findings about the plugin.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
         rounds: int, max_time: float, min_round_ms: float, cold: bool, passes: int,
         threads: int,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
-        exitfirst: bool, jobs: int | None = None, fleet: str | None = None) -> None:
+        exitfirst: bool, jobs: int | None = None, fleet: str | None = None,
+        plugins: tuple[str, ...] = (), strict_plugins: bool = False) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed."""
     import pytest
 
@@ -164,11 +174,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if not suites_dir.is_dir():
         raise click.ClickException(f"the suites folder {suites_dir} is missing; run kbench "
                                    "from a checkout installed with `pip install -e .`")
-    known = (*api.BACKENDS, *PEER_BACKENDS)
     for name in backends:
-        if name not in known:
-            raise click.BadParameter(f"{name!r} is not one of {', '.join(known)}",
-                                     param_hint="--backend")
+        cli_plugins.check_backend(name)
     for kind in filter(None, kinds.split(",")):
         if kind not in ("exact", "uniform", "normal", "specials"):
             raise click.BadParameter(f"{kind!r} is not an input kind", param_hint="--kinds")
@@ -206,6 +213,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-shapes", c]
     if kinds:
         args += ["--kb-kinds", kinds]
+    for path in plugins:
+        args += ["--kb-plugin", path]
+    if strict_plugins:
+        args.append("--kb-strict-plugins")
     if dispatch:
         try:  # each target checks the table against its machine when it loads it
             json.loads(Path(dispatch).read_text())
@@ -235,7 +246,7 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     sys.exit(int(code))
 
 
-def _fleet_info(path: Path, as_json: bool) -> None:
+def _fleet_info(path: Path, as_json: bool, plugins: tuple[str, ...] = ()) -> None:
     """`kbench info --fleet`: every target probed in parallel, one line each."""
     from kbench.harness.parallel import probe_targets
     from kbench.targets.fleet import FleetError, load_fleet
@@ -243,7 +254,7 @@ def _fleet_info(path: Path, as_json: bool) -> None:
         fl = load_fleet(path)
     except FleetError as exc:
         raise click.BadParameter(str(exc), param_hint="--fleet") from exc
-    probes = probe_targets(list(fl.specs))
+    probes = probe_targets(list(fl.specs), lambda spec: parse_target(spec, plugins))
     rows = []
     for t in fl.targets:
         p = probes[t.spec]
@@ -323,17 +334,19 @@ def _append_history(run_dir: Path, db: str | None) -> None:
               help="Target to list (repeatable).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON (per target: every realization's fields) instead of text.")
-def list_realizations(targets: tuple[str, ...], as_json: bool) -> None:
+@cli_plugins.plugin_option
+def list_realizations(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...]) -> None:
     """List every realization (backend, kernel, parameters such as cache
     blocking) and what it supports."""
     infos = []
     for spec in targets:
         try:
-            t = parse_target(spec)
+            t = parse_target(spec, plugins)
             infos.append(t.info())
             t.close()
         except KbenchError as exc:
             raise click.ClickException(str(exc)) from exc
+    cli_plugins.report_plugin_errors(infos)
     if as_json:
         click.echo(json.dumps({i.name: [r.to_dict() for r in i.realizations] for i in infos},
                               indent=2))
@@ -351,7 +364,7 @@ def list_realizations(targets: tuple[str, ...], as_json: bool) -> None:
             params = [f"accum {r.accum}", f"isa {r.isa}", "threads up to selector"
                       if r.threads else "", f"SVL {r.vector_bits}" if r.vector_bits else "",
                       f"error model {r.error_model}", f"blocking {r.blocking_str()}",
-                      "peer" if r.peer else ""]
+                      "peer" if r.peer else "", f"plugin {r.plugin}" if r.plugin else ""]
             click.echo(f"  {r.name}")
             click.echo(f"      {r.op} on {r.backend}: kernel {r.kernel}")
             click.echo(f"      {', '.join(p for p in params if p)}; {', '.join(supports)}")
@@ -370,8 +383,10 @@ def list_realizations(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run folder for dispatch.json, results.csv and run.json "
                    "[default: runs/<date>-<time>-<host>-tune].")
+@cli_plugins.plugin_option
 def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds: int,
-         min_round_ms: float, threads: int, out: str | None) -> None:
+         min_round_ms: float, threads: int, out: str | None,
+         plugins: tuple[str, ...] = ()) -> None:
     """Verify and time every candidate realization per shape; write a dispatch table."""
     from kbench.harness.perf import PerfSettings
     from kbench.harness.tune import tune as run_tune
@@ -385,10 +400,11 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         cases += [(cat.name, c) for c in cat.cases]
     try:
-        target = parse_target(target_spec)
+        target = parse_target(target_spec, plugins)
         info = target.info()
     except KbenchError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from exc
+    cli_plugins.report_plugin_errors([info])
     run_dir = Path(out) if out else Path(str(default_run_dir(Path.cwd() / "runs")) + "-tune")
     writer = RunWriter(run_dir, {"kind": "tune", **machine_metadata(),
                                  "targets": {target_spec: info.to_dict()}})

@@ -96,12 +96,7 @@ def prepare(target: Target, job: Job, settings: PerfSettings,
         problems = target.gemm_problems(case, inp, job.realization, sel, bufs)
         packing = None
         if case.b_form in ("packed", "native"):
-            native = case.b_form == "native"
-            b = inp.b[0]
-            packing = target.engine.time_pack(job.realization.backend if native else None,
-                                              case.n, case.k, b, b.strides[0] // 2,
-                                              inp.bias[0] if native else None,
-                                              settings.timing(), sel)
+            packing = target.time_packing(case, inp, job.realization, settings.timing(), sel)
 
         def run_gemm(timing: Timing) -> CallResult:
             return target.engine.gemm_raw(case.m, case.n, case.k, problems, sel, timing)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kbench.errors import KbenchError
-from kbench.harness import contracts
+from kbench.harness import contracts, probes
 from kbench.harness.contracts import ContractCase
 from kbench.harness.parallel import (
     PROBES_KEY,
@@ -78,6 +78,10 @@ class KbSession:
     worker: bool = False
     outgoing: list[dict[str, Any]] = field(default_factory=list)
     workers: dict[str, set[str]] = field(default_factory=dict)  # target -> xdist workers
+    plugins: list[str] = field(default_factory=list)  # --kb-plugin paths, on every target
+    strict_plugins: bool = False  # --kb-strict-plugins: plugin findings fail the run
+    probe_targets: dict[str, Target] = field(default_factory=dict)
+    plugin_notes: list[str] = field(default_factory=list)  # refused plugin files, once each
 
     @property
     def fingerprint(self) -> bool | None:
@@ -108,7 +112,7 @@ class KbSession:
 
     def target(self, spec: str) -> Target:
         if spec not in self.targets:
-            self.targets[spec] = parse_target(spec)
+            self.targets[spec] = parse_target(spec, self.plugins)
         return self.targets[spec]
 
     def info(self, spec: str) -> TargetInfo:
@@ -129,7 +133,25 @@ class KbSession:
                 except KbenchError as exc:
                     self.unavailable[spec] = unavailable(spec, exc)
                     return self.info(spec)
+            for e in self.infos[spec].extra.get("plugin_errors", []):
+                self.plugin_notes.append(f"{spec}: {e['message']} (the run goes on without it)")
         return self.infos[spec]
+
+    def probe_target(self, spec: str) -> Target:
+        """Where a target's plugin contract probes run: the target itself, or for
+        the in-process host the host worker with the same plugins, so that a
+        plugin that crashes takes down a worker, not kbench."""
+        if spec != "host":
+            return self.target(spec)
+        if spec not in self.probe_targets:
+            self.probe_targets[spec] = parse_target("worker:host", self.plugins)
+        return self.probe_targets[spec]
+
+    def probe_jobs(self) -> list[tuple[str, Realization, str]]:
+        """(target, plugin realization that packs B, probe) for every chosen target."""
+        return [(spec, r, name) for spec in self.target_specs
+                for r in self.info(spec).realizations if probes.probed(r) and self.wanted(r)
+                for name in probes.PROBE_NAMES]
 
     def cases(self, op: str) -> list[tuple[str, Case]]:
         """(catalog name, case) for every case of the chosen catalogs."""
@@ -146,9 +168,14 @@ class KbSession:
 
     def chosen(self, spec: str, op: str) -> list[Realization]:
         """The target's realizations for op that the backend/realization filters keep."""
-        return [r for r in self.info(spec).realizations if r.op == op
-                and (not self.backends or r.backend in self.backends)
-                and (not self.realizations or r.name in self.realizations)]
+        return [r for r in self.info(spec).realizations if r.op == op and self.wanted(r)]
+
+    def wanted(self, r: Realization) -> bool:
+        """Do the backend/realization filters keep r? (--kb-backend plugin keeps
+        every plugin's realizations, plugin:NAME one plugin's.)"""
+        backend_ok = (not self.backends or r.backend in self.backends
+                      or (r.is_plugin and "plugin" in self.backends))
+        return backend_ok and (not self.realizations or r.name in self.realizations)
 
     def jobs(self, op: str) -> list[Job]:
         """Case-major (then target, realization, kind), so that one case's
@@ -255,6 +282,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-dispatch", default="",
                 help="a tuned dispatch table: also run every case unforced and check that "
                      "the realization the table names is the one that ran")
+    g.addoption("--kb-plugin", action="append", default=[],
+                help="a plugin library (kbench_plugin.h) every target loads; {arch} in the "
+                     "path becomes the target's architecture; repeatable")
+    g.addoption("--kb-strict-plugins", action="store_true",
+                help="plugin contract-probe findings (silently wrong, crashed) and failed "
+                     "plugin verdicts of the probe suite fail the run instead of being recorded")
 
 
 def _positive(config: pytest.Config, option: str) -> int:
@@ -287,6 +320,8 @@ def pytest_configure(config: pytest.Config) -> None:
             min_round_ns=int(config.getoption("--kb-min-round-ms") * 1e6),
             cold=config.getoption("--kb-cold"), threads=config.getoption("--kb-threads")),
         fingerprint_all=config.getoption("--kb-fingerprint"),
+        plugins=config.getoption("--kb-plugin"),
+        strict_plugins=config.getoption("--kb-strict-plugins"),
     )
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
     config.pluginmanager.register(_TargetsInParallel(config), "kbench-parallel")
@@ -320,6 +355,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("kb_perf_job", perf_jobs,
                              ids=[f"{j.target}-{j.realization.name}-{j.case.name}{sfx}"
                                   for j, sfx in zip(perf_jobs, suffix, strict=True)])
+    if "kb_probe" in metafunc.fixturenames:
+        kb = metafunc.config.stash[SESSION]
+        pjobs = kb.probe_jobs()
+        metafunc.parametrize("kb_probe", pjobs,
+                             ids=[f"{spec}-{r.name}-{name}" for spec, r, name in pjobs])
     if "kb_dispatch_job" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
         djobs = kb.dispatch_jobs()
@@ -353,7 +393,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         kb.writer.metadata["pytest_exit_status"] = int(exitstatus)
         complete = int(exitstatus) in (0, 1) and not session.shouldstop
         kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
-    for t in kb.targets.values():
+    for t in [*kb.targets.values(), *kb.probe_targets.values()]:
         t.close()
 
 
@@ -369,7 +409,7 @@ class _TargetsInParallel:
     def pytest_configure_node(self, node: Any) -> None:
         kb = self.config.stash[SESSION]
         if not kb.probes:
-            kb.probes = probe_targets(kb.target_specs)
+            kb.probes = probe_targets(kb.target_specs, kb.target)  # with --kb-plugin
             for spec in kb.target_specs:
                 kb.info(spec)
         node.workerinput[PROBES_KEY] = encode_probes(kb.probes)
@@ -402,6 +442,15 @@ class _TargetsInParallel:
                 kb.workers.setdefault(v.target, set()).add(str(worker))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Says which plugin files a target refused, and why, before the tests run."""
+    kb = session.config.stash[SESSION]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        for note in kb.plugin_notes:
+            reporter.write_line(f"kbench: plugin not loaded on {note}", yellow=True)
+
+
 class _ProgressPrinter:
     """Prints queued perf verdict lines once a test has finished reporting
     (outside output capture)."""
@@ -426,6 +475,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     terminalreporter.section("kbench verdicts")
     terminalreporter.write_line(summary_text(kb.verdicts))
+    for note in kb.plugin_notes:
+        terminalreporter.write_line(f"plugin not loaded on {note}")
     if kb.out is not None:
         terminalreporter.write_line(f"run folder: {kb.out}")
 

@@ -87,6 +87,7 @@ def _verdict(job: Job, status: str, message: str = "", ran: api.Realization | No
         b_form=case.b_form if isinstance(case, GemmCase) else "",
         vector_bits=r.vector_bits, status=status, message=message, catalog=job.catalog,
         tags=list(case.tags), layers=case.layers, flops=case.flops, threads=r.threads,
+        plugin=r.plugin or job.realization.plugin,
     )
 
 
@@ -159,17 +160,33 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
             fp = fingerprints.conv(cinp.x, cinp.w, cinp.bias, desc, outcome.outputs[0],
                                    FINGERPRINT_WORK, FINGERPRINT_ELEMENTS)
         v.accum_model, v.accum_match = fp.model, fp.match
+        if (note := contradiction(ran, fp.model, fp.match)):
+            v.message = f"{note}; {v.message}" if v.message else note
     return v
 
 
+def contradiction(ran: api.Realization, model: str, match: float) -> str:
+    """For a plugin realization whose output fingerprint clearly belongs to the
+    other accumulation family than the one it declares: a note saying so
+    ('' otherwise). Reported, not failed: the error bound judges the result."""
+    if not ran.is_plugin:
+        return ""
+    found = fingerprints.category(model, match)
+    if found not in (fingerprints.FP32, fingerprints.FP16) or found == ran.accum:
+        return ""
+    return (f"fingerprint contradicts the declared model: declared {ran.accum} accumulation, "
+            f"the output matches {model} ({match:.1%})")
+
+
 def wants_fingerprint(job: Job, ran: api.Realization) -> bool:
-    """Is the accumulation model of this job's output fingerprinted? Peers by
-    default (a black box whose accumulation is not declared), every
-    realization when the job asks for it; never exact-by-design inputs, on
-    which every model agrees by construction (indistinguishable)."""
+    """Is the accumulation model of this job's output fingerprinted? Peers and
+    plugins by default (kernels from outside: their declared model is checked
+    against what they do), every realization when the job asks for it; never
+    exact-by-design inputs, on which every model agrees by construction
+    (indistinguishable)."""
     if job.kind == "exact":
         return False
-    return ran.peer if job.fingerprint is None else job.fingerprint
+    return (ran.peer or ran.is_plugin) if job.fingerprint is None else job.fingerprint
 
 
 def random_kind(case: Case) -> str:

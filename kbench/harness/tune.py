@@ -99,9 +99,10 @@ class TuneResult:
 
 def default_realization(realizations: list[api.Realization], case: Case) -> str:
     """The default dispatch order's choice: the first (best-first) realization
-    of ours that takes the case, as the native dispatcher does."""
+    of ours that takes the case, as the native dispatcher does (a peer or a
+    plugin realization is never a default)."""
     for r in realizations:
-        if not r.peer and applicable(case, r):
+        if not r.peer and not r.is_plugin and applicable(case, r):
             return r.name
     return ""
 
@@ -110,6 +111,8 @@ def tune(target: Target, cases: list[tuple[str, Case]], settings: PerfSettings,
          budget_s: float | None = None, cache: InputCache | None = None,
          progress: Callable[[str], None] | None = None) -> TuneResult:
     info = target.info()
+    # candidates: ours and the target's plugin realizations (a table may choose a
+    # plugin's; peers run outside the library's dispatch and never are)
     ours = [r for r in info.realizations if not r.peer]
     cache = cache or InputCache()
     start = time.monotonic()

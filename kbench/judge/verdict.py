@@ -159,6 +159,8 @@ class Verdict:
     # "indistinguishable", or "" when not fingerprinted; and its bit-match fraction
     accum_model: str = ""
     accum_match: float = float("nan")
+    # the plugin whose realization this is, "<plugin> <version>" (never ours); "" for ours
+    plugin: str = ""
 
     @property
     def exact_fraction(self) -> float:
@@ -177,6 +179,7 @@ class Verdict:
                 f"ulp={self.max_ulp:.3g} exact={self.exact_fraction:.1%}"
                 + (f" accum={self.accum_model}:{self.accum_match:.1%}" if self.accum_model
                    else "")
+                + (f" [plugin {self.plugin}]" if self.plugin else "")
                 + (f"  {self.message}" if self.message else ""))
 
 

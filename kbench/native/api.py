@@ -23,6 +23,7 @@ LAYOUTS = {1: "portable", 2: "scalar_f16p16x1b", 3: "neon", 4: "sme_x16p2vlx2b"}
 CONV_CLASSES = ("any", "3x3s1")
 ERROR_MODELS = ("gemm", "winograd_f2x2_3x3")
 CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2"}
+PLUGIN_BACKEND = "plugin"  # backend of plugin realizations: "plugin:<plugin name>" in Python
 
 
 def backend_id(name: str) -> int:
@@ -74,6 +75,7 @@ class Selector:
     threads: int = 1
     verify_payload: bool = False  # also verify a packed B's payload checksum (O(size))
     table: DispatchTable | None = None  # tuned choices per shape class
+    plugins: bool = False  # realizations of loaded plugins take part (kbench.native.plugins)
 
     def to_c(self, nat: Native) -> tuple[Any, list[Any]]:
         """Returns the kb_selector* and the objects that must outlive it."""
@@ -101,6 +103,7 @@ class Selector:
             ptr = self.table.native(nat)
             keep.append(ptr)
             sel.table = ptr
+        sel.plugins = int(self.plugins)
         return sel, keep
 
 
@@ -128,6 +131,9 @@ class Realization:
     block_m: int = 0
     block_n: int = 0
     block_k: int = 0
+    # a plugin's realization (kbench.native.plugins): "<plugin> <version>"; its name is
+    # "<plugin>.<realization>" and its backend "plugin:<plugin>". Never one of ours.
+    plugin: str = ""
 
     @classmethod
     def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
@@ -135,6 +141,8 @@ class Realization:
                     max_m: int = 0, max_groups: int = 0, peer: bool = False,
                     conv_class: int = 0, error_model: int = 0,
                     blocks: tuple[int, int, int] = (0, 0, 0)) -> Realization:
+        if backend == PLUGIN_BACKEND:  # the library says "plugin"; the name says whose
+            backend = f"{PLUGIN_BACKEND}:{name.split('.', 1)[0]}"
         return cls(
             name=name, backend=backend, kernel=kernel, op=OPS[op], isa=ISA_LEVELS[isa],
             accum=ACCUM[accum], k_per_rounding=int(k_per_rounding) or 1,
@@ -152,6 +160,11 @@ class Realization:
                                r.op, r.isa, r.accum, r.k_per_rounding, r.bforms, r.vector_bits,
                                r.threads, r.max_m, r.max_groups, False, r.conv_class,
                                r.error_model, (r.block_m, r.block_n, r.block_k))
+
+    @property
+    def is_plugin(self) -> bool:
+        """A realization of a loaded plugin (someone else's kernel, never ours)."""
+        return self.backend.startswith(PLUGIN_BACKEND + ":")
 
     @property
     def blocked(self) -> bool:
@@ -174,6 +187,7 @@ class Realization:
             "max_m": self.max_m, "max_groups": self.max_groups, "peer": self.peer,
             "conv_class": self.conv_class, "error_model": self.error_model,
             "block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
+            "plugin": self.plugin,
         }
 
     @classmethod

@@ -138,6 +138,13 @@ class Engine(Protocol):
                   bias: np.ndarray | None, timing: Timing,
                   selector: Selector | None = None) -> CallResult: ...
 
+    def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
+                    bias: np.ndarray | None = None, dst_size: int | None = None
+                    ) -> np.ndarray: ...
+
+    def time_pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray, ldb: int,
+                         bias: np.ndarray | None, timing: Timing) -> CallResult: ...
+
     def close(self) -> None: ...
 
 

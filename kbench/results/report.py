@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kbench.judge import fingerprint as fprint
+from kbench.results import plugin_report
 from kbench.results.runfolder import Run
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "reports"
@@ -318,6 +319,14 @@ def _is_ours(realization: str) -> bool:
 PEER_PREFIXES = ("ort_",)
 
 
+def _our_realizations(rows: pd.DataFrame) -> set[str]:
+    """Realizations of the rows that belong to kbench's own backends (not a peer's,
+    whatever its entry point is called, nor a plugin's)."""
+    if "backend" not in rows:
+        return set(rows["realization"])
+    return set(rows.loc[rows["backend"].isin(BACKEND_ORDER), "realization"])
+
+
 def model_totals(run: Run) -> pd.DataFrame:
     """Per model (catalog) and realization: the time of one pass over the
     model, each shape's median time weighted by its layer count, plus the
@@ -332,8 +341,9 @@ def model_totals(run: Run) -> pd.DataFrame:
     per_case = timed.groupby([*group, "case"], sort=False).agg(
         time=("time_median_ns", "mean"), flops=("flops", "first"), layers=("layers", "first"),
     ).reset_index()
-    # the best per shape is ours: a peer library's time is never credited to us
-    ours = per_case[per_case["realization"].map(_is_ours)]
+    # the best per shape is ours: a peer library's or a plugin's time is never credited to us
+    ours_names = _our_realizations(timed)
+    ours = per_case[per_case["realization"].map(lambda r: _is_ours(r) and r in ours_names)]
     best = ours.sort_values("time").drop_duplicates(["target", "catalog", "case"])
     best = best.assign(series=BEST, realization="(fastest per shape)", b_form="-", threads=0)
     per_case = pd.concat([per_case, best], ignore_index=True)
@@ -426,6 +436,8 @@ class ReportTables:
     tuning: pd.DataFrame
     fingerprints: pd.DataFrame
     fingerprint_summary: pd.DataFrame
+    plugins: pd.DataFrame = field(default_factory=pd.DataFrame)
+    plugin_probes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -472,6 +484,8 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         model_totals=model_totals(run), metadata=metadata(run, baseline),
         tuning=tuning_table(run), fingerprints=prints,
         fingerprint_summary=fingerprint_summary(prints),
+        plugins=plugin_report.plugin_table(run),
+        plugin_probes=plugin_report.probe_table(run.results),
     )
 
 
@@ -889,6 +903,10 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                                                          if c != "label"], limit=500),
         "n_fingerprints": len(t.fingerprints),
         "conclusive": fprint.CONCLUSIVE,
+        "plugins": html_table(t.plugins),
+        "n_plugins": len(t.plugins),
+        "plugin_probes": html_table(t.plugin_probes, limit=500),
+        "n_plugin_probes": len(t.plugin_probes),
         "metadata": html_table(meta_rows),
         "targets": _targets_table(runs),
         "plots": plots,

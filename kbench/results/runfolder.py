@@ -90,7 +90,7 @@ def load_run(path: str | Path) -> Run:
     for c in missing:  # runs written before a column existed
         df[c] = np.nan
     for c in ("message", "tags", "kind", "b_form", "catalog", "suite", "round_times_ns",
-              "accum_model"):
+              "accum_model", "plugin"):
         df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
     df.loc[df["suite"] == "", "suite"] = "correctness"
     df["emulated"] = df["emulated"].astype(str).str.lower().isin(["true", "1"])

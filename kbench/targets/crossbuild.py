@@ -3,7 +3,15 @@ executable, for this machine (gcc/cc) or cross-compiled for aarch64 with
 clang-19. Files of each ISA get their own -march flags so that NEON FP16
 and SME/SME2 code live in one binary and are chosen at run time.
 
-    python -m kbench.targets.crossbuild [--arch aarch64|host] [--force]
+Plugins need a worker that can dlopen a shared library. The static aarch64
+worker cannot (glibc's dlopen in a static executable needs the very shared
+libraries it avoids), so it is built without dlopen (-DKB_NO_DLOPEN: it
+refuses plugins with a clear error) and a second variant, `aarch64-dyn`, is
+linked dynamically against the cross sysroot's glibc (libc6-dev-arm64-cross,
+/usr/aarch64-linux-gnu); qemu targets with plugins run it as
+`qemu-aarch64 -L /usr/aarch64-linux-gnu ...`. The host worker is dynamic.
+
+    python -m kbench.targets.crossbuild [--arch aarch64|aarch64-dyn|host] [--force]
 """
 
 from __future__ import annotations
@@ -26,11 +34,16 @@ COMMON = ["-std=c11", "-O2", "-fno-fast-math", "-Wall", "-Wextra",
           f"-I{NATIVE / 'include'}", f"-I{NATIVE / 'worker'}"]
 
 
+ARCHES = ("aarch64", "aarch64-dyn", "host")
+SYSROOT_AARCH64 = Path("/usr/aarch64-linux-gnu")  # libc6-dev-arm64-cross: ld.so and libc
+
+
 @dataclass(frozen=True)
 class Toolchain:
     arch: str
     cc: list[str]
     link: list[str]
+    defines: tuple[str, ...] = ()  # extra -D flags for every file
 
     @property
     def output(self) -> Path:
@@ -46,27 +59,33 @@ def toolchain_compiler(arch: str) -> str:
 
 def toolchain(arch: str) -> Toolchain:
     if arch == "host":
-        return Toolchain("host", [toolchain_compiler("host")], ["-pthread"])
-    if arch == "aarch64":
+        return Toolchain("host", [toolchain_compiler("host")], ["-pthread", "-ldl"])
+    if arch in ("aarch64", "aarch64-dyn"):
         clang = toolchain_compiler("aarch64")
         if not shutil.which(clang):
             raise KbenchError("clang-19 is missing: run `bash ci/install-toolchain.sh` first",
                               "toolchain")
-        return Toolchain("aarch64", [clang, "--target=aarch64-linux-gnu"],
-                         ["-static", "-fuse-ld=lld", "-pthread"])
-    raise KbenchError(f"arch: {arch!r} is not host or aarch64", "arch")
+        if arch == "aarch64":
+            return Toolchain("aarch64", [clang, "--target=aarch64-linux-gnu"],
+                             ["-static", "-fuse-ld=lld", "-pthread"], ("-DKB_NO_DLOPEN",))
+        if not (SYSROOT_AARCH64 / "lib" / "ld-linux-aarch64.so.1").exists():
+            raise KbenchError(f"the aarch64 sysroot ({SYSROOT_AARCH64}) has no dynamic loader: "
+                              "run `bash ci/install-toolchain.sh` first", "toolchain")
+        return Toolchain("aarch64-dyn", [clang, "--target=aarch64-linux-gnu"],
+                         ["-fuse-ld=lld", "-pthread"])
+    raise KbenchError(f"arch: {arch!r} is not one of {', '.join(ARCHES)}", "arch")
 
 
 def isa_flags(path: Path, arch: str) -> list[str]:
     """Per-file ISA flags (kbench/_build.py holds the table)."""
-    if arch != "aarch64":
+    if not arch.startswith("aarch64"):
         return []
     return ISA_FLAGS[isa_class(path)]
 
 
 def sources(arch: str) -> list[Path]:
     lib = [p for p in sorted((NATIVE / "src").rglob("*.c"))
-           if arch == "aarch64" or isa_class(p) == "core"]
+           if arch.startswith("aarch64") or isa_class(p) == "core"]
     return lib + sorted((NATIVE / "worker").glob("*.c"))
 
 
@@ -93,7 +112,8 @@ def build(arch: str = "aarch64", force: bool = False, quiet: bool = True) -> Pat
     objects = []
     for src in sources(arch):
         obj = object_path(src, out)
-        cmd = [*tc.cc, *COMMON, *isa_flags(src, arch), "-c", str(src), "-o", str(obj)]
+        cmd = [*tc.cc, *COMMON, *tc.defines, *isa_flags(src, arch), "-c", str(src), "-o",
+               str(obj)]
         _run(cmd, quiet)
         objects.append(str(obj))
     tmp = out.with_suffix(".tmp")
@@ -112,7 +132,7 @@ def _run(cmd: list[str], quiet: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--arch", default="aarch64", choices=["aarch64", "host"])
+    ap.add_argument("--arch", default="aarch64", choices=list(ARCHES))
     ap.add_argument("--force", action="store_true", help="rebuild even if up to date")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)

@@ -1,19 +1,24 @@
 """The in-process engine: the cffi module of this machine, plus the peers
-(other libraries run in this process for comparison)."""
+(other libraries run in this process for comparison) and the plugins it was
+asked to load (kbench.targets.plugins)."""
 
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from kbench.errors import SizeOverflow, Unsupported
+from kbench.errors import KbenchError, SizeOverflow, Unsupported
 from kbench.native import api
+from kbench.native import plugins as native_plugins
 from kbench.native.api import RawProblem, Realization, Selector
 from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backend_arg
 from kbench.native.loader import Native
-from kbench.peers import Peer, default_peers
+from kbench.peers import Peer, load_peers
+from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expand, host_arch
 
 
 class InProcessEngine:
@@ -24,23 +29,49 @@ class InProcessEngine:
 
     emulated = False
 
-    def __init__(self, nat: Native | None = None, peers: list[Peer] | None = None) -> None:
+    def __init__(self, nat: Native | None = None, peers: list[Peer] | None = None,
+                 plugins: Sequence[str] = ()) -> None:
         self.nat = nat or api.load()
+        self.peer_errors: dict[str, str] = {}
         if peers is None:
-            peers = default_peers()
+            loaded = load_peers()
+            peers, self.peer_errors = loaded.peers, loaded.errors
         self.peers: list[Peer] = list(peers)
+        self.plugins = PluginLoads(list(plugins))
+        for path in plugins:
+            self._load_plugin(expand(path, host_arch()))
+
+    def _load_plugin(self, path: str) -> None:
+        """Loads one plugin file into this process; a refusal is recorded with its
+        reason (the engine goes on without it)."""
+        try:
+            self.plugins.add(native_plugins.load_plugin(path, self.nat))
+        except KbenchError as exc:
+            self.plugins.errors.append(PluginError(path, str(exc)))
+
+    def _sel(self, selector: Selector | None) -> Selector | None:
+        """The selector with this engine's plugins taking part (when it has any)."""
+        if not self.plugins.loaded:
+            return selector
+        return replace(selector or Selector(), plugins=True)
+
+    def _ran(self, res: CallResult) -> CallResult:
+        return replace(res, realization=self.plugins.annotate(res.realization))
 
     def info(self, name: str) -> TargetInfo:
         cpu = api.cpu_info(self.nat)
         compiled = [b for i, b in enumerate(api.BACKENDS) if self.nat.lib.kb_backend_compiled(i)]
         peer_realizations = [r for p in self.peers for r in p.realizations()]
+        ours = annotate_all(api.realizations(self._sel(None), nat=self.nat), self.plugins)
         return TargetInfo(
             name=name, kind="in-process", emulated=False, arch=cpu.arch,
             cpu_features=list(cpu.features), sme_vector_bits=cpu.sme_vector_bits, isa=cpu.isa,
             library_version=api.version(self.nat),
-            realizations=api.realizations(nat=self.nat) + peer_realizations,
+            realizations=ours + peer_realizations,
             compiled_backends=compiled,
-            extra={"machine": platform.machine(), "processor": platform.processor()},
+            extra={"machine": platform.machine(), "processor": platform.processor(),
+                   **(self.plugins.to_extra() if self.plugins.requested else {}),
+                   **({"peer_errors": dict(self.peer_errors)} if self.peer_errors else {})},
         )
 
     def _peer(self, selector: Selector | None) -> Peer | None:
@@ -57,11 +88,13 @@ class InProcessEngine:
         peer = self._peer(selector)
         if peer is not None:
             return peer.gemm(m, n, k, problems, selector, timing)
+        selector = self._sel(selector)
         if timing is None:
-            return CallResult(api.gemm_raw(m, n, k, problems, selector=selector, nat=self.nat))
+            return self._ran(CallResult(api.gemm_raw(m, n, k, problems, selector=selector,
+                                                     nat=self.nat)))
         ran, times, reps = api.time_gemm_raw(m, n, k, problems, timing.to_c(self.nat),
                                              selector=selector, nat=self.nat)
-        return CallResult(ran, times, reps)
+        return self._ran(CallResult(ran, times, reps))
 
     def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, w: np.ndarray | None,
                  bias: np.ndarray | None, out: np.ndarray | None,
@@ -82,20 +115,20 @@ class InProcessEngine:
 
         def ptr(a: np.ndarray | None) -> Any:
             return nat.ffi.NULL if a is None else api._ptr(nat, a)
-        sel, keep = (selector or Selector()).to_c(nat)
+        sel, keep = (self._sel(selector) or Selector()).to_c(nat)
         ran = nat.ffi.new("kb_realization *")
         err = nat.new_error()
         if timing is None:
             st = nat.lib.kb_conv2d(d, ptr(x), ptr(w), ptr(bias), ptr(out), sel, ran, err)
             nat.check(st, err)
-            return CallResult(Realization.from_c(nat, ran))
+            return self._ran(CallResult(Realization.from_c(nat, ran)))
         times = nat.ffi.new("double[]", timing.rounds)
         reps = nat.ffi.new("uint32_t *")
         st = nat.lib.kb_time_conv(d, ptr(x), ptr(w), ptr(bias), ptr(out), sel, timing.to_c(nat),
                                   times, reps, ran, err)
         nat.check(st, err)
         del keep
-        return CallResult(Realization.from_c(nat, ran), list(times), int(reps[0]))
+        return self._ran(CallResult(Realization.from_c(nat, ran), list(times), int(reps[0])))
 
     def time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
                   bias: np.ndarray | None, timing: Timing,
@@ -142,6 +175,17 @@ class InProcessEngine:
         nat.check(st, err)
         del keep
         return dst[:dst_size]
+
+    def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
+                    bias: np.ndarray | None = None, dst_size: int | None = None) -> np.ndarray:
+        """B packed by a plugin realization's own packer (its bytes, as they are)."""
+        return native_plugins.pack_raw(realization, n, k, b, ldb, bias, dst_size, self.nat)
+
+    def time_pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray, ldb: int,
+                         bias: np.ndarray | None, timing: Timing) -> CallResult:
+        times, reps = native_plugins.time_pack_raw(realization, n, k, b, ldb, bias,
+                                                   timing.to_c(self.nat), self.nat)
+        return CallResult(None, times, reps)
 
     def set_svl(self, bits: int) -> int:
         raise Unsupported("selector: the in-process engine cannot change the vector length",

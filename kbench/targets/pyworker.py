@@ -53,7 +53,8 @@ DEFAULT_TIMEOUT = 1800.0  # seconds for one call: ORT sessions build slowly unde
 START_TIMEOUT = 300.0  # seconds for the guest to import numpy, cffi and the peers
 
 # the engine methods the host may call
-METHODS = ("info", "gemm_raw", "conv_raw", "pack_raw", "time_pack")
+METHODS = ("info", "gemm_raw", "conv_raw", "pack_raw", "time_pack", "pack_plugin",
+           "time_pack_plugin")
 
 
 # ---- frames and buffers (both ends) ---------------------------------------------------
@@ -146,13 +147,14 @@ class _CallUnpickler(pickle.Unpickler):
 # ---- the guest ----------------------------------------------------------------------
 
 
-def serve(inp: BinaryIO, out: BinaryIO) -> int:
-    """The guest loop: an InProcessEngine answering frames until SHUTDOWN or EOF."""
+def serve(inp: BinaryIO, out: BinaryIO, plugins: list[str] | None = None) -> int:
+    """The guest loop: an InProcessEngine (with `plugins` loaded) answering
+    frames until SHUTDOWN or EOF."""
     import platform
 
     from kbench.targets.inprocess import InProcessEngine
 
-    engine = InProcessEngine()
+    engine = InProcessEngine(plugins=plugins or [])
     tables: dict[str, DispatchTable] = {}
     hello = {"version": VERSION, "machine": platform.machine(),
              "python": platform.python_version(), "pid": os.getpid(),
@@ -191,12 +193,17 @@ def serve(inp: BinaryIO, out: BinaryIO) -> int:
         _write_frame(out, REPLY, _join(payload, [bases[i].data for i in changed]))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description="the guest side of the qemu-python target")
+    ap.add_argument("--plugin", action="append", default=[],
+                    help="a plugin library for the in-process engine (repeatable)")
+    args = ap.parse_args(argv)
     # the protocol owns the real stdout; anything printed (by a library) goes to stderr
     proto_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    return serve(sys.stdin.buffer, proto_out)
+    return serve(sys.stdin.buffer, proto_out, args.plugin)
 
 
 # ---- the host ------------------------------------------------------------------------
@@ -213,6 +220,7 @@ class PySpec:
     timeout: float = DEFAULT_TIMEOUT
     start_timeout: float = START_TIMEOUT
     extra: dict[str, Any] = field(default_factory=dict)
+    plugins: list[str] = field(default_factory=list)  # aarch64 plugin libraries to load
 
 
 class PyWorkerEngine:
@@ -234,7 +242,9 @@ class PyWorkerEngine:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the guest
         t0 = time.monotonic()
         try:
-            self.proc = subprocess.Popen([*self.spec.command, "-m", "kbench.targets.pyworker"],
+            plugin_args = [a for path in self.spec.plugins for a in ("--plugin", path)]
+            self.proc = subprocess.Popen([*self.spec.command, "-m", "kbench.targets.pyworker",
+                                          *plugin_args],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=self._stderr, env=self.spec.env)
         except OSError as exc:
@@ -357,6 +367,14 @@ class PyWorkerEngine:
                   bias: np.ndarray | None, timing: Timing,
                   selector: Selector | None = None) -> CallResult:
         return self.call("time_pack", backend, n, k, b, ldb, bias, timing, selector)
+
+    def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
+                    bias: np.ndarray | None = None, dst_size: int | None = None) -> np.ndarray:
+        return self.call("pack_plugin", realization, n, k, b, ldb, bias, dst_size)
+
+    def time_pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray, ldb: int,
+                         bias: np.ndarray | None, timing: Timing) -> CallResult:
+        return self.call("time_pack_plugin", realization, n, k, b, ldb, bias, timing)
 
     def set_svl(self, bits: int) -> int:
         from kbench.errors import Unsupported

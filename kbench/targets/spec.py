@@ -26,7 +26,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,7 +36,9 @@ from kbench.native import api
 from kbench.native.calls import CallResult, ConvDesc, Engine, TargetInfo, Timing, pack
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.problems.inputs import ConvInputs, GemmInputs
+from kbench.targets.crossbuild import SYSROOT_AARCH64
 from kbench.targets.inprocess import InProcessEngine
+from kbench.targets.plugins import expand, host_arch
 from kbench.targets.pyworker import PySpec, PyWorkerEngine
 from kbench.targets.remote import remote_target_engine
 from kbench.targets.tools import find_qemu, worker_binary
@@ -115,8 +118,7 @@ class Target:
         sel = selector or api.Selector()
         if realization is None:
             return sel
-        return api.Selector(sel.disabled, sel.isa_cap, realization, sel.threads,
-                            sel.verify_payload, sel.table)
+        return replace(sel, force=realization)
 
     def gemm_problems(self, case: GemmCase, inp: GemmInputs, realization: api.Realization,
                       sel: api.Selector, bufs: list[GuardedBuffer]) -> list[api.RawProblem]:
@@ -131,8 +133,10 @@ class Target:
                 p.clamp_min, p.clamp_max = inp.clamp
             if case.b_form in ("packed", "native"):
                 native = case.b_form == "native"
-                packed = pack(self.engine, b, realization.backend if native else None,
-                              bias if native else None, sel)
+                packed = (self.pack_plugin(realization.name, b, bias)
+                          if native and realization.is_plugin else
+                          pack(self.engine, b, realization.backend if native else None,
+                               bias if native else None, sel))
                 p.b, p.ldb, p.b_size = packed, 0, packed.size
                 p.b_is_packed, p.b_is_backend_native_packed = True, native
                 if native:
@@ -150,12 +154,29 @@ class Target:
         res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel, timing)
         packing = None
         if case.b_form in ("packed", "native"):
-            native = case.b_form == "native"
-            b = inp.b[0]
-            packing = self.engine.time_pack(r.backend if native else None, case.n, case.k, b,
-                                            b.strides[0] // 2, inp.bias[0] if native else None,
-                                            timing, sel)
+            packing = self.time_packing(case, inp, r, timing, sel)
         return res, packing
+
+    def pack_plugin(self, realization: str, b: np.ndarray, bias: np.ndarray | None
+                    ) -> np.ndarray:
+        """B [K, N] packed by a plugin realization's own packer, on this target."""
+        if b.dtype != np.float16 or b.ndim != 2 or b.strides[1] != 2:
+            raise InvalidArgument("B: must be a 2-D float16 array with contiguous rows", "B")
+        k, n = b.shape
+        return self.engine.pack_plugin(realization, n, k, b, b.strides[0] // 2, bias)
+
+    def time_packing(self, case: GemmCase, inp: GemmInputs, r: api.Realization,
+                     timing: Timing, sel: api.Selector) -> CallResult:
+        """Times packing B on its own: portable, the backend's native layout, or a
+        plugin realization's own packer."""
+        native = case.b_form == "native"
+        b = inp.b[0]
+        if native and r.is_plugin:
+            return self.engine.time_pack_plugin(r.name, case.n, case.k, b, b.strides[0] // 2,
+                                                inp.bias[0], timing)
+        return self.engine.time_pack(r.backend if native else None, case.n, case.k, b,
+                                     b.strides[0] // 2, inp.bias[0] if native else None,
+                                     timing, sel)
 
     def time_conv(self, case: ConvCase, inp: ConvInputs, realization: str, timing: Timing,
                   selector: api.Selector | None = None) -> CallResult:
@@ -260,18 +281,30 @@ def parse_qemu(spec: str) -> QemuSpec:
     return QemuSpec(cpu, svl, isa, parts[0])
 
 
-def qemu_worker_spec(q: QemuSpec) -> WorkerSpec:
+def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = ()) -> WorkerSpec:
+    """The aarch64 worker under QEMU: the static one, or with plugins the
+    dynamically linked one with the cross sysroot as its root (-L), so that its
+    glibc can dlopen an aarch64 plugin (kbench.targets.crossbuild)."""
     cpu = q.qemu_cpu
     env = {"KBENCH_ISA_CAP": q.isa} if q.isa else {}
     # the guest's environment: only the ISA cap is passed in
-    cmd = [find_qemu(), "-cpu", cpu]
+    cmd = [find_qemu()]
+    if plugins:
+        cmd += ["-L", str(SYSROOT_AARCH64)]
+    cmd += ["-cpu", cpu]
     if env:
         cmd += ["-E", f"KBENCH_ISA_CAP={q.isa}"]
-    cmd.append(worker_binary("aarch64"))
-    return WorkerSpec(cmd, {}, emulated=True)
+    cmd.append(worker_binary("aarch64-dyn" if plugins else "aarch64"))
+    return WorkerSpec(cmd, {}, emulated=True, plugins=[_absolute(p) for p in plugins],
+                      arch="aarch64")
 
 
-def qemu_python_spec(q: QemuSpec) -> PySpec:
+def _absolute(path: str) -> str:
+    """A plugin path as the worker process should see it (absolute; {arch} kept)."""
+    return path if os.path.isabs(path) else os.path.abspath(path)
+
+
+def qemu_python_spec(q: QemuSpec, plugins: Sequence[str] = ()) -> PySpec:
     """The emulated aarch64 CPython of kbench.targets.pyroot (installed on first use)."""
     from kbench.targets import pyroot
     root, reason = pyroot.status()
@@ -284,30 +317,37 @@ def qemu_python_spec(q: QemuSpec) -> PySpec:
     if q.isa:
         env["KBENCH_ISA_CAP"] = q.isa
     return PySpec(root.argv(find_qemu(), q.qemu_cpu), env, q.qemu_cpu, q.svl,
-                  extra={"python_root": str(root.root)})
+                  extra={"python_root": str(root.root)},
+                  plugins=[expand(_absolute(p), "aarch64") for p in plugins])
 
 
-def parse_target(spec: str) -> Target:
+def parse_target(spec: str, plugins: Sequence[str] = ()) -> Target:
+    """The target for a spec; `plugins` are plugin library paths ({arch} is
+    replaced by the target's architecture) that the target loads."""
     if spec == "host":
-        return Target("host", InProcessEngine())
+        return Target("host", InProcessEngine(plugins=plugins))
     if spec == "qemu" or spec.startswith("qemu:"):
         q = parse_qemu(spec)
-        return Target(q.name, WorkerEngine(qemu_worker_spec(q)))
+        return Target(q.name, WorkerEngine(qemu_worker_spec(q, plugins)))
     if spec == "qemu-python" or spec.startswith("qemu-python:"):
         q = parse_qemu(spec)
-        return Target(q.name, PyWorkerEngine(qemu_python_spec(q)))
+        return Target(q.name, PyWorkerEngine(qemu_python_spec(q, plugins)))
     if spec.startswith(("ssh:", "adb:")) or spec == "adb":
         name, engine = remote_target_engine("adb:" if spec == "adb" else spec)
         return Target(name, engine)
     if spec.startswith("worker:"):
         rest = spec[len("worker:"):]
+        arch = None
         if rest == "host":
             cmd = [worker_binary("host")]
+            arch = host_arch()
         else:
             cmd = shlex.split(rest)
             if not cmd:
                 raise InvalidArgument("target: worker: needs a command line", "target")
-        return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False)))
+        return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False,
+                                                    plugins=[_absolute(p) for p in plugins],
+                                                    arch=arch)))
     raise InvalidArgument(f"target: {spec!r} is not a known target (host, "
                           "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP], "
                           "qemu-python[:cpu=MODEL][:svl=BITS], worker:host, worker:CMD, "

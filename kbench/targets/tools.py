@@ -28,9 +28,12 @@ def find_qemu() -> str:
 
 
 def worker_binary(arch: str) -> str:
-    """KBENCH_WORKER (aarch64 only), else the worker built from this checkout."""
+    """KBENCH_WORKER (aarch64) or KBENCH_WORKER_DYN (aarch64-dyn, the dynamically
+    linked worker that loads plugins), else the worker built from this checkout."""
     if arch == "aarch64" and os.environ.get("KBENCH_WORKER"):
         return os.environ["KBENCH_WORKER"]
+    if arch == "aarch64-dyn" and os.environ.get("KBENCH_WORKER_DYN"):
+        return os.environ["KBENCH_WORKER_DYN"]
     from kbench.targets.crossbuild import build, toolchain
     out = toolchain(arch).output if arch == "host" else None
     try:

@@ -16,21 +16,24 @@ import signal
 import struct
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from kbench.errors import ProtocolError, WorkerCrashed, from_status
+from kbench.errors import KbenchError, ProtocolError, WorkerCrashed, from_status
 from kbench.native import api
 from kbench.native.api import RawProblem, Realization, Selector
 from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backend_arg
+from kbench.native.plugins import FORMS, PluginInfo, PluginRealizationInfo
+from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expand
 
 MAGIC = 0x3157424B
 PROTOCOL = 2  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes
 REPLY = 0x80000000
 PROTOCOL_ERROR = 0xFFFFFFFF
-HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE = 1, 2, 3, 4, 5, 6, 7
+HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE, LOAD_PLUGIN = 1, 2, 3, 4, 5, 6, 7, 8
+PACK_PORTABLE, PACK_NATIVE, PACK_PLUGIN = 0, 1, 2  # PACK modes
 MAX_PAYLOAD = 1 << 30
 DEFAULT_TIMEOUT = 900.0  # seconds for one call; emulated kernels are slow
 
@@ -256,6 +259,8 @@ class WorkerSpec:
     env: dict[str, str]
     emulated: bool
     timeout: float = DEFAULT_TIMEOUT
+    plugins: list[str] = field(default_factory=list)  # plugin paths ({arch} allowed)
+    arch: str | None = None  # the worker's architecture; None: asked (hello) when needed
 
 
 class WorkerEngine:
@@ -267,6 +272,8 @@ class WorkerEngine:
         self.proc: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
         self.restarts = 0
+        self.plugins = PluginLoads(list(spec.plugins))
+        self._plugins_tried = False
 
     # -- process ----------------------------------------------------------------
 
@@ -280,6 +287,49 @@ class WorkerEngine:
         except OSError as exc:
             raise WorkerCrashed(f"worker: cannot start {self.spec.command[0]}: {exc}",
                                 "worker") from exc
+        if self.spec.plugins:
+            self._load_plugins()
+
+    def _load_plugins(self) -> None:
+        """Loads the spec's plugins into a fresh worker (again after a restart);
+        the first start records what loaded and what was refused, and why."""
+        arch = self.spec.arch
+        if arch is None:
+            hello = self.call(HELLO, b"", "hello")
+            hello.u32()
+            hello.str()
+            arch = hello.str()
+        first = not self._plugins_tried
+        self._plugins_tried = True
+        for path in self.spec.plugins:
+            full = expand(path, arch)
+            try:
+                info = self.load_plugin(full)
+            except KbenchError as exc:
+                if isinstance(exc, WorkerCrashed):
+                    raise
+                if first:
+                    self.plugins.errors.append(PluginError(full, str(exc)))
+                continue
+            if first:
+                self.plugins.add(info)
+
+    def load_plugin(self, path: str) -> PluginInfo:
+        """LOAD_PLUGIN: loads a plugin library into the running worker."""
+        r = self.call(LOAD_PLUGIN, str(path).encode(), "load_plugin")
+        status, fld, message = r.i32(), r.str(), r.str()
+        if status != 0:
+            raise from_status(status, fld, message)
+        name, version, real, desc = r.str(), r.str(), r.str(), r.str()
+        abi, count = r.u32(), r.u32()
+        reals = []
+        for _ in range(count):
+            rname, op, form, isa = r.str(), r.i32(), r.i32(), r.i32()
+            safe, bias_first, usable, note = r.u32(), r.u32(), r.u32(), r.str()
+            reals.append(PluginRealizationInfo(
+                rname, api.OPS[op], FORMS.get(form, str(form)), api.ISA_LEVELS[isa], bool(safe),
+                "first" if bias_first else "last", bool(usable), note))
+        return PluginInfo(name, version, real, abi, desc, tuple(reals))
 
     def _died(self, during: str) -> WorkerCrashed:
         proc, self.proc = self.proc, None
@@ -359,14 +409,15 @@ class WorkerEngine:
         version, arch = r.str(), r.str()
         features, svl, isa, compiled = r.u32(), r.u32(), r.i32(), r.u32()
         isa_cap_env = r.str()
-        reals = [r.realization() for _ in range(r.u32())]
+        reals = annotate_all([r.realization() for _ in range(r.u32())], self.plugins)
         return TargetInfo(
             name=name, kind="worker", emulated=self.emulated, arch=arch,
             cpu_features=[v for k, v in api.CPU_FEATURES.items() if features & k],
             sme_vector_bits=svl, isa=api.ISA_LEVELS[isa], library_version=version,
             realizations=reals,
             compiled_backends=[b for i, b in enumerate(api.BACKENDS) if compiled & (1 << i)],
-            extra={"command": self.spec.command, "isa_cap_env": isa_cap_env},
+            extra={"command": self.spec.command, "isa_cap_env": isa_cap_env,
+                   **(self.plugins.to_extra() if self.spec.plugins else {})},
         )
 
     def _reply(self, r: Reader, bufs: Buffers) -> CallResult:
@@ -380,7 +431,7 @@ class WorkerEngine:
             bufs.restore(index, data)
         if status != 0:
             raise from_status(status, field, message)
-        return CallResult(ran, times, reps)
+        return CallResult(self.plugins.annotate(ran), times, reps)
 
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
@@ -444,12 +495,25 @@ class WorkerEngine:
                   selector: Selector | None = None) -> CallResult:
         return self._pack(backend, n, k, b, ldb, bias, None, selector, timing)[1]
 
+    def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
+                    bias: np.ndarray | None = None, dst_size: int | None = None) -> np.ndarray:
+        """B packed by a plugin realization's own packer, in the worker."""
+        return self._pack(None, n, k, b, ldb, bias, dst_size, Selector(force=realization), None,
+                          PACK_PLUGIN)[0]
+
+    def time_pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray, ldb: int,
+                         bias: np.ndarray | None, timing: Timing) -> CallResult:
+        return self._pack(None, n, k, b, ldb, bias, None, Selector(force=realization), timing,
+                          PACK_PLUGIN)[1]
+
     def _pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None, ldb: int,
               bias: np.ndarray | None, dst_size: int | None, selector: Selector | None,
-              timing: Timing | None) -> tuple[np.ndarray, CallResult]:
+              timing: Timing | None, mode: int | None = None) -> tuple[np.ndarray, CallResult]:
         be = backend_arg(backend)
         w = Writer()
-        w.u32(0 if be is None else 1)
+        if mode is None:
+            mode = PACK_PORTABLE if be is None else PACK_NATIVE
+        w.u32(mode)
         w.i32(0 if be is None else be)
         w.u64(_u64(n, "N"))
         w.u64(_u64(k, "K"))

@@ -162,6 +162,8 @@ typedef struct kb_selector {
                                  * checksum in the call (O(size); off by  *
                                  * default, see kb_verify_packed_b)      */
     const kb_dispatch_table *table; /* tuned choices, or NULL           */
+    int plugins;                /* 1: realizations of loaded plugins take part
+                                   (listing, forcing, tables); 0 by default */
 } kb_selector;
 
 /* Fills *sel with the defaults (everything enabled, no cap, no force).
@@ -301,6 +303,66 @@ uint64_t kb_now_ns(void);
 /* Bytes of scratch the calling thread retains between calls. */
 size_t kb_scratch_retained_bytes(void);
 #define KB_SCRATCH_RETAIN_CAP ((size_t)8 << 20)
+
+/* ---- plugins --------------------------------------------------------------
+ * External kernels from shared libraries that implement the plugin ABI
+ * (kbench_plugin.h). kb_plugin_load checks the file before anything in it
+ * runs -- its architecture, the entry symbol, the ABI version, every declared
+ * field, and the ISA each realization needs against this CPU -- and on failure
+ * names the file and the reason (field "plugin"). A plugin stays loaded for
+ * the life of the process (loading the same file again returns it). Its
+ * realizations are named "<plugin>.<realization>", report the backend
+ * "plugin", take part only under a selector with `plugins` set, and come after
+ * every realization of this library in the default order: they run when
+ * forced or named by a dispatch table, never as a silent default. A GEMM call
+ * forcing a realization that packs its own B passes a backend-native packed B
+ * (b_is_packed and b_is_backend_native_packed set, b_size bytes) to it as it
+ * is: the whole-call form checks it itself, the micro-kernel form behind a
+ * kbench header that kbench checks. A build without dlopen (the static
+ * worker) refuses every plugin with KB_ERR_UNSUPPORTED. */
+
+#define KB_PLUGIN_NAME_LEN 32
+#define KB_PLUGIN_VERSION_LEN 32
+#define KB_PLUGIN_PATH_LEN 512
+#define KB_PLUGIN_NOTE_LEN 160
+
+typedef struct kb_plugin_info {
+    char name[KB_PLUGIN_NAME_LEN];
+    char version[KB_PLUGIN_VERSION_LEN];
+    char path[KB_PLUGIN_PATH_LEN];   /* the file as loaded (absolute)            */
+    char description[KB_PLUGIN_NOTE_LEN];
+    uint32_t abi_version;            /* the plugin ABI it was built against      */
+    uint32_t realizations;           /* declared                                 */
+    uint32_t usable;                 /* of those, the ones this CPU can run      */
+} kb_plugin_info;
+
+typedef struct kb_plugin_realization_info {
+    char name[KB_NAME_LEN];          /* "<plugin>.<realization>"                 */
+    int op;                          /* kb_op                                    */
+    int form;                        /* 1: whole call, 2: micro-kernel            */
+    int isa;                         /* kb_isa it needs                          */
+    int thread_safe;
+    int bias_first;                  /* 1: the accumulator starts from the bias   */
+    int usable;                      /* 0: this CPU lacks its ISA (see note)      */
+    char note[KB_PLUGIN_NOTE_LEN];
+} kb_plugin_realization_info;
+
+kb_status kb_plugin_load(const char *path, kb_plugin_info *info, kb_error *err);
+size_t kb_plugin_count(void);
+kb_status kb_plugin_get(size_t index, kb_plugin_info *info, kb_error *err);
+kb_status kb_plugin_realization_get(size_t plugin, size_t index,
+                                    kb_plugin_realization_info *out, kb_error *err);
+/* B packed by a plugin realization's own packer (whole-call form: its bytes;
+ * micro-kernel form: kbench header + the RHS packer's bytes). */
+kb_status kb_pack_b_plugin_size(const char *realization, size_t N, size_t K, size_t *size,
+                                kb_error *err);
+kb_status kb_pack_b_plugin(const char *realization, size_t N, size_t K, const kb_f16 *B,
+                           size_t ldb, const kb_f16 *bias, void *dst, size_t dst_size,
+                           kb_error *err);
+kb_status kb_time_pack_b_plugin(const char *realization, size_t N, size_t K, const kb_f16 *B,
+                                size_t ldb, const kb_f16 *bias, void *dst, size_t dst_size,
+                                const kb_timing *t, double *round_ns,
+                                uint32_t *reps_per_round, kb_error *err);
 
 /* ---- misc ----------------------------------------------------------------*/
 

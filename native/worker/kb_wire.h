@@ -10,6 +10,10 @@
  * with it and the Python side refuses a worker speaking another number.
  * Protocol 2: a realization carries block_m, block_n, block_k (u32 each)
  * after error_model.
+ * Plugins (no change to existing encodings): LOAD_PLUGIN loads a plugin
+ * library into the worker, after which every selector the worker reads lets
+ * plugin realizations take part; PACK mode 2 packs B with the plugin
+ * realization named by the request's selector.force.
  */
 #ifndef KB_WIRE_H
 #define KB_WIRE_H
@@ -31,7 +35,8 @@ enum {
     KB_MSG_PACK = 4,
     KB_MSG_SET_SVL = 5,
     KB_MSG_SHUTDOWN = 6,
-    KB_MSG_LOAD_TABLE = 7 /* a tuned dispatch table for selectors that ask for it */
+    KB_MSG_LOAD_TABLE = 7, /* a tuned dispatch table for selectors that ask for it */
+    KB_MSG_LOAD_PLUGIN = 8 /* a plugin library (payload: its path); see kb_worker.c */
 };
 
 typedef struct kb_reader {

@@ -163,6 +163,7 @@ static void *read_ptr(kb_reader *r, const buffers *bs, const char *what, bool *o
 }
 
 static kb_dispatch_table *current_table; /* the worker session's loaded table */
+static int plugins_loaded;               /* plugins loaded into this worker (LOAD_PLUGIN) */
 
 static void read_selector(kb_reader *r, kb_selector *sel, char *force) {
     kb_selector_default(sel);
@@ -185,6 +186,7 @@ static void read_selector(kb_reader *r, kb_selector *sel, char *force) {
         sel->force = NULL;
     }
     sel->table = kb_rd_u32(r, "selector.use_table") ? current_table : NULL;
+    sel->plugins = plugins_loaded > 0; /* a worker loads plugins only when asked to use them */
 }
 
 static int handle_load_table(kb_reader *r) {
@@ -281,10 +283,13 @@ static int handle_hello(void) {
     kb_wr_u32(&w, compiled);
     const char *cap = getenv("KBENCH_ISA_CAP");
     kb_wr_str(&w, cap ? cap : "");
-    size_t n = kb_list_realizations(NULL, NULL, 0);
+    kb_selector all;
+    kb_selector_default(&all);
+    all.plugins = plugins_loaded > 0;
+    size_t n = kb_list_realizations(&all, NULL, 0);
     kb_realization *rs = calloc(n ? n : 1, sizeof *rs);
     if (!rs) return protocol_error("out of memory");
-    kb_list_realizations(NULL, rs, n);
+    kb_list_realizations(&all, rs, n);
     kb_wr_u32(&w, (uint32_t)n);
     for (size_t i = 0; i < n; i++) write_realization(&w, &rs[i]);
     free(rs);
@@ -442,8 +447,13 @@ static int handle_pack(kb_reader *r) {
     kb_error err;
     kb_status st = KB_OK;
     size_t size = (size_t)dst_size;
+    if (mode == 2 && !sel.force) {
+        free_buffers(&bs);
+        return protocol_error("malformed PACK request: mode 2 names no plugin realization");
+    }
     if (dst_size == 0) {
         st = mode == 0 ? kb_pack_b_size((size_t)N, (size_t)K, &size, &err)
+           : mode == 2 ? kb_pack_b_plugin_size(sel.force, (size_t)N, (size_t)K, &size, &err)
                        : kb_pack_b_native_size(backend, (size_t)N, (size_t)K, &sel, &size, &err);
     }
     unsigned char *dst = NULL;
@@ -455,15 +465,21 @@ static int handle_pack(kb_reader *r) {
         dst = calloc(size ? size : 1, 1);
         if (!dst) { free_buffers(&bs); return protocol_error("out of memory"); }
         st = mode == 0 ? kb_pack_b((size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
+           : mode == 2 ? kb_pack_b_plugin(sel.force, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &err)
                        : kb_pack_b_native(backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &sel, &err);
     }
     double *times = NULL;
     uint32_t reps = 0;
     if (st == KB_OK && tm.rounds) {
         times = malloc(sizeof(double) * tm.rounds);
-        st = times ? kb_time_pack_b(mode == 0 ? -1 : backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size,
-                                    &sel, &tm, times, &reps, &err)
-                   : KB_ERR_OUT_OF_MEMORY;
+        if (!times)
+            st = KB_ERR_OUT_OF_MEMORY;
+        else if (mode == 2)
+            st = kb_time_pack_b_plugin(sel.force, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &tm, times,
+                                       &reps, &err);
+        else
+            st = kb_time_pack_b(mode == 0 ? -1 : backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size,
+                                &sel, &tm, times, &reps, &err);
     }
     kb_writer w = {0};
     kb_wr_i32(&w, st);
@@ -513,6 +529,55 @@ static int handle_set_svl(kb_reader *r) {
     return rc;
 }
 
+/* LOAD_PLUGIN: payload = the library's path. Reply: i32 status, str field,
+ * str message; on success the plugin (str name, version, path, description,
+ * u32 abi_version, u32 count) and per declared realization str name, i32 op,
+ * i32 form, i32 isa, u32 thread_safe, u32 bias_first, u32 usable, str note. */
+static int handle_load_plugin(kb_reader *r) {
+    char path[KB_PLUGIN_PATH_LEN];
+    size_t len = r->left;
+    if (len == 0 || len >= sizeof path) return protocol_error("malformed LOAD_PLUGIN request: path of %zu bytes", len);
+    memcpy(path, kb_rd_bytes(r, len, "path"), len);
+    path[len] = '\0';
+    kb_error err;
+    kb_plugin_info info;
+    kb_status st = kb_plugin_load(path, &info, &err);
+    kb_writer w = {0};
+    kb_wr_i32(&w, st);
+    kb_wr_str(&w, st ? err.field : "");
+    kb_wr_str(&w, st ? err.message : "");
+    if (st == KB_OK) {
+        plugins_loaded = 1;
+        kb_wr_str(&w, info.name);
+        kb_wr_str(&w, info.version);
+        kb_wr_str(&w, info.path);
+        kb_wr_str(&w, info.description);
+        kb_wr_u32(&w, info.abi_version);
+        kb_wr_u32(&w, info.realizations);
+        size_t index = 0;
+        for (size_t i = 0; i < kb_plugin_count(); i++) {
+            kb_plugin_info other;
+            if (kb_plugin_get(i, &other, &err) == KB_OK && !strcmp(other.path, info.path)) index = i;
+        }
+        for (uint32_t i = 0; i < info.realizations; i++) {
+            kb_plugin_realization_info ri;
+            memset(&ri, 0, sizeof ri);
+            kb_plugin_realization_get(index, i, &ri, &err);
+            kb_wr_str(&w, ri.name);
+            kb_wr_i32(&w, ri.op);
+            kb_wr_i32(&w, ri.form);
+            kb_wr_i32(&w, ri.isa);
+            kb_wr_u32(&w, (uint32_t)ri.thread_safe);
+            kb_wr_u32(&w, (uint32_t)ri.bias_first);
+            kb_wr_u32(&w, (uint32_t)ri.usable);
+            kb_wr_str(&w, ri.note);
+        }
+    }
+    int rc = w.oom ? protocol_error("out of memory building the reply") : send_frame(KB_MSG_LOAD_PLUGIN | KB_WIRE_REPLY, &w);
+    free(w.buf);
+    return rc;
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     for (;;) {
@@ -554,6 +619,7 @@ int main(void) {
         case KB_MSG_PACK: rc = handle_pack(&r); break;
         case KB_MSG_SET_SVL: rc = handle_set_svl(&r); break;
         case KB_MSG_LOAD_TABLE: rc = handle_load_table(&r); break;
+        case KB_MSG_LOAD_PLUGIN: rc = handle_load_plugin(&r); break;
         case KB_MSG_SHUTDOWN:
             free(payload);
             send_frame(KB_MSG_SHUTDOWN | KB_WIRE_REPLY, NULL);

@@ -68,3 +68,14 @@ void kb_cpu_detect(kb_cpu_info *out) {
     if (out->features & KB_CPU_SME) out->isa = KB_ISA_SME;
     if (out->features & KB_CPU_SME2) out->isa = KB_ISA_SME2;
 }
+
+bool kb_cpu_has_isa(const kb_cpu_info *cpu, int isa) {
+    switch (isa) {
+    case KB_ISA_SCALAR: return true;
+    case KB_ISA_NEON_FP16: return (cpu->features & KB_CPU_FP16) != 0;
+    case KB_ISA_NEON_FHM: return (cpu->features & (KB_CPU_FP16 | KB_CPU_FHM)) == (KB_CPU_FP16 | KB_CPU_FHM);
+    case KB_ISA_SME: return (cpu->features & KB_CPU_SME) != 0;
+    case KB_ISA_SME2: return (cpu->features & (KB_CPU_SME | KB_CPU_SME2)) == (KB_CPU_SME | KB_CPU_SME2);
+    default: return false;
+    }
+}

@@ -1,6 +1,7 @@
 /* kb_dispatch.c — the dispatch table: which realizations exist, which the
  * CPU and the selector allow, and which one runs a call. */
 #include "kb_internal.h"
+#include "kb_plugin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@ const char *kb_backend_name(int backend) {
     case KB_BACKEND_SCALAR: return "scalar";
     case KB_BACKEND_NEON: return "neon";
     case KB_BACKEND_SME: return "sme";
+    case KB_BACKEND_PLUGIN: return "plugin";
     default: return "unknown";
     }
 }
@@ -51,23 +53,12 @@ void kb_selector_default(kb_selector *sel) {
     sel->threads = 1;
 }
 
-/* Does the CPU have what a kernel at this ISA level needs? */
-static bool cpu_has_isa(const kb_cpu_info *cpu, int isa) {
-    switch (isa) {
-    case KB_ISA_SCALAR: return true;
-    case KB_ISA_NEON_FP16: return (cpu->features & KB_CPU_FP16) != 0;
-    case KB_ISA_NEON_FHM: return (cpu->features & (KB_CPU_FP16 | KB_CPU_FHM)) == (KB_CPU_FP16 | KB_CPU_FHM);
-    case KB_ISA_SME: return (cpu->features & KB_CPU_SME) != 0;
-    case KB_ISA_SME2: return (cpu->features & (KB_CPU_SME | KB_CPU_SME2)) == (KB_CPU_SME | KB_CPU_SME2);
-    default: return false;
-    }
-}
-
 static bool impl_allowed(int backend, int isa, const kb_selector *sel,
                          const kb_cpu_info *cpu) {
+    if (backend == KB_BACKEND_PLUGIN && !sel->plugins) return false;
     if (sel->disabled_backends & (1u << backend)) return false;
     if (isa > sel->isa_cap) return false;
-    return cpu_has_isa(cpu, isa);
+    return kb_cpu_has_isa(cpu, isa);
 }
 
 /* Lowest ISA level any kernel of the backend needs. */
@@ -85,18 +76,21 @@ bool kb_backend_usable(int backend, const kb_selector *sel, const kb_cpu_info *c
     return impl_allowed(backend, backend_min_isa(backend), sel, cpu);
 }
 
-/* The whole table, in priority order (best first). */
+/* The whole table, in priority order (best first): ours, then the
+ * realizations of loaded plugins (kb_plugin.c), which therefore never run
+ * as a default. */
+#define KB_TABLE_MAX 320
 typedef struct table {
-    const kb_gemm_impl *gemm[64];
+    const kb_gemm_impl *gemm[KB_TABLE_MAX];
     size_t n_gemm;
-    const kb_conv_impl *conv[64];
+    const kb_conv_impl *conv[KB_TABLE_MAX];
     size_t n_conv;
 } table;
 
 static void table_add(table *t, const kb_gemm_impl *const *g, size_t ng,
                       const kb_conv_impl *const *c, size_t nc) {
-    for (size_t i = 0; i < ng && t->n_gemm < 64; i++) t->gemm[t->n_gemm++] = g[i];
-    for (size_t i = 0; i < nc && t->n_conv < 64; i++) t->conv[t->n_conv++] = c[i];
+    for (size_t i = 0; i < ng && t->n_gemm < KB_TABLE_MAX; i++) t->gemm[t->n_gemm++] = g[i];
+    for (size_t i = 0; i < nc && t->n_conv < KB_TABLE_MAX; i++) t->conv[t->n_conv++] = c[i];
 }
 
 static void table_build(table *t) {
@@ -117,6 +111,9 @@ static void table_build(table *t) {
 #endif
     g = kb_scalar_gemm_impls(&ng);
     c = kb_scalar_conv_impls(&nc);
+    table_add(t, g, ng, c, nc);
+    g = kb_plugin_gemm_impls(&ng);
+    c = kb_plugin_conv_impls(&nc);
     table_add(t, g, ng, c, nc);
 }
 

@@ -6,6 +6,7 @@
  * buffer is made or loaded (kb_verify_packed_b), or in the call when the
  * selector sets verify_payload. */
 #include "kb_internal.h"
+#include "kb_plugin.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -67,6 +68,15 @@ static kb_status check_packed(size_t i, const kb_gemm_problem *p, size_t N, size
     return KB_OK;
 }
 
+/* Does a packed B carry the header of one of this library's own layouts? (A
+ * table that routes a shape to a plugin still sends such a B to our realizations.) */
+static bool ours_packed(const kb_gemm_problem *p) {
+    kb_packed_header h;
+    if (p->b_size < sizeof h) return false;
+    memcpy(&h, p->B, sizeof h);
+    return h.magic == KB_PACK_MAGIC && h.layout >= KB_LAYOUT_PORTABLE && h.layout <= KB_LAYOUT_SME_X16P2VLX2B;
+}
+
 kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *problems,
                         size_t batch, const kb_selector *sel, kb_realization *ran,
                         kb_error *err) {
@@ -86,9 +96,13 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
     kb_cpu_info cpu;
     kb_cpu_detect(&cpu);
 
-    /* Pass 1: validate everything. */
+    /* Pass 1: validate everything. A plugin realization that packs its own B
+     * (forced, or its table's choice for this shape) receives such a B as it
+     * is: its bytes are its own. */
     char f[KB_FIELD_LEN];
     int bform = 0, native_layout = 0;
+    const kb_plugin_gemm_impl *own_b = kb_plugin_own_packed_b(
+        sel, sel->force ? sel->force : sel->table ? kb_table_gemm_choice(sel->table, M, N, K) : NULL);
     for (size_t i = 0; i < batch; i++) {
         const kb_gemm_problem *p = &problems[i];
         if (!p->A) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "A"), "is NULL");
@@ -114,6 +128,11 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
             if (!span_ok(K, N, p->ldb))
                 return kb_fail(err, KB_ERR_OVERFLOW, FIELD(f, i, "ldb"), "K * ldb * 2 bytes overflow size_t");
             form = KB_BFORM_PLAIN;
+        } else if (own_b && p->b_is_backend_native_packed && (sel->force || !ours_packed(p))) {
+            if (p->b_size == 0)
+                return kb_fail(err, KB_ERR_CONTRACT, "B.size", "problem %zu: 0 bytes of packed B", i);
+            form = KB_BFORM_NATIVE;
+            native_layout = KB_LAYOUT_PLUGIN;
         } else {
             const kb_packed_header *h = NULL;
             st = check_packed(i, p, N, K, sel, &cpu, &h, err);
@@ -146,10 +165,14 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
         if (bform == KB_BFORM_PLAIN) {
             c.B = (const kb_f16 *)p->B;
             c.ldb = p->ldb;
+        } else if (native_layout == KB_LAYOUT_PLUGIN) {
+            c.bpayload = p->B; /* the plugin realization's own bytes */
         } else {
             c.bhdr = (const kb_packed_header *)p->B;
             c.bpayload = (const unsigned char *)p->B + sizeof(kb_packed_header);
         }
+        c.b_size = p->b_size;
+        c.impl = impl;
         c.bias = p->bias;
         c.C = p->C; c.ldc = p->ldc;
         c.clamp_min = p->clamp_min; c.clamp_max = p->clamp_max;

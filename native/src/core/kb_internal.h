@@ -17,6 +17,11 @@ kb_status kb_fail(kb_error *err, kb_status code, const char *field,
     ;
 void kb_clear_error(kb_error *err);
 
+/* ---- CPU ------------------------------------------------------------------ */
+
+/* Does the CPU have what code at this kb_isa level needs? */
+bool kb_cpu_has_isa(const kb_cpu_info *cpu, int isa);
+
 /* ---- checked size arithmetic ---------------------------------------------- */
 
 /* *out = a * b; false on overflow. */
@@ -59,6 +64,7 @@ typedef struct kb_bview {
 } kb_bview;
 
 /* One GEMM problem after validation, handed to a realization. */
+struct kb_gemm_impl;
 typedef struct kb_gemm_call {
     size_t M, N, K;
     const kb_f16 *A;
@@ -73,7 +79,15 @@ typedef struct kb_gemm_call {
     size_t ldc;
     float clamp_min, clamp_max;
     int threads;
+    const struct kb_gemm_impl *impl; /* the realization that runs the call     */
+    size_t b_size;                   /* packed B: bytes at the buffer          */
 } kb_gemm_call;
+
+/* Plugin realizations (kb_plugin.c): the backend number their impls carry
+ * (named "plugin"; never a bit of kb_selector.disabled_backends' range of
+ * ours) and the layout a plugin's own packed B stands for in dispatch. */
+#define KB_BACKEND_PLUGIN 31
+#define KB_LAYOUT_PLUGIN 0x70
 
 /* Builds the view of B for a call whose layout is plain, portable or the
  * scalar native layout. */

@@ -169,3 +169,26 @@ kb_status kb_time_pack_b(int backend, size_t N, size_t K, const kb_f16 *B, size_
     pack_ctx c = {backend, N, K, ldb, dst_size, B, bias, dst, sel};
     return run_timed(pack_call, &c, t, round_ns, reps_per_round, NULL, err);
 }
+
+/* Packing B with a plugin realization's own packer (kb_pack_b_plugin). */
+typedef struct plugin_pack_ctx {
+    const char *realization;
+    size_t N, K, ldb, dst_size;
+    const kb_f16 *B, *bias;
+    void *dst;
+} plugin_pack_ctx;
+
+static kb_status plugin_pack_call(void *p, kb_realization *ran, kb_error *err) {
+    (void)ran;
+    plugin_pack_ctx *c = p;
+    return kb_pack_b_plugin(c->realization, c->N, c->K, c->B, c->ldb, c->bias, c->dst, c->dst_size, err);
+}
+
+kb_status kb_time_pack_b_plugin(const char *realization, size_t N, size_t K, const kb_f16 *B,
+                                size_t ldb, const kb_f16 *bias, void *dst, size_t dst_size,
+                                const kb_timing *t, double *round_ns, uint32_t *reps_per_round,
+                                kb_error *err) {
+    kb_clear_error(err);
+    plugin_pack_ctx c = {realization, N, K, ldb, dst_size, B, bias, dst};
+    return run_timed(plugin_pack_call, &c, t, round_ns, reps_per_round, NULL, err);
+}

@@ -1,0 +1,238 @@
+/* exukref.c — the micro-kernel form in portable C: a KleidiAI-style GEMM
+ * micro-kernel with its LHS and RHS packers, the same kernel reading the LHS
+ * in place, and an indirect-GEMM (imatmul) micro-kernel for convolution. It
+ * runs on any CPU, so it shows (and tests, on the host) how kbench drives the
+ * micro-kernel form; examples/plugins/sme_ukernel hands over real SME2
+ * kernels the same way.
+ *
+ * Layouts (kr = 2: K in pairs, an odd K padded with a zero):
+ *   LHS "x16p4x2"   blocks of mr = 4 rows; per k pair a 4 x 2 tile, row by row
+ *                   (m0k0 m0k1 m1k0 m1k1 ...); rows past M are zero.
+ *   RHS "x16p8x2b"  blocks of nr = 8 columns: 8 bias values, then per k pair an
+ *                   8 x 2 tile, column by column (n0k0 n0k1 n1k0 ...); columns
+ *                   past N are zero.
+ * For imatmul, K is k_chunk_count chunks of k_chunk_length values, each chunk
+ * padded to a whole number of pairs.
+ *
+ * Arithmetic: each output starts from its bias in FP32 and adds the products
+ * in increasing k, one FP32 rounding per product (bias first), then clamps and
+ * rounds once to FP16. */
+#include "kbench_plugin.h"
+
+#include "../common/exfp16.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MR 4
+#define NR 8
+#define KR 2
+
+static size_t roundup(size_t v, size_t m) { return (v + m - 1) / m * m; }
+
+/* ---- the micro-kernel's queries ------------------------------------------------ */
+
+static size_t get_m_step(void) { return MR; }
+static size_t get_n_step(void) { return NR; }
+static size_t get_mr(void) { return MR; }
+static size_t get_nr(void) { return NR; }
+static size_t get_kr(void) { return KR; }
+static size_t get_sr(void) { return 1; }
+static size_t get_lhs_packed_offset(size_t m_idx, size_t k) { return m_idx * roundup(k, KR) * 2; }
+static size_t get_lhs_offset(size_t m_idx, size_t lhs_stride) { return m_idx * lhs_stride; }
+static size_t rhs_block_bytes(size_t k) { return NR * (1 + roundup(k, KR)) * 2; }
+static size_t get_rhs_packed_offset(size_t n_idx, size_t k) { return n_idx / NR * rhs_block_bytes(k); }
+static size_t get_dst_offset(size_t m_idx, size_t n_idx, size_t dst_stride) { return m_idx * dst_stride + n_idx * 2; }
+static size_t get_dst_size(size_t m, size_t n) { return m * n * 2; }
+
+/* ---- packers -------------------------------------------------------------------------- */
+
+static size_t lhs_get_m_step(size_t mr) { return mr; }
+static size_t lhs_get_packed_offset(size_t m_idx, size_t k, size_t mr, size_t kr, size_t sr) {
+    (void)mr, (void)kr, (void)sr;
+    return get_lhs_packed_offset(m_idx, k);
+}
+static size_t lhs_get_packed_size(size_t m, size_t k, size_t mr, size_t kr, size_t sr) {
+    (void)kr, (void)sr;
+    return roundup(m, mr) * roundup(k, KR) * 2;
+}
+
+static void lhs_pack(size_t m, size_t k, size_t mr, size_t kr, size_t sr, size_t m_idx_start, const void *lhs,
+                     size_t lhs_stride, void *lhs_packed) {
+    (void)mr, (void)kr, (void)sr, (void)m_idx_start;
+    uint16_t *out = lhs_packed;
+    for (size_t m0 = 0; m0 < m; m0 += MR)
+        for (size_t p = 0; p < roundup(k, KR); p += KR)
+            for (size_t r = 0; r < MR; r++)
+                for (size_t q = 0; q < KR; q++) {
+                    const uint16_t *row = (const uint16_t *)((const unsigned char *)lhs + (m0 + r) * lhs_stride);
+                    *out++ = (m0 + r < m && p + q < k) ? row[p + q] : 0;
+                }
+}
+
+static size_t rhs_get_n_step(void) { return NR; }
+static size_t rhs_get_packed_size(size_t n, size_t k) { return roundup(n, NR) / NR * rhs_block_bytes(k); }
+
+/* Chunked RHS: rows of chunk c start at row c * kcl; each chunk padded to pairs. */
+static void rhs_pack_chunks(size_t n, size_t kcc, size_t kcl, size_t rhs_stride, const void *rhs,
+                            const void *bias, void *rhs_packed) {
+    const uint16_t *bi = bias;
+    uint16_t *out = rhs_packed;
+    for (size_t n0 = 0; n0 < n; n0 += NR) {
+        for (size_t j = 0; j < NR; j++) *out++ = n0 + j < n ? bi[n0 + j] : 0;
+        for (size_t c = 0; c < kcc; c++)
+            for (size_t p = 0; p < roundup(kcl, KR); p += KR)
+                for (size_t j = 0; j < NR; j++)
+                    for (size_t q = 0; q < KR; q++) {
+                        const uint16_t *row =
+                            (const uint16_t *)((const unsigned char *)rhs + (c * kcl + p + q) * rhs_stride);
+                        *out++ = (n0 + j < n && p + q < kcl) ? row[n0 + j] : 0;
+                    }
+    }
+}
+
+static void rhs_pack(size_t num_groups, size_t n, size_t k, size_t nr, size_t kr, size_t sr, size_t rhs_stride,
+                     const void *rhs, const void *bias, const void *scale, void *rhs_packed, size_t extra_bytes,
+                     const void *params) {
+    (void)num_groups, (void)nr, (void)kr, (void)sr, (void)scale, (void)extra_bytes, (void)params;
+    rhs_pack_chunks(n, 1, k, rhs_stride, rhs, bias, rhs_packed);
+}
+
+/* ---- kernels ---------------------------------------------------------------------------- */
+
+/* m x n outputs from packed LHS blocks and RHS blocks over kp pairs. */
+static void tile(size_t m, size_t n, size_t kp, const uint16_t *lhs, const uint16_t *rhs, size_t rhs_block,
+                 unsigned char *dst, size_t dst_stride, float lo, float hi) {
+    for (size_t m0 = 0; m0 < m; m0 += MR) {
+        const uint16_t *lb = lhs + m0 / MR * kp * KR * MR;
+        for (size_t n0 = 0; n0 < n; n0 += NR) {
+            const uint16_t *rb = rhs + n0 / NR * rhs_block;
+            for (size_t r = 0; r < MR && m0 + r < m; r++)
+                for (size_t j = 0; j < NR && n0 + j < n; j++) {
+                    float acc = ex_h2f(rb[j]);
+                    for (size_t p = 0; p < kp; p++)
+                        for (size_t q = 0; q < KR; q++)
+                            acc += ex_h2f(lb[(p * MR + r) * KR + q]) * ex_h2f(rb[NR + (p * NR + j) * KR + q]);
+                    uint16_t *out = (uint16_t *)(dst + (m0 + r) * dst_stride) + n0 + j;
+                    *out = ex_store(acc, lo, hi);
+                }
+        }
+    }
+}
+
+static void run_matmul(size_t m, size_t n, size_t k, const void *lhs_packed, const void *rhs_packed, void *dst,
+                       size_t dst_stride_row, size_t dst_stride_col, float clamp_min, float clamp_max) {
+    (void)dst_stride_col;
+    tile(m, n, roundup(k, KR) / KR, lhs_packed, rhs_packed, rhs_block_bytes(k) / 2, dst, dst_stride_row, clamp_min,
+         clamp_max);
+}
+
+static void run_matmul_lhs(size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride, const void *rhs_packed,
+                           void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min, float clamp_max) {
+    (void)dst_stride_col;
+    const uint16_t *rhs = rhs_packed;
+    size_t block = rhs_block_bytes(k) / 2;
+    for (size_t i = 0; i < m; i++) {
+        const uint16_t *a = (const uint16_t *)((const unsigned char *)lhs + i * lhs_stride);
+        for (size_t j = 0; j < n; j++) {
+            const uint16_t *rb = rhs + j / NR * block;
+            size_t c = j % NR;
+            float acc = ex_h2f(rb[c]);
+            for (size_t kk = 0; kk < k; kk++) acc += ex_h2f(a[kk]) * ex_h2f(rb[NR + (kk / KR * NR + c) * KR + kk % KR]);
+            ((uint16_t *)((unsigned char *)dst + i * dst_stride_row))[j] = ex_store(acc, clamp_min, clamp_max);
+        }
+    }
+}
+
+/* ---- imatmul -------------------------------------------------------------------------- */
+
+static size_t ik(size_t kcc, size_t kcl) { return kcc * roundup(kcl, KR); }
+static size_t i_lhs_offset(size_t m_idx, size_t kcc, size_t kcl) { return m_idx * ik(kcc, kcl) * 2; }
+static size_t i_rhs_offset(size_t n_idx, size_t kcc, size_t kcl) { return n_idx / NR * NR * (1 + ik(kcc, kcl)) * 2; }
+static size_t i_lhs_m_step(void) { return MR; }
+static size_t i_lhs_size(size_t m, size_t kcc, size_t kcl) { return roundup(m, MR) * ik(kcc, kcl) * 2; }
+static size_t i_rhs_size(size_t n, size_t kcc, size_t kcl) { return roundup(n, NR) * (1 + ik(kcc, kcl)) * 2; }
+
+/* Pointer table: per block of MR rows, per chunk, MR pointers (pad_ptr as is). */
+static void i_lhs_pack(size_t m, size_t kcc, size_t kcl, const void *const *ptrs, size_t ptr_offset,
+                       const void *pad_ptr, void *lhs_packed) {
+    uint16_t *out = lhs_packed;
+    for (size_t m0 = 0; m0 < m; m0 += MR)
+        for (size_t c = 0; c < kcc; c++)
+            for (size_t p = 0; p < roundup(kcl, KR); p += KR)
+                for (size_t r = 0; r < MR; r++)
+                    for (size_t q = 0; q < KR; q++) {
+                        const void *ptr = ptrs[(m0 / MR * kcc + c) * MR + r];
+                        const uint16_t *row = ptr == pad_ptr ? ptr : (const void *)((const unsigned char *)ptr + ptr_offset);
+                        *out++ = (m0 + r < m && p + q < kcl) ? row[p + q] : 0;
+                    }
+}
+
+static void i_rhs_pack(size_t n, size_t kcc, size_t kcl, size_t rhs_row_stride, const void *rhs, const void *bias,
+                       void *rhs_packed) {
+    rhs_pack_chunks(n, kcc, kcl, rhs_row_stride, rhs, bias, rhs_packed);
+}
+
+static void run_imatmul(size_t m, size_t n, size_t kcc, size_t kcl, const void *lhs_packed, const void *rhs_packed,
+                        void *dst, size_t dst_stride_row, float clamp_min, float clamp_max) {
+    tile(m, n, ik(kcc, kcl) / KR, lhs_packed, rhs_packed, NR * (1 + ik(kcc, kcl)), dst, dst_stride_row, clamp_min,
+         clamp_max);
+}
+
+/* ---- the tables ----------------------------------------------------------------------- */
+
+static const kb_plugin_matmul_ukernel packed_lhs = {
+    .get_m_step = get_m_step, .get_n_step = get_n_step, .get_mr = get_mr, .get_nr = get_nr, .get_kr = get_kr,
+    .get_sr = get_sr, .get_lhs_packed_offset = get_lhs_packed_offset, .get_rhs_packed_offset = get_rhs_packed_offset,
+    .get_dst_offset = get_dst_offset, .get_dst_size = get_dst_size, .run_matmul = run_matmul,
+    .lhs_get_m_step = lhs_get_m_step, .lhs_get_packed_offset = lhs_get_packed_offset,
+    .lhs_get_packed_size = lhs_get_packed_size, .lhs_pack = lhs_pack,
+    .rhs_get_n_step = rhs_get_n_step, .rhs_get_packed_offset = get_rhs_packed_offset,
+    .rhs_get_packed_size = rhs_get_packed_size, .rhs_pack = rhs_pack,
+};
+
+static const kb_plugin_matmul_ukernel plain_lhs = {
+    .get_m_step = get_m_step, .get_n_step = get_n_step, .get_nr = get_nr, .get_kr = get_kr, .get_sr = get_sr,
+    .get_lhs_offset = get_lhs_offset, .get_rhs_packed_offset = get_rhs_packed_offset,
+    .get_dst_offset = get_dst_offset, .get_dst_size = get_dst_size, .run_matmul_lhs = run_matmul_lhs,
+    .rhs_get_n_step = rhs_get_n_step, .rhs_get_packed_offset = get_rhs_packed_offset,
+    .rhs_get_packed_size = rhs_get_packed_size, .rhs_pack = rhs_pack,
+};
+
+static const kb_plugin_imatmul_ukernel indirect = {
+    .get_m_step = get_m_step, .get_n_step = get_n_step, .get_lhs_packed_offset = i_lhs_offset,
+    .get_rhs_packed_offset = i_rhs_offset, .get_dst_offset = get_dst_offset, .get_dst_size = get_dst_size,
+    .run_imatmul = run_imatmul, .lhs_get_m_step = i_lhs_m_step, .lhs_get_packed_offset = i_lhs_offset,
+    .lhs_get_packed_size = i_lhs_size, .lhs_pack = i_lhs_pack, .rhs_get_packed_size = i_rhs_size,
+    .rhs_pack = i_rhs_pack,
+};
+
+static const kb_plugin_realization realizations[] = {
+    {.name = "gemm_4x8", .kernel = "exukref: scalar 4x8 micro-kernel, packed LHS x16p4x2, RHS x16p8x2b",
+     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
+     .thread_safe = 1, .matmul = &packed_lhs},
+    {.name = "gemm_4x8_plain_lhs", .kernel = "exukref: the same kernel reading A in place",
+     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
+     .thread_safe = 1, .matmul = &plain_lhs},
+    {.name = "conv2d_igemm_4x8", .kernel = "exukref: indirect GEMM, chunks of c_in padded to pairs",
+     .op = KB_OP_CONV2D, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .max_groups = 1, .thread_safe = 1, .imatmul = &indirect},
+};
+
+static const kb_plugin table = {
+    .abi_version = KB_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(kb_plugin),
+    .name = "exukref",
+    .version = "1.0.0",
+    .description = "the micro-kernel form in portable C: matmul (packed and plain LHS) and imatmul",
+    .count = sizeof realizations / sizeof realizations[0],
+    .realizations = realizations,
+};
+
+EXPORT const kb_plugin *kb_plugin_entry(uint32_t host_abi_version) {
+    (void)host_abi_version;
+    return &table;
+}

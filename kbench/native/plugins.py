@@ -1,0 +1,149 @@
+"""Plugins in this process: loading a plugin library into the native library
+(kb_plugin_load, see native/include/kbench_plugin.h), what a loaded plugin
+declares, and packing B with a plugin realization's own packer.
+
+A load that fails raises the KbenchError of the native status with a
+message naming the file and the reason (wrong architecture, missing symbol,
+newer ABI, an ISA this CPU lacks, a malformed table). A loaded plugin stays
+loaded for the life of the process; its realizations are listed and run only
+under a Selector with `plugins=True`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kbench.errors import InvalidArgument
+from kbench.native import api
+from kbench.native.loader import Native, load
+
+FORMS = {1: "whole-call", 2: "micro-kernel"}
+
+
+@dataclass(frozen=True)
+class PluginRealizationInfo:
+    """One declared realization of a plugin, as kbench sees it."""
+
+    name: str  # "<plugin>.<realization>"
+    op: str
+    form: str  # whole-call | micro-kernel
+    isa: str
+    thread_safe: bool
+    bias: str  # first | last: where the bias enters the accumulation chain
+    usable: bool  # False: this CPU lacks its ISA (see note)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """A loaded plugin."""
+
+    name: str
+    version: str
+    path: str
+    abi_version: int
+    description: str = ""
+    realizations: tuple[PluginRealizationInfo, ...] = field(default_factory=tuple)
+
+    @property
+    def label(self) -> str:
+        """How verdicts and reports name it: "<name> <version>"."""
+        return f"{self.name} {self.version}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["realizations"] = [asdict(r) for r in self.realizations]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PluginInfo:
+        reals = tuple(PluginRealizationInfo(**r) for r in d.get("realizations", []))
+        return cls(d["name"], d["version"], d["path"], int(d["abi_version"]),
+                   d.get("description", ""), reals)
+
+
+def _text(nat: Native, chars: Any) -> str:
+    return nat.ffi.string(chars).decode(errors="replace")
+
+
+def _info(nat: Native, index: int, c: Any) -> PluginInfo:
+    reals = []
+    for i in range(int(c.realizations)):
+        r = nat.ffi.new("kb_plugin_realization_info *")
+        err = nat.new_error()
+        nat.check(nat.lib.kb_plugin_realization_get(index, i, r, err), err)
+        reals.append(PluginRealizationInfo(
+            name=_text(nat, r.name), op=api.OPS[r.op], form=FORMS.get(r.form, str(r.form)),
+            isa=api.ISA_LEVELS[r.isa], thread_safe=bool(r.thread_safe),
+            bias="first" if r.bias_first else "last", usable=bool(r.usable),
+            note=_text(nat, r.note)))
+    return PluginInfo(_text(nat, c.name), _text(nat, c.version), _text(nat, c.path),
+                      int(c.abi_version), _text(nat, c.description), tuple(reals))
+
+
+def loaded(nat: Native | None = None) -> list[PluginInfo]:
+    """Every plugin loaded into this process, in load order."""
+    nat = nat or load()
+    out = []
+    for i in range(int(nat.lib.kb_plugin_count())):
+        c = nat.ffi.new("kb_plugin_info *")
+        err = nat.new_error()
+        nat.check(nat.lib.kb_plugin_get(i, c, err), err)
+        out.append(_info(nat, i, c))
+    return out
+
+
+def load_plugin(path: str, nat: Native | None = None) -> PluginInfo:
+    """Loads a plugin library (again: returns the one already loaded)."""
+    nat = nat or load()
+    c = nat.ffi.new("kb_plugin_info *")
+    err = nat.new_error()
+    nat.check(nat.lib.kb_plugin_load(str(path).encode(), c, err), err)
+    name = _text(nat, c.name)
+    for p in loaded(nat):
+        if p.name == name:
+            return p
+    raise InvalidArgument(f"plugin: {path} loaded but is not listed", "plugin")
+
+
+def pack_raw(realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
+             bias: np.ndarray | None = None, dst_size: int | None = None,
+             nat: Native | None = None) -> np.ndarray:
+    """B [K, N] (rows ldb apart) packed by a plugin realization's own packer."""
+    nat = nat or load()
+    n, k, ldb = api._size_arg(n, "N"), api._size_arg(k, "K"), api._size_arg(ldb, "ldb")
+    name = realization.encode()
+    err = nat.new_error()
+    if dst_size is None:
+        size = nat.ffi.new("size_t *")
+        nat.check(nat.lib.kb_pack_b_plugin_size(name, n, k, size, err), err)
+        dst_size = int(size[0])
+    dst = np.zeros(max(dst_size, 1), dtype=np.uint8)
+    bp = nat.ffi.NULL if b is None else api._ptr(nat, b)
+    biasp = nat.ffi.NULL if bias is None else api._ptr(nat, bias)
+    nat.check(nat.lib.kb_pack_b_plugin(name, n, k, bp, ldb, biasp, api._ptr(nat, dst, "void *"),
+                                       dst_size, err), err)
+    return dst[:dst_size]
+
+
+def time_pack_raw(realization: str, n: int, k: int, b: np.ndarray, ldb: int,
+                  bias: np.ndarray | None, timing: Any, nat: Native | None = None
+                  ) -> tuple[list[float], int]:
+    """kb_time_pack_b_plugin (timing: a kb_timing*): time per call of each round
+    (ns) and the calls per round."""
+    nat = nat or load()
+    dst = pack_raw(realization, n, k, b, ldb, bias, None, nat)
+    err = nat.new_error()
+    times = nat.ffi.new("double[]", max(int(timing.rounds), 1))
+    reps = nat.ffi.new("uint32_t *")
+    nat.check(nat.lib.kb_time_pack_b_plugin(
+        realization.encode(), n, k, api._ptr(nat, b), ldb,
+        nat.ffi.NULL if bias is None else api._ptr(nat, bias), api._ptr(nat, dst, "void *"),
+        dst.size, timing, times, reps, err), err)
+    return list(times)[:timing.rounds], int(reps[0])
+
+
+__all__ = ["FORMS", "PluginInfo", "PluginRealizationInfo", "load_plugin", "loaded", "pack_raw",
+           "time_pack_raw"]
