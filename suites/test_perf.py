@@ -23,7 +23,7 @@ def test_perf(kb_session, kb_perf_job, benchmark, request):
     if verdict.status not in (PASS, MISTRUSTED):
         kb_session.record(verdict)
         kb_session.perf_progress(request.config, verdict)
-        pytest.fail(verdict.line())
+        pytest.fail(f"{verdict.line()}\n  reproduce: {kb_session.reproducer(verdict)}")
     prep = perf.prepare(target, job, settings, kb_session.inputs)
     clock = kb_session.clock
     benchmark._timer = clock.now  # pytest-benchmark reads time from the native timer

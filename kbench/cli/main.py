@@ -101,6 +101,10 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("--kinds", default="",
               help="Comma-separated input kinds: exact, uniform, normal, specials. "
                    "Default: exact plus one real-valued kind per case.")
+@click.option("-k", "case_expr", default="", metavar="REGEX",
+              help="Only cases whose CATALOG/CASE matches this regular expression "
+                   "(re.search, as Google Benchmark's --benchmark_filter), e.g. -k conv3x3, "
+                   "-k '^resnet50_small/', -k '/m1_n4096'.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run folder for results.csv, run.json and verdicts.txt "
                    "[default: runs/<date>-<time>-<host>].")
@@ -130,7 +134,8 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
-        realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
+        realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, case_expr: str,
+        out: str | None,
         rounds: int, max_time: float, min_round_ms: float, cold: bool, passes: int,
         threads: int,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
@@ -160,15 +165,11 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         except (CatalogError, FileNotFoundError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         catalogs.append(str(path))
-    for spec in targets:
-        try:
-            parse_target(spec).close()
-        except KbenchError as exc:
-            raise click.BadParameter(str(exc), param_hint="--target") from exc
+    _check_selection(targets, backends, realizations, case_expr)
     run_dir = Path(out) if out else default_run_dir(Path.cwd() / "runs")
     args = [str(suites_dir / f) for f in SUITES[suite]]
     args += ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "-p", "no:cacheprovider",
-             "--kb-out", str(run_dir), "-rfE", "--tb=short"]
+             "--kb-out", str(run_dir), "-rfEs", "--tb=short"]
     args += ["-v"] if verbose else ["-q"]
     if exitfirst:
         args.append("-x")
@@ -182,13 +183,16 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-shapes", c]
     if kinds:
         args += ["--kb-kinds", kinds]
+    if case_expr:
+        args += ["--kb-case", case_expr]
     if dispatch:
         try:  # each target checks the table against its machine when it loads it
             json.loads(Path(dispatch).read_text())
         except (OSError, ValueError) as exc:
             raise click.BadParameter(f"{dispatch}: not a JSON dispatch table ({exc})",
                                      param_hint="--dispatch") from exc
-        args += ["--kb-dispatch", str(Path(dispatch).resolve())]
+        args += ["--kb-dispatch", str(Path(dispatch).resolve()),
+                 str(suites_dir / "test_dispatch_table.py")]
     if suite == "perf":
         run_dir.mkdir(parents=True, exist_ok=True)
         per_pass = max(2, -(-rounds // passes))
@@ -205,7 +209,34 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     code = pytest.main(args)
     if not no_history:
         _append_history(run_dir, db)
+    if int(code) == int(pytest.ExitCode.NO_TESTS_COLLECTED):
+        click.echo("kbench run: the filters selected no case (see above); nothing was "
+                   "verified or timed", err=True)
     sys.exit(int(code))
+
+
+def _check_selection(targets: tuple[str, ...], backends: tuple[str, ...],
+                     realizations: tuple[str, ...], case_expr: str) -> None:
+    """Every target parses; backend and realization filters name something a
+    chosen target offers; -k is a regular expression. Usage errors otherwise."""
+    from kbench.harness.selection import CaseFilter, filter_errors
+    if case_expr:
+        try:
+            CaseFilter(case_expr)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="-k") from exc
+    infos = {}
+    for spec in targets:
+        try:
+            t = parse_target(spec)
+            if backends or realizations:
+                infos[spec] = t.info()
+            t.close()
+        except KbenchError as exc:
+            raise click.BadParameter(str(exc), param_hint="--target") from exc
+    errors = filter_errors(infos, backends, realizations) if infos else []
+    if errors:
+        raise click.UsageError("\n".join(errors))
 
 
 def _append_history(run_dir: Path, db: str | None) -> None:
@@ -267,9 +298,12 @@ def list_realizations(targets: tuple[str, ...], as_json: bool) -> None:
               help="The machine to tune for.")
 @click.option("--budget", type=click.FloatRange(0.0), default=None,
               help="Stop timing new shapes after this many seconds (the rest stay untuned).")
-@click.option("--rounds", type=click.IntRange(1), default=5, show_default=True)
-@click.option("--min-round-ms", type=click.FloatRange(0.0), default=1.0, show_default=True)
-@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--rounds", type=click.IntRange(1), default=5, show_default=True,
+              help="Timed rounds per candidate realization and shape.")
+@click.option("--min-round-ms", type=click.FloatRange(0.0), default=1.0, show_default=True,
+              help="Calls per round calibrated so that a round lasts at least this long.")
+@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Threads per call (the table is tuned for this thread count).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run folder for dispatch.json, results.csv and run.json "
                    "[default: runs/<date>-<time>-<host>-tune].")
