@@ -9,16 +9,12 @@ from pathlib import Path
 
 import click
 
-from kbench.cli.history import compare as compare_command
-from kbench.cli.history import gate_command
-from kbench.cli.history import history as history_command
-from kbench.cli.report import report as report_command
+from kbench.cli.lazy import LazyGroup
 from kbench.errors import KbenchError
-from kbench.native import api
-from kbench.problems.catalog import CatalogError, available_catalogs, load_catalog, resolve_catalog
-from kbench.results.store import default_run_dir
-from kbench.targets.spec import parse_target
+from kbench.resources import is_checkout, resource_dir
 
+# Start-up stays fast (`kbench --version`, `--help`): numpy, pandas, scipy,
+# matplotlib and the native library are imported inside the commands that use them.
 REPO = Path(__file__).resolve().parents[2]
 PEER_BACKENDS = ("ort",)
 SUITES = {
@@ -30,7 +26,25 @@ SUITES["perf"] = ["test_perf.py"]
 PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             lazy_commands={
+                 "report": ("kbench.cli.report:report",
+                            "Write a self-contained HTML report and CSV tables for the run "
+                            "folder RUN: verdicts per backend and catalog, GFLOP/s and "
+                            "speedups, per-model totals, error versus K and the run's "
+                            "metadata."),
+                 "history": ("kbench.cli.history:history",
+                             "List recorded runs (newest first); --add records run folders."),
+                 "compare": ("kbench.cli.history:compare",
+                             "Compare two run folders case by case: ratio of median times, "
+                             "one-sided Mann-Whitney U tests on per-round times, and a verdict "
+                             "(faster, slower, same; not-comparable for emulated times)."),
+                 "gate": ("kbench.cli.history:gate_command",
+                          "The regression gate: exit 1 on any correctness failure or error in "
+                          "CAND, any case of BASE missing from CAND, an incomplete run, or a "
+                          "slowdown both above --max-slowdown and significant at --alpha; 0 if "
+                          "none; 2 on bad input."),
+             })
 @click.version_option(package_name="kbench")
 def main() -> None:
     """kbench: verify and benchmark FP16 GEMM and convolution kernels.
@@ -45,6 +59,7 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def info(targets: tuple[str, ...], as_json: bool) -> None:
     """Show the host, CPU features, backends, realizations and library version."""
+    from kbench.targets.spec import parse_target
     out = []
     for spec in targets:
         try:
@@ -143,10 +158,11 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     """Run the suites and write a run folder; exit non-zero if anything failed."""
     import pytest
 
-    suites_dir = REPO / "suites"
-    if not suites_dir.is_dir():
-        raise click.ClickException(f"the suites folder {suites_dir} is missing; run kbench "
-                                   "from a checkout installed with `pip install -e .`")
+    from kbench.native import api
+    from kbench.problems.catalog import CatalogError, load_catalog, resolve_catalog
+    from kbench.results.store import default_run_dir
+
+    suites_dir = resource_dir("suites")
     known = (*api.BACKENDS, *PEER_BACKENDS)
     for name in backends:
         if name not in known:
@@ -168,7 +184,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     _check_selection(targets, backends, realizations, case_expr)
     run_dir = Path(out) if out else default_run_dir(Path.cwd() / "runs")
     args = [str(suites_dir / f) for f in SUITES[suite]]
-    args += ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "-p", "no:cacheprovider",
+    # pytest's configuration: the checkout's pyproject.toml, or (installed wheel) none, the
+    # suites' conftest.py registering what they need
+    ini = REPO / "pyproject.toml" if is_checkout() else suites_dir / "kbench-pytest.ini"
+    args += ["--rootdir", str(ini.parent), "-c", str(ini), "-p", "no:cacheprovider",
              "--kb-out", str(run_dir), "-rfEs", "--tb=short"]
     args += ["-v"] if verbose else ["-q"]
     if exitfirst:
@@ -225,6 +244,7 @@ def _check_selection(targets: tuple[str, ...], backends: tuple[str, ...],
             CaseFilter(case_expr)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="-k") from exc
+    from kbench.targets.spec import parse_target
     infos = {}
     for spec in targets:
         try:
@@ -260,6 +280,7 @@ def _append_history(run_dir: Path, db: str | None) -> None:
 def list_realizations(targets: tuple[str, ...], as_json: bool) -> None:
     """List every realization (backend, kernel, parameters such as cache
     blocking) and what it supports."""
+    from kbench.targets.spec import parse_target
     infos = []
     for spec in targets:
         try:
@@ -312,7 +333,9 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     """Verify and time every candidate realization per shape; write a dispatch table."""
     from kbench.harness.perf import PerfSettings
     from kbench.harness.tune import tune as run_tune
-    from kbench.results.store import RunWriter, machine_metadata
+    from kbench.problems.catalog import CatalogError, load_catalog, resolve_catalog
+    from kbench.results.store import RunWriter, default_run_dir, machine_metadata
+    from kbench.targets.spec import parse_target
 
     cases = []
     for s in shapes:
@@ -364,7 +387,12 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
 @main.command("catalogs")
 def list_catalogs() -> None:
     """List the shape catalogs shipped in reference/."""
-    for name, path in available_catalogs().items():
+    from kbench.problems.catalog import CatalogError, available_catalogs, load_catalog
+    found = available_catalogs()
+    if not found:
+        raise click.ClickException(f"no shape catalogs in {resource_dir('reference')}: "
+                                   "the installation is incomplete")
+    for name, path in found.items():
         try:
             cat = load_catalog(path)
             click.echo(f"{name:24s} {len(cat.gemm):4d} gemm {len(cat.conv):4d} conv  "
@@ -373,10 +401,6 @@ def list_catalogs() -> None:
             click.echo(f"{name:24s} invalid: {exc}")
 
 
-main.add_command(report_command)
-main.add_command(history_command)
-main.add_command(compare_command)
-main.add_command(gate_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

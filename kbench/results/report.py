@@ -22,9 +22,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kbench.judge import fingerprint as fprint
+from kbench.resources import resource_dir
 from kbench.results.runfolder import Run
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "reports"
+TEMPLATE_DIR = resource_dir("reports")
 TEMPLATE_NAME = "report.html.j2"
 EMULATED_LABEL = "emulated — not a speed"
 
