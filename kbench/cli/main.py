@@ -39,6 +39,11 @@ PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
                              "Compare two run folders case by case: ratio of median times, "
                              "one-sided Mann-Whitney U tests on per-round times, and a verdict "
                              "(faster, slower, same; not-comparable for emulated times)."),
+                 "ab": ("kbench.cli.ab:ab",
+                        "Time a base and a candidate build interleaved (rounds alternate in "
+                        "one run) and report, per case, the paired ratio with its confidence "
+                        "interval, the ratio of minima, each side's CV and a verdict (slower, "
+                        "faster, same, noisy)."),
                  "gate": ("kbench.cli.history:gate_command",
                           "The regression gate: exit 1 on any correctness failure or error in "
                           "CAND, any case of BASE missing from CAND, an incomplete run, or a "
