@@ -174,14 +174,16 @@ def test_kbench_ab_run_folder(tmp_path: Path, worker_path: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     res = subprocess.run([sys.executable, "-m", "kbench.cli", "ab", "--base",
                           f"worker:{worker_path}", "--cand", "worker:host", "--shapes", "smoke",
-                          "-k", "m7_n8_k15|smoke_k3x3_p1_n1h9w9", "--realization", "gemm_scalar_f32acc",
+                          "-k", "m7_n8_k15|smoke_k3x3_p1_n1h9w9",
+                          "--realization", "gemm_scalar_f32acc",
                           "--realization", "conv2d_direct_scalar_f32acc", "--rounds", "14",
                           "--min-round-ms", "0.2", "--out", str(out)],
                          capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode in (0, 1), res.stdout + res.stderr
     meta = json.loads((out / "run.json").read_text())
     assert meta["kind"] == "ab" and meta["complete"] is True
-    assert meta["machine_state"]["start"]["load_avg"] and "governor" in meta["machine_state"]["end"]
+    state = meta["machine_state"]
+    assert state["start"]["load_avg"] and "governor" in state["end"]
     assert "pinned_cpu" in meta
     import csv
     with (out / "ab.csv").open() as f:
