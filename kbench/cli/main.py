@@ -224,7 +224,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
                  "--kb-threads", str(threads), "--kb-passes", str(passes),
                  "--benchmark-min-rounds", str(per_pass),
                  "--benchmark-max-time", str(max_time / passes), "--benchmark-warmup", "off",
-                 "--benchmark-json", str(run_dir / "benchmark.json"), "-p", "no:randomly"]
+                 "--benchmark-json", str(run_dir / "benchmark.json"), "-p", "no:randomly",
+                 "--benchmark-quiet"]  # kbench prints per-call lines; no per-round table
         if cold:
             args.append("--kb-cold")
     else:

@@ -196,6 +196,7 @@ class KbSession:
 
 
 SESSION = pytest.StashKey[KbSession]()
+PERF_ITEMS = pytest.StashKey[list[pytest.Item]]()  # perf tests, for benchmark.json params
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -345,10 +346,42 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     kb = session.config.stash[SESSION]
     if kb.out is not None:
         kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
+        if kb.perf_enabled:  # what else ran on the machine: load, governor (and at the end)
+            from kbench.results.machine import machine_state
+            kb.writer.metadata["machine_state"] = {"start": machine_state()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any,
+                                 output_json: dict[str, Any]) -> None:
+    """benchmark.json: each entry's params as plain values (not the job object)."""
+    from kbench.results.interop import serializable_params
+    jobs = {item.nodeid: item.callspec.params.get("kb_perf_job")
+            for item in config.stash.get(PERF_ITEMS, [])}
+    for entry in output_json.get("benchmarks", []):
+        job = jobs.get(entry.get("fullname", ""))
+        if job is not None:
+            entry["params"] = serializable_params(job)
+            entry["param"] = entry["params"]["realization"] + "/" + entry["params"]["case"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[PERF_ITEMS] = [i for i in items if "kb_perf_job" in
+                                getattr(getattr(i, "callspec", None), "params", {})]
+
+
+def _write_interop(kb: KbSession) -> None:
+    """gbench.json (Google Benchmark's JSON) beside results.csv for perf runs."""
+    from kbench.results.interop import google_benchmark_json
+    if kb.writer is None or not kb.perf_enabled:
+        return
+    data = google_benchmark_json(kb.verdicts, kb.writer.metadata)
+    (kb.writer.folder / "gbench.json").write_text(json.dumps(data, indent=1))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     kb = session.config.stash[SESSION]
+    _write_interop(kb)
     empty = kb.case_tests > 0 and kb.selected_jobs == 0
     if empty and int(exitstatus) in (0, 1):
         # filters that select no case: not a green run
@@ -359,6 +392,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         kb.writer.metadata["pytest_exit_status"] = int(exitstatus)
         if empty:
             kb.writer.metadata["empty_selection"] = kb.nothing_selected("")
+        if "machine_state" in kb.writer.metadata:
+            from kbench.results.machine import machine_state
+            kb.writer.metadata["machine_state"]["end"] = machine_state()
         complete = int(exitstatus) in (0, 1) and not session.shouldstop
         kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
     kb.close_targets()
