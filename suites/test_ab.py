@@ -185,6 +185,8 @@ def test_kbench_ab_run_folder(tmp_path: Path, worker_path: str) -> None:
     state = meta["machine_state"]
     assert state["start"]["load_avg"] and "governor" in state["end"]
     assert "pinned_cpu" in meta
+    assert meta["cases"] and all({"base_cv", "cand_cv", "verdict"} <= set(c)
+                                 for c in meta["cases"])
     import csv
     with (out / "ab.csv").open() as f:
         rows = list(csv.DictReader(f))

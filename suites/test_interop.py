@@ -68,6 +68,14 @@ def test_google_benchmark_json_reads_with_compare_py_field_names(runs) -> None:
         assert e["real_time"] == pytest.approx(statistics.median(times), abs=1.0)  # csv: 1 ns
         assert e["iterations"] == sum(int(r["rounds"]) * int(r["reps_per_round"]) for r in mine)
         assert e["kbench_min_ns"] == pytest.approx(min(times), abs=1.0)
+    # the machine's state and each case's noise are in run.json
+    meta = json.loads((run / "run.json").read_text())
+    assert set(meta["machine_state"]) == {"start", "end"}
+    assert meta["machine_state"]["start"]["cpus"] >= 1
+    assert "governor" in meta["machine_state"]["start"]
+    cv = meta["noise"]["cv"]
+    assert len(cv) == 2 and all(v >= 0 for v in cv.values())
+    assert set(meta["noise"]["noisy"]) <= set(cv)
 
 
 def test_pytest_benchmark_compare_shows_kbench_per_call_times(runs, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import random
 import time
 from pathlib import Path
@@ -161,12 +162,23 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
         meta["seconds"] = round(time.monotonic() - start, 1)
         meta["complete"] = True
         meta["verdicts"] = _counts(results)
+        meta["cases"] = [{"case": f"{r.job.catalog}/{r.job.case.name}",
+                          "realization": r.job.realization.name,
+                          "verdict": r.stats.verdict if r.stats else "failed",
+                          "base_cv": r.stats.base_cv if r.stats else None,
+                          "cand_cv": r.stats.cand_cv if r.stats else None,
+                          "median_ratio": r.stats.median_ratio if r.stats else None}
+                         for r in results]
         (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
         _write_csv(run_dir / "ab.csv", results)
         text = summary_markdown(meta, results, settings)
         (run_dir / "ab.md").write_text(text)
         if markdown:
             Path(markdown).write_text(text)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:  # a CI job's summary page, as kbench gate does
+            with open(summary, "a") as f:
+                f.write(text + "\n")
         click.echo("")
         click.echo(text)
     finally:

@@ -379,6 +379,19 @@ def _write_interop(kb: KbSession) -> None:
     (kb.writer.folder / "gbench.json").write_text(json.dumps(data, indent=1))
 
 
+def _noise(verdicts: list[Verdict]) -> dict[str, Any]:
+    """Per timed case its CV (stdev / mean of the per-round times), and the
+    cases above the NOISY_CV threshold, for run.json."""
+    from kbench.harness.perf import NOISY_CV
+    cvs: dict[str, float] = {}
+    for v in verdicts:  # with passes: the noisiest pass of a case
+        if v.rounds and v.time_mean_ns > 0 and not v.emulated:
+            key = f"{v.target} {v.realization} {v.catalog}/{v.case}"
+            cvs[key] = max(cvs.get(key, 0.0), v.time_stdev_ns / v.time_mean_ns)
+    return {"threshold": NOISY_CV, "cv": cvs,
+            "noisy": sorted(k for k, cv in cvs.items() if cv > NOISY_CV)}
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     kb = session.config.stash[SESSION]
     _write_interop(kb)
@@ -395,6 +408,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if "machine_state" in kb.writer.metadata:
             from kbench.results.machine import machine_state
             kb.writer.metadata["machine_state"]["end"] = machine_state()
+            kb.writer.metadata["noise"] = _noise(kb.verdicts)
         complete = int(exitstatus) in (0, 1) and not session.shouldstop
         kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
     kb.close_targets()
