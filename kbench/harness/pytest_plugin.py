@@ -422,6 +422,7 @@ class _ProgressPrinter:
         self.config = config
         self.case_ids: set[str] = set()
         self.started = 0.0
+        self.case_started = False
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Counts the correctness case tests (kb_job) for the ETA."""
@@ -431,6 +432,13 @@ class _ProgressPrinter:
         if kb is not None and len(self.case_ids) >= 20:
             kb.progress = ProgressCounter(len(self.case_ids))
         self.started = time.monotonic()
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        """The ETA's clock starts with the first case test (other suites may
+        run before the cases)."""
+        if not self.case_started and nodeid in self.case_ids:
+            self.case_started = True
+            self.started = time.monotonic()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         kb = self.config.stash.get(SESSION, None)
