@@ -23,6 +23,17 @@ the benchmark's runs are recorded in a history database under --work, not
 in the user's.
 
     python ci/gate_benchmark.py --trials 20 --shapes llm_llama7b_small
+
+With --protocol ab each trial is instead one `kbench ab` run per condition:
+the base is this checkout's host worker, the candidate the same worker
+(A/A) or the same worker with the slowdown knob in its environment; rounds
+alternate between the two in one run, and a trial is flagged when `kbench
+ab` calls a case slower (A/A: any case; slowed: a case of the slowed
+realization). --hog N keeps N busy-looping processes pinned to CPUs
+0..N-1 for the whole benchmark (a CPU hog on one core: --hog 1).
+
+    python ci/gate_benchmark.py --protocol ab --hog 1 --trials 20 \
+        --fractions 0.05,0.10 --shapes llm_llama7b_small
 """
 
 from __future__ import annotations
@@ -68,6 +79,7 @@ class Outcome:
     target_ratios: list[float] = field(default_factory=list)  # slowed realization's cases
     other_failures: list[str] = field(default_factory=list)  # correctness, missing, ...
     load: float = math.nan  # highest 1-minute load average at the start of its two runs
+    cases_noisy: int = 0  # ab: cases reported noisy (undecided), not flagged
 
 
 @dataclass
@@ -90,6 +102,9 @@ class Settings:
     max_wait: float = 600.0  # seconds, then run anyway
     reuse: bool = False  # gate the complete run folders already in work instead of re-running
     passes: int = 1  # kbench run --passes
+    protocol: str = "runs"  # runs: two kbench runs gated; ab: one interleaved kbench ab run
+    hog: int = 0  # busy-looping processes pinned to CPUs 0..hog-1 during the benchmark
+    ab_args: list[str] = field(default_factory=list)  # more options for kbench ab
 
 
 def ci_table() -> dict[str, Any]:
@@ -214,6 +229,137 @@ def table(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str
     return "\n".join(lines)
 
 
+def start_hog(n: int) -> list[subprocess.Popen[bytes]]:
+    """n busy-looping processes, the i-th pinned to CPU i (where affinity exists)."""
+    procs = []
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    for i in range(n):
+        p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        if cpus and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(p.pid, {cpus[i % len(cpus)]})
+        procs.append(p)
+    return procs
+
+
+def stop_hog(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait(timeout=10)
+
+
+def ab_run(s: Settings, out: Path, realization: str, slowdown: float, seed: int
+           ) -> list[dict[str, str]]:
+    """One `kbench ab` (base: this checkout's host worker; candidate: the same
+    worker, slowed by the knob if slowdown > 0); returns ab.csv's rows."""
+    import csv
+
+    from kbench.targets.crossbuild import build
+    worker = str(build("host"))
+    cand = (f"worker:env KBENCH_TEST_SLOWDOWN={realization}={slowdown:g} {shlex.quote(worker)}"
+            if slowdown > 0 else f"worker:{worker}")
+    if not (s.reuse and (out / "ab.csv").exists()):
+        cmd = [*s.command, "ab", "--base", f"worker:{worker}", "--cand", cand, "--out", str(out),
+               "--seed", str(seed)]
+        for shapes in s.shapes:
+            cmd += ["--shapes", shapes]
+        if not s.all_realizations:
+            cmd += ["--realization", realization]
+        cmd += s.ab_args
+        env = {k: v for k, v in os.environ.items() if k != "KBENCH_TEST_SLOWDOWN"}
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if not (out / "ab.csv").exists():
+            sys.exit(f"gate_benchmark: {shlex.join(cmd)} wrote no ab.csv (exit {proc.returncode})"
+                     f"\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    with (out / "ab.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def judge_ab(trial: int, cond: Condition, realization: str,
+             rows: list[dict[str, str]]) -> Outcome:
+    timed = [r for r in rows if r.get("median_ratio")]
+    slow = [r for r in timed if r["verdict"] == "slower"]
+    mine = [r for r in timed if r["realization"] == realization]
+    flagged = bool(slow) if cond.fraction == 0 else any(
+        r["realization"] == realization for r in slow)
+    return Outcome(trial=trial, condition=cond.name, flagged=flagged, cases_flagged=len(slow),
+                   cases_compared=len(timed),
+                   target_ratios=[float(r["median_ratio"]) for r in mine],
+                   other_failures=[f"{r['case']}: {r['failure']}" for r in rows
+                                   if r.get("failure")],
+                   cases_noisy=sum(r["verdict"] == "noisy" for r in timed))
+
+
+def run_ab(s: Settings) -> tuple[str, list[Outcome]]:
+    """The benchmark of the interleaved protocol (--protocol ab)."""
+    s.work.mkdir(parents=True, exist_ok=True)
+    realization = s.realization or "gemm_scalar_f32acc"
+    started = time.monotonic()
+    hog = start_hog(s.hog)
+    outcomes: list[Outcome] = []
+    try:
+        rng = random.Random(s.seed)
+        for trial in range(1, s.trials + 1):
+            folder = s.work / f"trial-{trial:03d}"
+            conds = list(s.conditions)
+            rng.shuffle(conds)
+            for cond in conds:
+                load = wait_for_quiet(s)
+                rows = ab_run(s, folder / cond.name.replace("/", "").replace(" ", "-"),
+                              realization, cond.fraction, seed=trial)
+                o = judge_ab(trial, cond, realization, rows)
+                o.load = load
+                outcomes.append(o)
+            flags = " ".join(f"{o.condition}:{'F' if o.flagged else '.'}"
+                             for o in outcomes[-len(conds):])
+            print(f"trial {trial}/{s.trials} ({time.monotonic() - started:.0f} s): {flags}",
+                  file=sys.stderr)
+            if not s.keep_runs:
+                shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        stop_hog(hog)
+    from kbench.results.store import machine_metadata
+    text = table_ab(s, realization, outcomes, machine_metadata(), time.monotonic() - started)
+    return text, outcomes
+
+
+def table_ab(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str, object],
+             seconds: float) -> str:
+    loads = [o.load for o in outcomes if not math.isnan(o.load)]
+    lines = [
+        "## Interleaved A/B (`kbench ab`) detection rates",
+        "",
+        f"- machine: {meta.get('cpu_model')} ({meta.get('machine')}), {os.cpu_count()} CPUs, "
+        f"commit {str(meta.get('git_commit') or '')[:12]}",
+        f"- {s.hog} CPU hog process(es) pinned to CPU 0..{max(0, s.hog - 1)} throughout"
+        if s.hog else "- no CPU hog",
+        f"- `kbench ab` on the host worker vs itself, catalogs {', '.join(s.shapes)}, "
+        f"realization `{realization}`"
+        + (f", `{shlex.join(s.ab_args)}`" if s.ab_args else "")
+        + f"; {s.trials} trials per condition, {seconds / 60:.1f} min",
+        f"- 1-minute load average at the start of the runs: median {statistics.median(loads):.2f}"
+        f", max {max(loads):.2f}" if loads else "- load: –",
+        "",
+        "| condition | trials | flagged | flag rate (95% CI) | cases slower | cases noisy "
+        "| median paired ratio |",
+        "|---|---:|---:|---|---:|---:|---:|",
+    ]
+    for cond in s.conditions:
+        rows = [o for o in outcomes if o.condition == cond.name]
+        k, n = sum(o.flagged for o in rows), len(rows)
+        lo, hi = wilson(k, n)
+        compared = sum(o.cases_compared for o in rows)
+        ratios = [r for o in rows for r in o.target_ratios if not math.isnan(r)]
+        ratio = f"{statistics.median(ratios):.3f}" if ratios else "–"
+        lines.append(f"| {cond.name} | {n} | {k} | {k / n if n else 0:.0%} ({lo:.0%}–{hi:.0%}) "
+                     f"| {sum(o.cases_flagged for o in rows)}/{compared} "
+                     f"| {sum(o.cases_noisy for o in rows)}/{compared} | {ratio} |")
+    lines += ["", "A/A counts a trial as flagged if `kbench ab` calls any case slower; a slowed "
+              "condition, if it calls a case of the slowed realization slower. Noisy cases are "
+              "undecided, never flagged.", ""]
+    return "\n".join(lines)
+
+
 def run(s: Settings) -> tuple[str, list[Outcome]]:
     s.work.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -289,6 +435,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                    help="gate the complete runs already in --work (kept with --keep) instead of "
                         "running them again: re-evaluates other gate settings on the same runs")
     p.add_argument("--seed", type=int, default=0, help="seed of the run order shuffle [0]")
+    p.add_argument("--protocol", choices=("runs", "ab"), default="runs",
+                   help="runs: two perf runs gated by `kbench gate`; ab: one interleaved "
+                        "`kbench ab` run per condition [runs]")
+    p.add_argument("--hog", type=int, default=0,
+                   help="busy-looping processes pinned to CPUs 0..N-1 during the benchmark [0]")
+    p.add_argument("--ab-args", default="",
+                   help='more options for kbench ab, e.g. "--rounds 40 --min-effect 2%%"')
     ci_passes = ci_table().get("passes", 1)
     p.add_argument("--passes", type=int, default=ci_passes,
                    help=f"kbench run --passes: sweeps per run [{ci_passes}, from ci/gate.toml]")
@@ -310,13 +463,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                  alpha=a.alpha, speed_targets=("*",), work=work, command=command,
                  all_realizations=a.all_realizations, seed=a.seed,
                  run_args=shlex.split(a.run_args), max_load=a.max_load, max_wait=a.max_wait,
-                 reuse=a.reuse, keep_runs=a.keep or a.reuse, passes=a.passes)
+                 reuse=a.reuse, keep_runs=a.keep or a.reuse, passes=a.passes,
+                 protocol=a.protocol, hog=a.hog, ab_args=shlex.split(a.ab_args))
     return s, a
 
 
 def main(argv: list[str] | None = None) -> int:
     s, a = parse_args(argv)
-    text, outcomes = run(s)
+    text, outcomes = run_ab(s) if s.protocol == "ab" else run(s)
     print(text)
     if a.markdown:
         a.markdown.write_text(text)

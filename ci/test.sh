@@ -61,6 +61,16 @@ kbench tune --shapes smoke --rounds 2 --min-round-ms 0.1 --out "$perf/tune" | ta
 kbench run --suite correctness --shapes smoke --dispatch "$perf/tune/dispatch.json" \
   --no-history --out "$perf/dispatch"
 
+step "wheel: build, install in a clean venv, run from it (no checkout on the path)"
+whl="$(mktemp -d)"
+"$PY" -m pip wheel -q --no-deps . -w "$whl/dist"
+"$PY" -m venv "$whl/venv"
+"$whl/venv/bin/pip" install -q "$whl"/dist/kbench-*.whl
+(cd "$whl" && "$whl/venv/bin/kbench" --version \
+  && "$whl/venv/bin/kbench" catalogs > "$whl/catalogs.txt" && grep '^smoke ' "$whl/catalogs.txt" \
+  && "$whl/venv/bin/kbench" run --shapes smoke --no-history --out "$whl/run" > "$whl/run.log" \
+  && tail -n 2 "$whl/run.log" && test -s "$whl/run/results.csv")
+
 step "in-process path on emulated Arm64 (qemu-python): ours, and onnxruntime with KleidiAI on/off"
 pyt="$(mktemp -d)"
 kbench run --target qemu-python:svl=512 --backend ort --no-history --out "$pyt/ort" | tail -n 8

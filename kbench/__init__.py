@@ -19,35 +19,25 @@ layer or those before it (suites/test_layout.py checks it):
     cli       the click commands
 """
 
-from kbench.errors import (
-    ContractViolation,
-    InvalidArgument,
-    KbenchError,
-    OutOfMemory,
-    SizeOverflow,
-    Unsupported,
-)
-from kbench.native import api
-from kbench.native.api import (
-    ConvParams,
-    GemmOperands,
-    PackedB,
-    Realization,
-    Selector,
-    backends,
-    conv2d,
-    cpu_info,
-    gemm,
-    gemm_batch,
-    pack_b,
-    realizations,
-    verify_packed,
-    version,
-)
-
 __all__ = [
     "ContractViolation", "ConvParams", "GemmOperands", "InvalidArgument", "KbenchError",
     "OutOfMemory", "PackedB", "Realization", "Selector", "SizeOverflow", "Unsupported", "api",
     "backends", "conv2d", "cpu_info", "gemm", "gemm_batch", "pack_b", "realizations",
     "verify_packed", "version",
 ]
+
+_FROM_ERRORS = {"ContractViolation", "InvalidArgument", "KbenchError", "OutOfMemory",
+                "SizeOverflow", "Unsupported"}
+
+
+def __getattr__(name: str) -> object:
+    """The public names, imported on first use (numpy and the native library
+    load only when the API is used, not for `kbench --version`)."""
+    import importlib
+    if name in _FROM_ERRORS:
+        return getattr(importlib.import_module("kbench.errors"), name)
+    if name == "api":
+        return importlib.import_module("kbench.native.api")
+    if name in __all__:
+        return getattr(importlib.import_module("kbench.native.api"), name)
+    raise AttributeError(f"module 'kbench' has no attribute {name!r}")

@@ -6,7 +6,6 @@ import pytest
 
 from kbench.harness.runner import run_job
 from kbench.judge.verdict import FAIL, MISTRUSTED, PASS, SKIP
-from kbench.native.api import Selector
 
 
 def _check(kb_session, kb_target, kb_job):
@@ -19,8 +18,10 @@ def _check(kb_session, kb_target, kb_job):
     if verdict.status == FAIL and kb_job.realization.peer:
         # another library's result outside the bound is a finding about that library:
         # recorded as a failed verdict (run folder, report, summary), not a failed run
-        pytest.xfail(f"peer {verdict.backend} outside the bound (recorded): {verdict.line()}")
-    assert verdict.status == PASS, verdict.line()
+        pytest.xfail(f"peer {verdict.backend} outside the bound (recorded): {verdict.line()}"
+                     f"\n  reproduce: {kb_session.reproducer(verdict)}")
+    assert verdict.status == PASS, (f"{verdict.line()}\n"
+                                    f"  reproduce: {kb_session.reproducer(verdict)}")
     assert verdict.realization == kb_job.realization.name
 
 
@@ -34,18 +35,3 @@ def test_gemm(kb_session, kb_target, kb_job):
 @pytest.mark.kb_op("conv2d")
 def test_conv2d(kb_session, kb_target, kb_job):
     _check(kb_session, kb_target, kb_job)
-
-
-@pytest.mark.correctness
-def test_dispatch_table(kb_session, kb_dispatch_job):
-    """With --kb-dispatch: the case runs unforced under the table and must be
-    computed by the realization the table names (or, for a shape no rule
-    covers, by the default order's first choice)."""
-    job = kb_dispatch_job
-    target = kb_session.target(job.target)
-    sel = Selector(table=kb_session.table)
-    verdict = run_job(target, job, sel, cache=kb_session.inputs, force=False)
-    kb_session.record(verdict)
-    if verdict.status == MISTRUSTED:
-        pytest.xfail(f"mistrusted: {verdict.message}")
-    assert verdict.status == PASS, verdict.line()

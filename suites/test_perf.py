@@ -23,7 +23,7 @@ def test_perf(kb_session, kb_perf_job, benchmark, request):
     if verdict.status not in (PASS, MISTRUSTED):
         kb_session.record(verdict)
         kb_session.perf_progress(request.config, verdict)
-        pytest.fail(verdict.line())
+        pytest.fail(f"{verdict.line()}\n  reproduce: {kb_session.reproducer(verdict)}")
     prep = perf.prepare(target, job, settings, kb_session.inputs)
     clock = kb_session.clock
     benchmark._timer = clock.now  # pytest-benchmark reads time from the native timer
@@ -36,16 +36,18 @@ def test_perf(kb_session, kb_perf_job, benchmark, request):
         round_timing = Timing(warmup=0, rounds=1, min_round_ns=0, max_reps=reps,
                               cold=settings.cold)
 
-        def one_round():
-            clock.advance(prep.run(round_timing).times_ns[0] * reps)
+        def one_round():  # the clock advances by the round's per-call time
+            clock.advance(prep.run(round_timing).times_ns[0])
         benchmark(one_round)
-        rounds = [t * 1e9 / reps for t in benchmark.stats.stats.data]
+        rounds = [t * 1e9 for t in benchmark.stats.stats.data]
     else:
         res = prep.run(settings.timing())
         rounds, reps = res.times_ns, res.reps_per_round
         replay = iter(rounds)
         benchmark.pedantic(lambda: clock.advance(next(replay)), rounds=len(rounds), iterations=1)
-    benchmark.extra_info["calls_per_round"] = reps  # pytest-benchmark's times are per round
+    # pytest-benchmark's statistics are per call (each of its rounds is one round of
+    # `reps` native calls, recorded as that round's per-call time)
+    benchmark.extra_info["calls_per_round"] = reps
     verdict = perf.with_times(verdict, rounds, reps, prep.packing)
     kb_session.record(verdict)
     kb_session.perf_progress(request.config, verdict)

@@ -372,6 +372,10 @@ def test_error_plot_has_one_series_per_realization(runs: dict[str, Run]) -> None
     expect = {f"{r} @ {t}" for t, r in zip(*(table.loc[table["op"] == "gemm", c]
                                             for c in ("target", "realization")), strict=True)}
     assert len(expect) == 4
+    # the FP32 NEON kernel and the scalar reference have identical errors at every K
+    # (bit-identical): one line labelled with both
+    expect -= {"gemm_neon_f32acc_fhm @ host", "gemm_scalar_f32acc @ host"}
+    expect.add("gemm_neon_f32acc_fhm = gemm_scalar_f32acc @ host")
     assert len(fig.axes) == 3
     for ax in fig.axes:
         labels = {ln.get_label() for ln in ax.get_lines() if not ln.get_label().startswith("_")}
@@ -473,7 +477,8 @@ def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
     assert set(built.tables) == {"verdict_matrix", "failures", "gflops", "speedup_vs_scalar",
                                  "speedup_vs_baseline", "emulated_times", "error_vs_k",
                                  "model_totals", "metadata", "tuning", "fingerprints",
-                                 "fingerprint_summary", "plugins", "plugin_probes"}
+                                 "fingerprint_summary", "plugins", "plugin_probes",
+                                 "fastest"}
     gflops = pd.read_csv(built.tables["gflops"])
     assert len(gflops) == len(rep.gflops_table(runs["main"]))
     speedups = pd.read_csv(built.tables["speedup_vs_scalar"])

@@ -16,13 +16,14 @@ from typing import Any
 import click
 import pandas as pd
 
+from kbench.resources import resource_dir
 from kbench.results.compare import Comparison, GateResult, compare_runs, gate, markdown
 from kbench.results.history import append_run, default_db_path, query_runs
 from kbench.results.historydb import describe, driver_errors, is_postgres, resolve_db
 from kbench.results.runfolder import Run, RunFolderError, load_run
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_CONFIG = REPO / "ci" / "gate.toml"
+DEFAULT_CONFIG = resource_dir("ci") / "gate.toml"
 
 
 @dataclass(frozen=True)

@@ -10,26 +10,47 @@ from pathlib import Path
 import click
 
 from kbench.cli import plugins as cli_plugins
-from kbench.cli.history import compare as compare_command
-from kbench.cli.history import gate_command
-from kbench.cli.history import history as history_command
-from kbench.cli.report import report as report_command
+from kbench.cli.lazy import LazyGroup
 from kbench.errors import KbenchError
-from kbench.problems.catalog import CatalogError, available_catalogs, load_catalog, resolve_catalog
-from kbench.results.store import default_run_dir
-from kbench.targets.spec import parse_target
+from kbench.resources import is_checkout, resource_dir
 
+# Start-up stays fast (`kbench --version`, `--help`): numpy, pandas, scipy,
+# matplotlib and the native library are imported inside the commands that use them.
 REPO = Path(__file__).resolve().parents[2]
+PEER_BACKENDS = ("ort",)
 SUITES = {
     "correctness": ["test_targets.py", "test_correctness.py", "test_determinism.py"],
     "contracts": ["test_targets.py", "test_contracts.py", "test_plugin_probes.py"],
 }
-SUITES["all"] = SUITES["correctness"] + SUITES["contracts"][1:]
-SUITES["perf"] = ["test_targets.py", "test_perf.py"]
+SUITES["all"] = list(dict.fromkeys(SUITES["correctness"] + SUITES["contracts"]))
+SUITES["perf"] = ["test_perf.py"]
 PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             lazy_commands={
+                 "report": ("kbench.cli.report:report",
+                            "Write a self-contained HTML report and CSV tables for the run "
+                            "folder RUN: verdicts per backend and catalog, GFLOP/s and "
+                            "speedups, per-model totals, error versus K and the run's "
+                            "metadata."),
+                 "history": ("kbench.cli.history:history",
+                             "List recorded runs (newest first); --add records run folders."),
+                 "compare": ("kbench.cli.history:compare",
+                             "Compare two run folders case by case: ratio of median times, "
+                             "one-sided Mann-Whitney U tests on per-round times, and a verdict "
+                             "(faster, slower, same; not-comparable for emulated times)."),
+                 "ab": ("kbench.cli.ab:ab",
+                        "Time a base and a candidate build interleaved (rounds alternate in "
+                        "one run) and report, per case, the paired ratio with its confidence "
+                        "interval, the ratio of minima, each side's CV and a verdict (slower, "
+                        "faster, same, noisy)."),
+                 "gate": ("kbench.cli.history:gate_command",
+                          "The regression gate: exit 1 on any correctness failure or error in "
+                          "CAND, any case of BASE missing from CAND, an incomplete run, or a "
+                          "slowdown both above --max-slowdown and significant at --alpha; 0 if "
+                          "none; 2 on bad input."),
+             })
 @click.version_option(package_name="kbench")
 def main() -> None:
     """kbench: verify and benchmark FP16 GEMM and convolution kernels.
@@ -49,6 +70,7 @@ def main() -> None:
 def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
          fleet: str | None = None) -> None:
     """Show the host, CPU features, backends, realizations and library version."""
+    from kbench.targets.spec import parse_target
     if fleet:
         _fleet_info(Path(fleet), as_json, plugins)
         return
@@ -104,8 +126,8 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
                    "qemu:..., ssh:[user@]host[:port], adb:[SERIAL], ... [default: host, "
                    "unless --fleet is given]")
 @click.option("--backend", "backends", multiple=True,
-              help="Only realizations of this backend (scalar, neon, sme, or a peer: ort); "
-                   "repeatable.")
+              help="Only realizations of this backend (scalar, neon, sme, a peer such as "
+                   "ort, plugin, or plugin:NAME); repeatable.")
 @click.option("--realization", "realizations", multiple=True,
               help="Only this realization (see `kbench info`); repeatable.")
 @click.option("--shapes", "shapes", multiple=True,
@@ -114,6 +136,10 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
 @click.option("--kinds", default="",
               help="Comma-separated input kinds: exact, uniform, normal, specials. "
                    "Default: exact plus one real-valued kind per case.")
+@click.option("-k", "case_expr", default="", metavar="REGEX",
+              help="Only cases whose CATALOG/CASE matches this regular expression "
+                   "(re.search, as Google Benchmark's --benchmark_filter), e.g. -k conv3x3, "
+                   "-k '^resnet50_small/', -k '/m1_n4096'.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run folder for results.csv, run.json and verdicts.txt "
                    "[default: runs/<date>-<time>-<host>].")
@@ -156,7 +182,8 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
               help="Plugin contract-probe findings (silently wrong results, crashes) fail the "
                    "run; by default they are recorded as findings about the plugin.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
-        realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
+        realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, case_expr: str,
+        out: str | None,
         rounds: int, max_time: float, min_round_ms: float, cold: bool, passes: int,
         threads: int,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
@@ -165,15 +192,16 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     """Run the suites and write a run folder; exit non-zero if anything failed."""
     import pytest
 
+    from kbench.problems.catalog import CatalogError, load_catalog, resolve_catalog
+    from kbench.results.store import default_run_dir
+
     fleet_meta: dict[str, str] = {}
     if fleet:
         targets, fleet_meta, jobs = _fleet_targets(fleet, targets, jobs)
     targets = targets or ("host",)
-
-    suites_dir = REPO / "suites"
-    if not suites_dir.is_dir():
-        raise click.ClickException(f"the suites folder {suites_dir} is missing; run kbench "
-                                   "from a checkout installed with `pip install -e .`")
+    if len(set(targets)) != len(targets):
+        raise click.BadParameter("a target is named twice", param_hint="--target")
+    suites_dir = resource_dir("suites")
     for name in backends:
         cli_plugins.check_backend(name)
     for kind in filter(None, kinds.split(",")):
@@ -189,17 +217,14 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         except (CatalogError, FileNotFoundError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         catalogs.append(str(path))
-    for spec in targets:
-        try:
-            parse_target(spec).close()
-        except KbenchError as exc:
-            raise click.BadParameter(str(exc), param_hint="--target") from exc
-    if len(set(targets)) != len(targets):
-        raise click.BadParameter("a target is named twice", param_hint="--target")
+    _check_selection(targets, backends, realizations, case_expr, plugins)
     run_dir = Path(out) if out else default_run_dir(Path.cwd() / "runs")
     args = [str(suites_dir / f) for f in SUITES[suite]]
-    args += ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "-p", "no:cacheprovider",
-             "--kb-out", str(run_dir), "-rfE", "--tb=short"]
+    # pytest's configuration: the checkout's pyproject.toml, or (installed wheel) none, the
+    # suites' conftest.py registering what they need
+    ini = REPO / "pyproject.toml" if is_checkout() else suites_dir / "kbench-pytest.ini"
+    args += ["--rootdir", str(ini.parent), "-c", str(ini), "-p", "no:cacheprovider",
+             "--kb-out", str(run_dir), "-rfEs", "--tb=short"]
     args += ["-v"] if verbose else ["-q"]
     if exitfirst:
         args.append("-x")
@@ -213,6 +238,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-shapes", c]
     if kinds:
         args += ["--kb-kinds", kinds]
+    if case_expr:
+        args += ["--kb-case", case_expr]
     for path in plugins:
         args += ["--kb-plugin", path]
     if strict_plugins:
@@ -223,7 +250,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         except (OSError, ValueError) as exc:
             raise click.BadParameter(f"{dispatch}: not a JSON dispatch table ({exc})",
                                      param_hint="--dispatch") from exc
-        args += ["--kb-dispatch", str(Path(dispatch).resolve())]
+        args += ["--kb-dispatch", str(Path(dispatch).resolve()),
+                 str(suites_dir / "test_dispatch_table.py")]
     if suite == "perf":
         run_dir.mkdir(parents=True, exist_ok=True)
         per_pass = max(2, -(-rounds // passes))
@@ -231,7 +259,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
                  "--kb-threads", str(threads), "--kb-passes", str(passes),
                  "--benchmark-min-rounds", str(per_pass),
                  "--benchmark-max-time", str(max_time / passes), "--benchmark-warmup", "off",
-                 "--benchmark-json", str(run_dir / "benchmark.json"), "-p", "no:randomly"]
+                 "--benchmark-json", str(run_dir / "benchmark.json"), "-p", "no:randomly",
+                 "--benchmark-quiet"]  # kbench prints per-call lines; no per-round table
         if cold:
             args.append("--kb-cold")
     else:
@@ -243,13 +272,43 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     code = pytest.main(args)
     if not no_history:
         _append_history(run_dir, db)
+    if int(code) == int(pytest.ExitCode.NO_TESTS_COLLECTED):
+        click.echo("kbench run: the filters selected no case (see above); nothing was "
+                   "verified or timed", err=True)
     sys.exit(int(code))
+
+
+def _check_selection(targets: tuple[str, ...], backends: tuple[str, ...],
+                     realizations: tuple[str, ...], case_expr: str,
+                     plugins: tuple[str, ...] = ()) -> None:
+    """Every target parses; backend and realization filters name something a
+    chosen target offers; -k is a regular expression. Usage errors otherwise."""
+    from kbench.harness.selection import CaseFilter, filter_errors
+    if case_expr:
+        try:
+            CaseFilter(case_expr)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="-k") from exc
+    from kbench.targets.spec import parse_target
+    infos = {}
+    for spec in targets:
+        try:
+            t = parse_target(spec, plugins)
+            if backends or realizations:
+                infos[spec] = t.info()
+            t.close()
+        except KbenchError as exc:
+            raise click.BadParameter(str(exc), param_hint="--target") from exc
+    errors = filter_errors(infos, backends, realizations) if infos else []
+    if errors:
+        raise click.UsageError("\n".join(errors))
 
 
 def _fleet_info(path: Path, as_json: bool, plugins: tuple[str, ...] = ()) -> None:
     """`kbench info --fleet`: every target probed in parallel, one line each."""
     from kbench.harness.parallel import probe_targets
     from kbench.targets.fleet import FleetError, load_fleet
+    from kbench.targets.spec import parse_target
     try:
         fl = load_fleet(path)
     except FleetError as exc:
@@ -329,6 +388,20 @@ def _append_history(run_dir: Path, db: str | None) -> None:
     click.echo(f"history: run #{run_id} in {describe(path)}")
 
 
+def _append_history(run_dir: Path, db: str | None) -> None:
+    """Adds the run folder (complete or not) to the history database."""
+    from kbench.results.history import append_run, default_db_path
+    from kbench.results.historydb import describe, driver_errors, resolve_db
+    from kbench.results.runfolder import RunFolderError, load_run
+    path = resolve_db(db, default_db_path())
+    try:
+        run_id = append_run(path, load_run(run_dir))
+    except (RunFolderError, OSError, ValueError, sqlite3.Error, *driver_errors()) as exc:
+        click.echo(f"history: not appended ({exc})", err=True)
+        return
+    click.echo(f"history: run #{run_id} in {describe(path)}")
+
+
 @main.command("realizations")
 @click.option("--target", "targets", multiple=True, default=("host",), show_default=True,
               help="Target to list (repeatable).")
@@ -338,6 +411,7 @@ def _append_history(run_dir: Path, db: str | None) -> None:
 def list_realizations(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...]) -> None:
     """List every realization (backend, kernel, parameters such as cache
     blocking) and what it supports."""
+    from kbench.targets.spec import parse_target
     infos = []
     for spec in targets:
         try:
@@ -377,9 +451,12 @@ def list_realizations(targets: tuple[str, ...], as_json: bool, plugins: tuple[st
               help="The machine to tune for.")
 @click.option("--budget", type=click.FloatRange(0.0), default=None,
               help="Stop timing new shapes after this many seconds (the rest stay untuned).")
-@click.option("--rounds", type=click.IntRange(1), default=5, show_default=True)
-@click.option("--min-round-ms", type=click.FloatRange(0.0), default=1.0, show_default=True)
-@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--rounds", type=click.IntRange(1), default=5, show_default=True,
+              help="Timed rounds per candidate realization and shape.")
+@click.option("--min-round-ms", type=click.FloatRange(0.0), default=1.0, show_default=True,
+              help="Calls per round calibrated so that a round lasts at least this long.")
+@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Threads per call (the table is tuned for this thread count).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run folder for dispatch.json, results.csv and run.json "
                    "[default: runs/<date>-<time>-<host>-tune].")
@@ -390,7 +467,9 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     """Verify and time every candidate realization per shape; write a dispatch table."""
     from kbench.harness.perf import PerfSettings
     from kbench.harness.tune import tune as run_tune
-    from kbench.results.store import RunWriter, machine_metadata
+    from kbench.problems.catalog import CatalogError, load_catalog, resolve_catalog
+    from kbench.results.store import RunWriter, default_run_dir, machine_metadata
+    from kbench.targets.spec import parse_target
 
     cases = []
     for s in shapes:
@@ -443,7 +522,12 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
 @main.command("catalogs")
 def list_catalogs() -> None:
     """List the shape catalogs shipped in reference/."""
-    for name, path in available_catalogs().items():
+    from kbench.problems.catalog import CatalogError, available_catalogs, load_catalog
+    found = available_catalogs()
+    if not found:
+        raise click.ClickException(f"no shape catalogs in {resource_dir('reference')}: "
+                                   "the installation is incomplete")
+    for name, path in found.items():
         try:
             cat = load_catalog(path)
             click.echo(f"{name:24s} {len(cat.gemm):4d} gemm {len(cat.conv):4d} conv  "
@@ -452,10 +536,6 @@ def list_catalogs() -> None:
             click.echo(f"{name:24s} invalid: {exc}")
 
 
-main.add_command(report_command)
-main.add_command(history_command)
-main.add_command(compare_command)
-main.add_command(gate_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

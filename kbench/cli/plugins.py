@@ -5,14 +5,12 @@ loaded plugins, refused plugin files and peer registrations."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbench.native import api
-from kbench.native.calls import TargetInfo
-from kbench.peers import registrations
-from kbench.targets.plugins import PluginLoads
+if TYPE_CHECKING:  # imported inside the functions: `kbench --version` loads none of them
+    from kbench.native.calls import TargetInfo
 
 PLUGIN_HELP = ("A plugin library (native/include/kbench_plugin.h) that every target loads; "
                "{arch} in the path becomes the target's architecture (x86_64, aarch64). A "
@@ -29,10 +27,13 @@ def plugin_option(f: Callable[..., Any]) -> Callable[..., Any]:
 def known_backends() -> tuple[str, ...]:
     """Backend names --backend takes: ours, every registered peer, "plugin" (every
     plugin realization) and "plugin:<name>" (one plugin's)."""
+    from kbench.native import api
+    from kbench.peers import registrations
     return (*api.BACKENDS, *(r.name for r in registrations()), api.PLUGIN_BACKEND)
 
 
 def check_backend(name: str) -> None:
+    from kbench.native import api
     known = known_backends()
     if name in known or name.startswith(api.PLUGIN_BACKEND + ":"):
         return
@@ -42,6 +43,7 @@ def check_backend(name: str) -> None:
 
 def plugin_lines(info: TargetInfo) -> list[str]:
     """Lines about the target's plugins (loaded, refused) and peer problems."""
+    from kbench.targets.plugins import PluginLoads
     loads = PluginLoads.from_extra(info.extra)
     out = []
     for p in loads.loaded:
@@ -58,6 +60,7 @@ def plugin_lines(info: TargetInfo) -> list[str]:
 
 def report_plugin_errors(infos: list[TargetInfo]) -> None:
     """Prints every refused plugin file to stderr (one line each)."""
+    from kbench.targets.plugins import PluginLoads
     for i in infos:
         for e in PluginLoads.from_extra(i.extra).errors:
             click.echo(f"kbench: {i.name}: {e.message} (going on without it)", err=True)

@@ -23,7 +23,18 @@ def _load(path: Path, what: str) -> Run:
               help="Another run folder to compare timings against.")
 @click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Folder for report.html and the CSV tables  [default: RUN/report]")
-def report(run: Path, baseline: Path | None, out: Path | None) -> None:
+@click.option("--history", "with_history", is_flag=True,
+              help="Add trend charts of every case's median time per realization over the "
+                   "runs of this machine in the history database.")
+@click.option("--db", "db", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="History database for --history "
+                   "[default: $XDG_DATA_HOME/kbench/history.sqlite].")
+@click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False,
+                                                    exists=True), default=None,
+              help="Gate configuration for the verdict shown with --baseline "
+                   "[default: ci/gate.toml].")
+def report(run: Path, baseline: Path | None, out: Path | None, with_history: bool,
+           db: Path | None, config: Path | None) -> None:
     """Write a self-contained HTML report and CSV tables for the run folder RUN:
     verdicts per backend and catalog, GFLOP/s and speedups, per-model totals,
     error versus K and the run's metadata. Emulated times are shown but never
@@ -31,8 +42,21 @@ def report(run: Path, baseline: Path | None, out: Path | None) -> None:
     current = _load(run, "RUN")
     base = _load(baseline, "--baseline") if baseline is not None else None
     out_dir = out if out is not None else run / "report"
+    gate_result = None
+    if base is not None:  # the gate's verdict on this run against the baseline
+        from kbench.cli.history import load_gate_config
+        from kbench.results.compare import gate
+        cfg = load_gate_config(config)
+        gate_result = gate(base, current, cfg.alpha, cfg.max_slowdown, cfg.speed_targets)
+    history_db = None
+    if with_history:
+        from kbench.results.history import default_db_path
+        history_db = db if db is not None else default_db_path()
+        if not history_db.is_file():
+            raise click.ClickException(f"--history: no history database at {history_db} "
+                                       "(kbench run appends to it; --db FILE to choose)")
     try:
-        files = build_report(current, base, out_dir)
+        files = build_report(current, base, out_dir, gate_result, history_db)
     except OSError as exc:
         raise click.ClickException(f"cannot write the report to {out_dir}: {exc}") from exc
     if not current.complete:

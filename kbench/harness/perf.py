@@ -21,6 +21,7 @@ from kbench.problems.cases import ConvCase, GemmCase
 from kbench.targets.spec import GuardedBuffer, Target
 
 PERF_KIND = "uniform"
+NOISY_CV = 0.10  # rounds varying more than this: the progress line says NOISY
 
 
 @dataclass(frozen=True)
@@ -138,8 +139,11 @@ def eta_line(done: int, total: int, elapsed_s: float, v: Verdict) -> str:
         s = int(s)
         return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
     if v.rounds:
+        cv = v.time_stdev_ns / v.time_mean_ns if v.time_mean_ns > 0 else float("nan")
         speed = (f"{v.time_median_ns / 1e3:10.1f} us  "
-                 + ("emulated, not a speed" if v.emulated else f"{v.gflops:8.2f} GFLOP/s"))
+                 + ("emulated, not a speed" if v.emulated
+                    else f"{v.gflops:8.2f} GFLOP/s  CV {cv:5.1%}"
+                    + ("  NOISY" if cv > NOISY_CV else "")))
     else:
         speed = v.status.upper() + (f" {v.message}" if v.message else "")
     return (f"[{done}/{total} elapsed {hms(elapsed_s)} ETA {hms(left)}] {v.target} "

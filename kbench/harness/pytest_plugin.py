@@ -33,7 +33,9 @@ from kbench.harness.parallel import (
     verdict_to_wire,
 )
 from kbench.harness.perf import PERF_KIND, PerfSettings, VirtualClock, eta_line
+from kbench.harness.progress import ProgressCounter
 from kbench.harness.runner import InputCache, Job, applicable, jobs_for, random_kind
+from kbench.harness.selection import CaseFilter, filter_errors, reproducer
 from kbench.harness.tune import default_realization, table_choice
 from kbench.judge.verdict import ERROR, Verdict
 from kbench.native.api import DispatchTable, Realization
@@ -82,6 +84,11 @@ class KbSession:
     strict_plugins: bool = False  # --kb-strict-plugins: plugin findings fail the run
     probe_targets: dict[str, Target] = field(default_factory=dict)
     plugin_notes: list[str] = field(default_factory=list)  # refused plugin files, once each
+    case_filter: CaseFilter | None = None  # --kb-case (kbench run -k)
+    catalog_args: dict[str, str] = field(default_factory=dict)  # catalog name -> as given
+    case_tests: int = 0  # tests parametrized over cases (kb_job, kb_perf_job)
+    selected_jobs: int = 0  # jobs those tests were given
+    progress: ProgressCounter | None = None  # correctness progress with an ETA
 
     @property
     def fingerprint(self) -> bool | None:
@@ -159,10 +166,14 @@ class KbSession:
             found: dict[str, list[tuple[str, Case]]] = {"gemm": [], "conv2d": []}
             names = self.catalog_names or [str(p) for p in
                                            catalogs.default_catalog_paths().values()]
+            keep = self.case_filter
             for name in names:
                 cat = catalogs.load_catalog(catalogs.resolve_catalog(name))
-                found["gemm"] += [(cat.name, c) for c in cat.gemm]
-                found["conv2d"] += [(cat.name, c) for c in cat.conv]
+                self.catalog_args.setdefault(cat.name, name)
+                found["gemm"] += [(cat.name, c) for c in cat.gemm
+                                  if keep is None or keep.matches(cat.name, c.name)]
+                found["conv2d"] += [(cat.name, c) for c in cat.conv
+                                    if keep is None or keep.matches(cat.name, c.name)]
             self._cases = found
         return self._cases[op]
 
@@ -200,6 +211,25 @@ class KbSession:
                                     self.fingerprint)
         return out
 
+    def nothing_selected(self, what: str) -> str:
+        """Why a case-parametrized test got no case: the filters in force."""
+        parts = [f"catalogs {', '.join(self.catalog_names) or 'default'}"]
+        if self.case_filter is not None:
+            parts.append(f"-k {self.case_filter.expr!r}")
+        if self.backends:
+            parts.append(f"backends {', '.join(self.backends)}")
+        if self.realizations:
+            parts.append(f"realizations {', '.join(self.realizations)}")
+        parts.append(f"targets {', '.join(self.target_specs)}")
+        noun = f"no {what} " if what else "no case "
+        return noun.replace("  ", " ") + "selected by " + "; ".join(parts)
+
+    def close_targets(self) -> None:
+        for t in [*self.targets.values(), *self.probe_targets.values()]:
+            t.close()
+        self.targets.clear()
+        self.probe_targets.clear()
+
     def contract_cases(self, spec: str) -> list[ContractCase]:
         info = self.info(spec)
         if spec in self.unavailable:
@@ -209,10 +239,18 @@ class KbSession:
             return contracts.cases_for(info.backends, probed.natives)
         return contracts.all_cases(self.target(spec).engine)
 
+    def reproducer(self, v: Verdict) -> str:
+        """The command that reruns just this verdict."""
+        arg = self.catalog_args.get(v.catalog, v.catalog)
+        # a catalog from reference/ by name; any other file by its path
+        return reproducer(v, arg if arg.endswith(".toml") or "/" in arg else v.catalog)
+
     def record(self, v: Verdict) -> None:
         self.verdicts.append(v)
         if self.writer is not None:
             self.writer.add(v)
+            if v.status in ("fail", "error"):
+                self.writer.add_failure(v, self.reproducer(v))
         if self.worker:
             self.outgoing.append(verdict_to_wire(v))
 
@@ -239,11 +277,16 @@ class KbSession:
         if not self.perf_start:
             self.perf_start = time.monotonic() - 1e-3
         self.perf_done += 1
-        self.pending_lines.append(
-            eta_line(self.perf_done, self.perf_total, time.monotonic() - self.perf_start, v))
+        line = eta_line(self.perf_done, self.perf_total, time.monotonic() - self.perf_start, v)
+        if self.perf_passes > 1 and self.perf_total:
+            per_pass = self.perf_total // self.perf_passes
+            this = min(self.perf_passes, (self.perf_done - 1) // max(1, per_pass) + 1)
+            line = line.replace("] ", f" pass {this}/{self.perf_passes}] ", 1)
+        self.pending_lines.append(line)
 
 
 SESSION = pytest.StashKey[KbSession]()
+PERF_ITEMS = pytest.StashKey[list[pytest.Item]]()  # perf tests, for benchmark.json params
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -279,6 +322,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "(results.csv accum_model, accum_match); default: peers only")
     g.addoption("--kb-fleet", default="",
                 help="JSON {target spec: label} of a fleet file, kept in run.json")
+    g.addoption("--kb-case", default="",
+                help="only cases whose CATALOG/CASE matches this regular expression "
+                     "(re.search; kbench run -k)")
     g.addoption("--kb-dispatch", default="",
                 help="a tuned dispatch table: also run every case unforced and check that "
                      "the realization the table names is the one that ran")
@@ -323,6 +369,19 @@ def pytest_configure(config: pytest.Config) -> None:
         plugins=config.getoption("--kb-plugin"),
         strict_plugins=config.getoption("--kb-strict-plugins"),
     )
+    kb = config.stash[SESSION]
+    if config.getoption("--kb-case"):
+        try:
+            kb.case_filter = CaseFilter(config.getoption("--kb-case"))
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+    if kb.backends or kb.realizations:
+        # a filter that names nothing the targets offer is a usage error, not a green run
+        errors = filter_errors({spec: kb.info(spec) for spec in kb.target_specs},
+                               kb.backends, kb.realizations)
+        if errors:
+            kb.close_targets()
+            raise pytest.UsageError("\n".join(errors))
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
     config.pluginmanager.register(_TargetsInParallel(config), "kbench-parallel")
     kb = config.stash[SESSION]
@@ -352,19 +411,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         kb.perf_total = len(perf_jobs)
         suffix = [f"-pass{i // len(jobs) + 1}" if passes > 1 else ""
                   for i in range(len(perf_jobs))]
-        metafunc.parametrize("kb_perf_job", perf_jobs,
-                             ids=[f"{j.target}-{j.realization.name}-{j.case.name}{sfx}"
-                                  for j, sfx in zip(perf_jobs, suffix, strict=True)])
+        if kb.perf_enabled:  # without --kb-perf the suite is off, not empty
+            kb.case_tests += 1
+            kb.selected_jobs += len(perf_jobs)
+        _parametrize(metafunc, "kb_perf_job", perf_jobs,
+                     [f"{j.target}-{j.realization.name}-{j.case.name}{sfx}"
+                      for j, sfx in zip(perf_jobs, suffix, strict=True)],
+                     "the perf suite is collected with --kb-perf (kbench run --suite perf)"
+                     if not kb.perf_enabled else kb.nothing_selected("timed"))
     if "kb_probe" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
         pjobs = kb.probe_jobs()
-        metafunc.parametrize("kb_probe", pjobs,
-                             ids=[f"{spec}-{r.name}-{name}" for spec, r, name in pjobs])
+        _parametrize(metafunc, "kb_probe", pjobs,
+                     [f"{spec}-{r.name}-{name}" for spec, r, name in pjobs],
+                     "no plugin realization packs its own B (kbench run --plugin PATH)")
     if "kb_dispatch_job" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
         djobs = kb.dispatch_jobs()
-        metafunc.parametrize("kb_dispatch_job", djobs,
-                             ids=[f"{j.target}-table-{j.case.name}-{j.kind}" for j in djobs])
+        _parametrize(metafunc, "kb_dispatch_job", djobs,
+                     [f"{j.target}-table-{j.case.name}-{j.kind}" for j in djobs],
+                     "no dispatch table given (--kb-dispatch; kbench run --dispatch FILE)"
+                     if kb.table is None else kb.nothing_selected("run under the table"))
     if "kb_job" not in metafunc.fixturenames:
         return
     marker = metafunc.definition.get_closest_marker("kb_op")
@@ -372,17 +439,81 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.UsageError(f"{metafunc.function.__name__} takes kb_job but has no kb_op mark")
     session = metafunc.config.stash[SESSION]
     jobs = session.jobs(marker.args[0])
-    metafunc.parametrize("kb_job", jobs, ids=[j.id for j in jobs])
+    session.case_tests += 1
+    session.selected_jobs += len(jobs)
+    _parametrize(metafunc, "kb_job", jobs, [j.id for j in jobs],
+                 session.nothing_selected(f"{marker.args[0]} case"))
+
+
+def _parametrize(metafunc: pytest.Metafunc, name: str, values: list[Any], ids: list[str],
+                 why_empty: str) -> None:
+    """Parametrize over values; with none, one test skipped with the reason
+    (pytest's own empty parameter set is skipped without saying why)."""
+    if values:
+        metafunc.parametrize(name, values, ids=ids)
+    else:
+        metafunc.parametrize(name, [pytest.param(None, marks=pytest.mark.skip(reason=why_empty))],
+                             ids=["none"])
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     kb = session.config.stash[SESSION]
     if kb.out is not None and not kb.worker:  # workers send their verdicts to the controller
         kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
+        if kb.perf_enabled:  # what else ran on the machine: load, governor (and at the end)
+            from kbench.results.machine import machine_state
+            kb.writer.metadata["machine_state"] = {"start": machine_state()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any,
+                                 output_json: dict[str, Any]) -> None:
+    """benchmark.json: each entry's params as plain values (not the job object)."""
+    from kbench.results.interop import serializable_params
+    jobs = {item.nodeid: item.callspec.params.get("kb_perf_job")
+            for item in config.stash.get(PERF_ITEMS, [])}
+    for entry in output_json.get("benchmarks", []):
+        job = jobs.get(entry.get("fullname", ""))
+        if job is not None:
+            entry["params"] = serializable_params(job)
+            entry["param"] = entry["params"]["realization"] + "/" + entry["params"]["case"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[PERF_ITEMS] = [i for i in items if "kb_perf_job" in
+                                getattr(getattr(i, "callspec", None), "params", {})]
+
+
+def _write_interop(kb: KbSession) -> None:
+    """gbench.json (Google Benchmark's JSON) beside results.csv for perf runs."""
+    from kbench.results.interop import google_benchmark_json
+    if kb.writer is None or not kb.perf_enabled:
+        return
+    data = google_benchmark_json(kb.verdicts, kb.writer.metadata)
+    (kb.writer.folder / "gbench.json").write_text(json.dumps(data, indent=1))
+
+
+def _noise(verdicts: list[Verdict]) -> dict[str, Any]:
+    """Per timed case its CV (stdev / mean of the per-round times), and the
+    cases above the NOISY_CV threshold, for run.json."""
+    from kbench.harness.perf import NOISY_CV
+    cvs: dict[str, float] = {}
+    for v in verdicts:  # with passes: the noisiest pass of a case
+        if v.rounds and v.time_mean_ns > 0 and not v.emulated:
+            key = f"{v.target} {v.realization} {v.catalog}/{v.case}"
+            cvs[key] = max(cvs.get(key, 0.0), v.time_stdev_ns / v.time_mean_ns)
+    return {"threshold": NOISY_CV, "cv": cvs,
+            "noisy": sorted(k for k, cv in cvs.items() if cv > NOISY_CV)}
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     kb = session.config.stash[SESSION]
+    _write_interop(kb)
+    empty = kb.case_tests > 0 and kb.selected_jobs == 0
+    if empty and int(exitstatus) in (0, 1):
+        # filters that select no case: not a green run
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+        exitstatus = session.exitstatus
     if kb.writer is not None:
         kb.writer.metadata["targets"] = kb.targets_metadata()
         fleet = session.config.getoption("--kb-fleet")
@@ -391,10 +522,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if kb.workers:  # run in parallel: which worker process ran each target
             kb.writer.metadata["parallel"] = {t: sorted(w) for t, w in kb.workers.items()}
         kb.writer.metadata["pytest_exit_status"] = int(exitstatus)
+        if empty:
+            kb.writer.metadata["empty_selection"] = kb.nothing_selected("")
+        if "machine_state" in kb.writer.metadata:
+            from kbench.results.machine import machine_state
+            kb.writer.metadata["machine_state"]["end"] = machine_state()
+            kb.writer.metadata["noise"] = _noise(kb.verdicts)
         complete = int(exitstatus) in (0, 1) and not session.shouldstop
         kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
-    for t in [*kb.targets.values(), *kb.probe_targets.values()]:
-        t.close()
+    kb.close_targets()
 
 
 class _TargetsInParallel:
@@ -457,6 +593,34 @@ class _ProgressPrinter:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        self.case_ids: set[str] = set()
+        self.started = 0.0
+        self.case_started = False
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Counts the correctness case tests (kb_job) for the ETA."""
+        kb = self.config.stash.get(SESSION, None)
+        self.case_ids = {item.nodeid for item in session.items
+                         if "kb_job" in getattr(item, "fixturenames", ())}
+        if kb is not None and len(self.case_ids) >= 20:
+            kb.progress = ProgressCounter(len(self.case_ids))
+        self.started = time.monotonic()
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        """The ETA's clock starts with the first case test (other suites may
+        run before the cases)."""
+        if not self.case_started and nodeid in self.case_ids:
+            self.case_started = True
+            self.started = time.monotonic()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        kb = self.config.stash.get(SESSION, None)
+        if (kb is None or kb.progress is None or report.nodeid not in self.case_ids
+                or not (report.when == "call" or report.skipped)):
+            return
+        line = kb.progress.tick(time.monotonic() - self.started, report.failed)
+        if line:
+            kb.pending_lines.append(line)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         kb = self.config.stash.get(SESSION, None)
@@ -464,6 +628,8 @@ class _ProgressPrinter:
         if kb is None or reporter is None or not kb.pending_lines:
             return
         reporter.ensure_newline()
+        if getattr(reporter._tw, "width_of_current_line", 0):  # after -q progress dots
+            reporter.write("\n")
         for line in kb.pending_lines:
             reporter.write_line(line)
         kb.pending_lines.clear()
@@ -471,6 +637,9 @@ class _ProgressPrinter:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     kb = terminalreporter.config.stash[SESSION]
+    if kb.case_tests and not kb.selected_jobs:
+        terminalreporter.section("kbench: nothing selected")
+        terminalreporter.write_line(kb.nothing_selected("") + ": exit status 5, not a pass")
     if not kb.verdicts:
         return
     terminalreporter.section("kbench verdicts")

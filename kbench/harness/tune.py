@@ -3,8 +3,11 @@ realization (only those that pass are eligible), time the eligible ones,
 and write a dispatch table that maps shape classes to the winners.
 
 Shape classes generalize beyond the tuned shapes: GEMM by M (GEMV: 1,
-small: 2..32, large: 33+) and power-of-two ranges of N and K; convolution
-by kernel size, stride and depthwise or not. Within a class the winner is
+small: 2..32, large: 33+, no upper bound written) and power-of-two ranges
+of N and K; convolution by every feature that decides which realizations
+apply: kernel size, stride, dilation, depthwise, grouped (a Winograd
+kernel takes only undilated 3x3 stride-1 shapes, so dilated 3x3 shapes
+form their own class and cannot cost it the undilated one). Within a class the winner is
 the realization with the least total time over the class's shapes among
 those eligible for all of them; the runner-up is kept beside it."""
 
@@ -32,8 +35,8 @@ def gemm_class(case: GemmCase) -> dict[str, int]:
     elif case.m <= 32:
         m_lo, m_hi = 2, 32
     else:
-        m_lo, m_hi = 33, 1 << 62
-    out = {"m_min": m_lo, "m_max": m_hi}
+        m_lo, m_hi = 33, None  # no upper bound: the key is left out
+    out = {"m_min": m_lo} if m_hi is None else {"m_min": m_lo, "m_max": m_hi}
     for name, v in (("n", case.n), ("k", case.k)):
         lo = 1 << (v.bit_length() - 1)
         out[f"{name}_min"], out[f"{name}_max"] = lo, 2 * lo - 1
@@ -43,7 +46,8 @@ def gemm_class(case: GemmCase) -> dict[str, int]:
 def conv_class(case: ConvCase) -> dict[str, Any]:
     depthwise = case.groups > 1 and case.groups == case.c_in == case.c_out
     return {"kh": case.kh, "kw": case.kw, "stride_h": case.stride[0], "stride_w": case.stride[1],
-            "depthwise": depthwise}
+            "dilation_h": case.dilation[0], "dilation_w": case.dilation[1],
+            "depthwise": depthwise, "grouped": case.groups > 1 and not depthwise}
 
 
 def shape_class(case: Case) -> tuple[str, dict[str, Any]]:
@@ -61,11 +65,14 @@ def class_matches(op: str, cls: dict[str, Any], case: Case) -> bool:
                    for d, v in (("m", case.m), ("n", case.n), ("k", case.k)))
     assert isinstance(case, ConvCase)
     want = {"kh": case.kh, "kw": case.kw, "stride_h": case.stride[0],
-            "stride_w": case.stride[1]}
+            "stride_w": case.stride[1], "dilation_h": case.dilation[0],
+            "dilation_w": case.dilation[1]}
     if any(k in cls and cls[k] != v for k, v in want.items()):
         return False
     dw = case.groups > 1 and case.groups == case.c_in == case.c_out
-    return "depthwise" not in cls or cls["depthwise"] == dw
+    grouped = case.groups > 1 and not dw
+    return (("depthwise" not in cls or cls["depthwise"] == dw)
+            and ("grouped" not in cls or cls["grouped"] == grouped))
 
 
 def table_choice(table: dict[str, Any], case: Case) -> str | None:

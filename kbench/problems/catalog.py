@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.problems.cases import B_FORMS, Catalog, ConvCase, GemmCase
+from kbench.resources import resource_dir
 
 __all__ = [
     "CatalogError",
@@ -44,7 +45,7 @@ class _FieldError(Exception):
 
 def reference_dir() -> Path:
     """The repository's reference/ folder holding the shipped catalogs."""
-    return Path(__file__).resolve().parents[2] / "reference"
+    return resource_dir("reference")
 
 
 def available_catalogs() -> dict[str, Path]:

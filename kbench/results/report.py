@@ -22,10 +22,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kbench.judge import fingerprint as fprint
+from kbench.resources import resource_dir
 from kbench.results import plugin_report
+from kbench.results import report_views as views
 from kbench.results.runfolder import Run
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "reports"
+TEMPLATE_DIR = resource_dir("reports")
 TEMPLATE_NAME = "report.html.j2"
 EMULATED_LABEL = "emulated — not a speed"
 
@@ -438,6 +440,8 @@ class ReportTables:
     fingerprint_summary: pd.DataFrame
     plugins: pd.DataFrame = field(default_factory=pd.DataFrame)
     plugin_probes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fastest: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=views.FASTEST_COLUMNS))  # per shape: fastest of ours and of the peers
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -486,6 +490,7 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         fingerprint_summary=fingerprint_summary(prints),
         plugins=plugin_report.plugin_table(run),
         plugin_probes=plugin_report.probe_table(run.results),
+        fastest=views.fastest_per_shape(gflops_table(run)),
     )
 
 
@@ -506,20 +511,10 @@ def figure_uri(fig: Figure) -> str:
 
 
 def series_colors(names: Sequence[str]) -> dict[str, Any]:
-    """A fixed colour per series name (the same in every plot): scalar
-    realizations in shades of grey, "best per shape" near black, the rest
-    from a qualitative palette in name order."""
-    from matplotlib import colormaps
-
-    unique = sorted(set(names))
-    scalar = [n for n in unique if "scalar" in n]
-    others = [n for n in unique if n not in scalar and n != BEST]
-    palette = colormaps["tab10" if len(others) <= 10 else "tab20"].colors
-    out: dict[str, Any] = {name: palette[i % len(palette)] for i, name in enumerate(others)}
-    for i, name in enumerate(scalar):
-        out[name] = str(0.45 + 0.25 * i / max(len(scalar) - 1, 1))
-    out[BEST] = "0.15"
-    return out
+    """A fixed colour per series name (the same in every plot): one hue per
+    realization family, its blocked variants in shades of it, peers in their
+    own hues, "best per shape" near black (kbench.results.report_views)."""
+    return views.family_colors(names)
 
 
 def _shape_labels(df: pd.DataFrame) -> list[str]:
@@ -560,8 +555,9 @@ def plot_performance(gflops: pd.DataFrame, speedups: pd.DataFrame, target: str, 
     s = speedups[(speedups["target"] == target) & (speedups["catalog"] == catalog)]
     series = sorted(g["series"].unique(), key=lambda n: ("scalar" not in n, n))
     cases = list(dict.fromkeys(g["case"]))
-    height = 1.8 + 0.25 * math.ceil(len(series) / 3) + len(cases) * max(0.4, 0.17 * len(series))
-    fig = Figure(figsize=(12, min(height, 40)), layout="constrained")
+    # compact: thin bars, at most 14 inches however many shapes and series
+    height = 1.6 + 0.25 * math.ceil(len(series) / 3) + len(cases) * max(0.3, 0.09 * len(series))
+    fig = Figure(figsize=(12, min(height, 14)), layout="constrained")
     ax_g, ax_s = fig.subplots(1, 2, sharey=True)
     _grouped_barh(ax_g, g, cases, "gflops", colors, series)
     ax_g.set_yticklabels(_shape_labels(g))
@@ -642,9 +638,15 @@ def plot_error_vs_k(table: pd.DataFrame, op: str, colors: dict[str, Any]) -> Fig
     targets = list(dict.fromkeys(rows["target"]))
     fig = Figure(figsize=(13, 5.2), layout="constrained")
     ax_b, ax_u, ax_r = fig.subplots(1, 3)
+    # realizations with identical errors at every K (bit-identical kernels): drawn once
+    groups = views.identical_error_groups(rows)
     for (target, real, accum), g in rows.groupby(["target", "realization", "accum"]):
+        members = groups.get((str(target), str(op), str(real)))
+        if members is None:
+            continue  # drawn with the first member of its group
         g = g.sort_values("k")
-        label = f"{real} @ {target}" if len(targets) > 1 else str(real)
+        name = views.group_label(members)
+        label = f"{name} @ {target}" if len(targets) > 1 else name
         style = {"color": colors.get(str(real), "0.5"), "ms": 4, "label": label,
                  "marker": TARGET_MARKERS[targets.index(target) % len(TARGET_MARKERS)],
                  "ls": "-" if accum == "fp16" else "--", "lw": 1.6 if accum == "fp16" else 1.0}
@@ -678,7 +680,8 @@ def make_plots(tables: ReportTables) -> dict[str, list[Plot]]:
     names = [*tables.gflops["series"], *tables.speedup_vs_baseline["series"],
              *tables.model_totals["series"], *tables.error_vs_k["realization"]]
     colors = series_colors([str(n) for n in names])
-    plots: dict[str, list[Plot]] = {"perf": [], "baseline": [], "models": [], "error": []}
+    plots: dict[str, list[Plot]] = {"perf": [], "baseline": [], "models": [], "error": [],
+                                   "trends": []}
     g = tables.gflops
     for (target, catalog), _ in g.groupby(["target", "catalog"], sort=False):
         fig = plot_performance(g, tables.speedup_vs_scalar, target, catalog, colors)
@@ -803,16 +806,29 @@ def verdict_grid(verdicts: pd.DataFrame) -> HtmlTable:
 
 
 def _pivot_gflops(gflops: pd.DataFrame) -> HtmlTable:
-    """Shapes as rows, realizations as columns, GFLOP/s in the cells."""
-    series = sorted(gflops["series"].unique(), key=lambda n: ("scalar" not in n, n))
+    """Shapes as rows, realizations as columns, GFLOP/s in the cells; the
+    fastest of ours per shape marked (class best, ★) and the fastest peer
+    (class best-peer, ☆), each also named in its own column."""
+    series = sorted(gflops["series"].unique(), key=lambda n: (views.is_peer(n), n))
     several = gflops["target"].nunique() > 1
-    table = HtmlTable([*(["target"] if several else []), "catalog", "shape", "layers", *series])
-    for (target, catalog, _), g in gflops.groupby(["target", "catalog", "case"], sort=False):
+    table = HtmlTable([*(["target"] if several else []), "catalog", "shape", "layers",
+                       "fastest (ours)", "fastest peer", *series])
+    fastest = views.fastest_per_shape(gflops).set_index(["target", "catalog", "case"])
+    for (target, catalog, case), g in gflops.groupby(["target", "catalog", "case"], sort=False):
         vals = g.drop_duplicates("series").set_index("series")["gflops"]
         first = g.iloc[0]
+        best = fastest.loc[(target, catalog, case)]
         row = [Cell(str(target))] if several else []
-        row += [Cell(str(catalog)), Cell(str(first["shape"])), Cell(str(first["layers"]), "num")]
-        row += [_cell("gflops", float(vals.get(s, np.nan))) for s in series]
+        row += [Cell(str(catalog)), Cell(str(first["shape"])), Cell(str(first["layers"]), "num"),
+                Cell(str(best["fastest_ours"]) or "–", "best-name"),
+                Cell(str(best["fastest_peer"]) or "–", "best-peer-name")]
+        for s in series:
+            cell = _cell("gflops", float(vals.get(s, np.nan)))
+            if s == best["fastest_ours"]:
+                cell = Cell(f"★ {cell.text}", f"{cell.cls} best")
+            elif s == best["fastest_peer"]:
+                cell = Cell(f"☆ {cell.text}", f"{cell.cls} best-peer")
+            row.append(cell)
         table.rows.append(row)
     return table
 
@@ -840,7 +856,8 @@ def _targets_table(runs: dict[str, Run]) -> HtmlTable:
 
 
 def render_html(run: Run, baseline: Run | None, tables: ReportTables,
-                plots: dict[str, list[Plot]], csv_names: dict[str, str]) -> str:
+                plots: dict[str, list[Plot]], csv_names: dict[str, str],
+                gate: views.GateView | None = None, trends_note: str = "") -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
@@ -911,6 +928,13 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "targets": _targets_table(runs),
         "plots": plots,
         "csv_names": csv_names,
+        "gate": gate,
+        "gate_failures": None if gate is None else html_table(gate.failures),
+        "gate_cases": None if gate is None else html_table(gate.cases),
+        "trends_note": trends_note,
+        "fastest_table": html_table(t.fastest, ["target", "catalog", "shape", "fastest_ours",
+                                                "ours_time_ns", "ours_gflops", "fastest_peer",
+                                                "peer_time_ns", "peer_vs_ours"]),
     }
     return env.get_template(TEMPLATE_NAME).render(**context)
 
@@ -932,14 +956,36 @@ def write_tables(tables: ReportTables, out_dir: Path) -> dict[str, Path]:
     return paths
 
 
-def build_report(run: Run, baseline: Run | None, out_dir: Path) -> ReportFiles:
-    """Write report.html (self-contained) and one CSV per table into out_dir."""
+def build_report(run: Run, baseline: Run | None, out_dir: Path, gate: Any = None,
+                 history_db: Path | None = None) -> ReportFiles:
+    """Write report.html (self-contained) and one CSV per table into out_dir.
+    gate: a kbench.results.compare.GateResult to show (its verdict and
+    statistics); history_db: draw trends over that history database."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tables = compute_tables(run, baseline)
     csvs = write_tables(tables, out_dir)
-    html = render_html(run, baseline, tables, make_plots(tables),
-                       {name: p.name for name, p in csvs.items()})
+    plots = make_plots(tables)
+    trends_note = ""
+    if history_db is not None:
+        trends = views.history_trends(history_db, str(run.meta.get("cpu_model") or ""),
+                                      str(run.meta.get("machine") or ""))
+        trends.to_csv(out_dir / "history_trends.csv", index=False)
+        csvs["history_trends"] = out_dir / "history_trends.csv"
+        plots["trends"] = []
+        if trends.empty:
+            trends_note = f"no timed hardware runs of this machine in {history_db}"
+        else:
+            colors = series_colors([str(n) for n in trends["realization"]])
+            fig, left_out = views.plot_trends(trends, colors)
+            plots["trends"].append(Plot("history", figure_uri(fig),
+                                        f"{left_out} more case(s) in the CSV" if left_out
+                                        else ""))
+            trends_note = (f"{trends['run_id'].nunique()} run(s) of this machine in "
+                           f"{history_db}")
+    gate_view = views.gate_view(gate) if gate is not None else None
+    html = render_html(run, baseline, tables, plots,
+                       {name: p.name for name, p in csvs.items()}, gate_view, trends_note)
     path = out_dir / "report.html"
     path.write_text(html, encoding="utf-8")
     return ReportFiles(path, csvs)

@@ -23,6 +23,9 @@ from typing import Any
 from kbench.judge.verdict import Verdict
 
 COLUMNS = [f.name for f in fields(Verdict)] + ["exact_fraction"]
+# failures.csv: one row per failed or erroneous verdict, with the command that reruns it
+FAILURE_COLUMNS = ["status", "suite", "target", "realization", "catalog", "case", "kind",
+                   "message", "reproduce"]
 
 
 def default_run_dir(base: str | Path = "runs") -> Path:
@@ -81,6 +84,8 @@ class RunWriter:
         self._writer = csv.DictWriter(self._csv, fieldnames=COLUMNS)
         self._writer.writeheader()
         self._lines = open(self.folder / "verdicts.txt", "w")  # noqa: SIM115
+        self._failures: csv.DictWriter[str] | None = None
+        self._failures_file: Any = None
         self.count = 0
         self._write_json()
 
@@ -96,6 +101,20 @@ class RunWriter:
         self._lines.flush()
         self.count += 1
 
+    def add_failure(self, v: Verdict, reproduce: str) -> None:
+        """A failed or erroneous verdict: its reproducer under its line in
+        verdicts.txt, and a row in failures.csv (written from the first one)."""
+        self._lines.write(f"    reproduce: {reproduce}\n")
+        self._lines.flush()
+        if self._failures is None:
+            self._failures_file = open(self.folder / "failures.csv", "w", newline="")  # noqa: SIM115
+            self._failures = csv.DictWriter(self._failures_file, fieldnames=FAILURE_COLUMNS)
+            self._failures.writeheader()
+        row = {k: getattr(v, k) for k in FAILURE_COLUMNS if k != "reproduce"}
+        self._failures.writerow({**row, "reproduce": reproduce})
+        assert self._failures_file is not None
+        self._failures_file.flush()
+
     def add_all(self, vs: Iterable[Verdict]) -> None:
         for v in vs:
             self.add(v)
@@ -108,3 +127,5 @@ class RunWriter:
         self._write_json()
         self._csv.close()
         self._lines.close()
+        if self._failures_file is not None:
+            self._failures_file.close()

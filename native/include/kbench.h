@@ -168,7 +168,7 @@ typedef struct kb_selector {
 
 /* Fills *sel with the defaults (everything enabled, no cap, no force).
  * The environment variable KBENCH_ISA_CAP (scalar, neon, fhm, sme, sme2)
- * lowers the default cap. */
+ * lowers the default cap; it is read once per process, on first use. */
 void kb_selector_default(kb_selector *sel);
 
 /* Realizations the running CPU offers under sel (NULL = defaults).

@@ -3,6 +3,7 @@
 #include "kb_internal.h"
 #include "kb_plugin.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,9 +48,22 @@ static int isa_from_env(void) {
     return KB_ISA_MAX; /* unknown values are reported by the Python side */
 }
 
+/* KBENCH_ISA_CAP is read once per process, on first use: a production
+ * call with the default selector (sel == NULL) must not look at the
+ * environment. Concurrent first uses compute the same value. */
+static int isa_cap_from_env_once(void) {
+    static _Atomic int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        v = isa_from_env();
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 void kb_selector_default(kb_selector *sel) {
     memset(sel, 0, sizeof *sel);
-    sel->isa_cap = isa_from_env();
+    sel->isa_cap = isa_cap_from_env_once();
     sel->threads = 1;
 }
 

@@ -2,6 +2,7 @@
  * machine-written files: \uXXXX escapes are decoded to UTF-8). */
 #include "kb_json.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,77 @@ static kb_json *parse_container(parser *ps, int object) {
     }
 }
 
+/* A JSON number (RFC 8259 grammar, strictly) without strtod, which reads
+ * the decimal point of the current LC_NUMERIC locale: under de_DE a table
+ * written by `kbench tune` ("1.5") would not parse. Exact for integers up
+ * to 2^64 and, via the classic fast path, correctly rounded for decimals
+ * with at most 15 significant digits and |exponent| <= 22; otherwise
+ * within a few ulp (enough for a dispatch table's bounds and times). */
+static const double kb_pow10_exact[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+    1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static double kb_scale10(double v, long e) {
+    while (e > 22) { v *= 1e22; e -= 22; }
+    while (e < -22) { v /= 1e22; e += 22; }
+    return e >= 0 ? v * kb_pow10_exact[e] : v / kb_pow10_exact[-e];
+}
+
+static int kb_is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static kb_json *parse_number(parser *ps) {
+    const char *p = ps->p, *end = ps->end;
+    int neg = 0;
+    unsigned long long sig = 0;
+    int digits = 0;      /* significant digits kept in sig (at most 19) */
+    long dropped = 0;    /* integer digits that did not fit in sig */
+    long frac = 0;       /* fraction digits kept in sig */
+    if (p < end && *p == '-') { neg = 1; p++; }
+    if (p >= end || !kb_is_digit(*p)) return fail(ps, "bad value");
+    if (*p == '0') {
+        p++;
+        if (p < end && kb_is_digit(*p)) return fail(ps, "bad number (leading zero)");
+    } else {
+        for (; p < end && kb_is_digit(*p); p++) {
+            if (digits < 19) { sig = sig * 10 + (unsigned)(*p - '0'); if (sig) digits++; }
+            else dropped++;
+        }
+    }
+    if (p < end && *p == '.') {
+        p++;
+        if (p >= end || !kb_is_digit(*p)) return fail(ps, "bad number (digit expected after '.')");
+        for (; p < end && kb_is_digit(*p); p++) {
+            if (digits < 19) {
+                sig = sig * 10 + (unsigned)(*p - '0');
+                if (sig) digits++;
+                frac++;
+            }
+        }
+    }
+    long exp10 = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int eneg = 0;
+        if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+        if (p >= end || !kb_is_digit(*p)) return fail(ps, "bad number (exponent digits expected)");
+        for (; p < end && kb_is_digit(*p); p++)
+            if (exp10 < 100000) exp10 = exp10 * 10 + (*p - '0');
+        if (eneg) exp10 = -exp10;
+    }
+    long e = exp10 + dropped - frac;
+    double v = (double)sig;
+    if (sig != 0 && e != 0) {
+        if (sig <= (1ull << 53) && e >= -22 && e <= 22) v = kb_scale10(v, e);
+        else if (e > 400) v = HUGE_VAL;
+        else if (e < -400) v = 0.0;
+        else v = kb_scale10(v, e);
+    }
+    kb_json *n = node(KB_JSON_NUMBER);
+    if (!n) return fail(ps, "out of memory");
+    n->number = neg ? -v : v;
+    ps->p = p;
+    return n;
+}
+
 static kb_json *parse_value(parser *ps) {
     if (++ps->depth > 64) return fail(ps, "nesting too deep");
     skip_ws(ps);
@@ -136,14 +208,7 @@ static kb_json *parse_value(parser *ps) {
     } else if (ps->end - ps->p >= 4 && !strncmp(ps->p, "null", 4)) {
         ps->p += 4; n = node(KB_JSON_NULL);
     } else {
-        char buf[64];
-        size_t k = 0;
-        while (ps->p < ps->end && k < sizeof buf - 1 && strchr("+-0123456789.eE", *ps->p)) buf[k++] = *ps->p++;
-        buf[k] = '\0';
-        char *endp;
-        double v = strtod(buf, &endp);
-        if (k == 0 || *endp) n = fail(ps, "bad value");
-        else if ((n = node(KB_JSON_NUMBER))) n->number = v;
+        n = parse_number(ps);
     }
     ps->depth--;
     return n;

@@ -12,8 +12,9 @@
 typedef struct rule {
     int op;                 /* kb_op */
     double lo[3], hi[3];    /* GEMM: M, N, K ranges (inclusive) */
-    long conv[4];           /* conv: kh, kw, stride_h, stride_w (-1 = any) */
+    long conv[6];           /* conv: kh, kw, stride_h, stride_w, dilation_h, dilation_w (-1 = any) */
     int depthwise;          /* conv: -1 any, 0 no, 1 yes */
+    int grouped;            /* conv: groups > 1 and not depthwise; -1 any, 0 no, 1 yes */
     char name[KB_NAME_LEN];
 } rule;
 
@@ -111,10 +112,12 @@ kb_status kb_load_dispatch_table(const char *json, size_t len, kb_dispatch_table
             ru->lo[i] = num(cls, lo[i], 0);
             ru->hi[i] = num(cls, hi[i], INFINITY);
         }
-        static const char *cv[4] = {"kh", "kw", "stride_h", "stride_w"};
-        for (int i = 0; i < 4; i++) ru->conv[i] = (long)num(cls, cv[i], -1);
+        static const char *cv[6] = {"kh", "kw", "stride_h", "stride_w", "dilation_h", "dilation_w"};
+        for (int i = 0; i < 6; i++) ru->conv[i] = (long)num(cls, cv[i], -1);
         const kb_json *dw = kb_json_get(cls, "depthwise");
         ru->depthwise = dw && dw->type == KB_JSON_BOOL ? (int)dw->number : -1;
+        const kb_json *gr = kb_json_get(cls, "grouped");
+        ru->grouped = gr && gr->type == KB_JSON_BOOL ? (int)gr->number : -1;
         strcpy(ru->name, name->string);
         t->n++;
     }
@@ -140,13 +143,15 @@ const char *kb_table_gemm_choice(const kb_dispatch_table *t, size_t M, size_t N,
 }
 
 const char *kb_table_conv_choice(const kb_dispatch_table *t, const kb_conv_desc *d) {
-    long v[4] = {(long)d->kh, (long)d->kw, (long)d->stride_h, (long)d->stride_w};
+    long v[6] = {(long)d->kh, (long)d->kw, (long)d->stride_h, (long)d->stride_w,
+                 (long)d->dil_h, (long)d->dil_w};
     int dw = d->groups > 1 && d->groups == d->c_in && d->groups == d->c_out;
+    int grouped = d->groups > 1 && !dw;
     for (size_t i = 0; i < t->n; i++) {
         const rule *r = &t->rules[i];
         if (r->op != KB_OP_CONV2D) continue;
-        bool ok = r->depthwise < 0 || r->depthwise == dw;
-        for (int j = 0; j < 4; j++) ok = ok && (r->conv[j] < 0 || r->conv[j] == v[j]);
+        bool ok = (r->depthwise < 0 || r->depthwise == dw) && (r->grouped < 0 || r->grouped == grouped);
+        for (int j = 0; j < 6; j++) ok = ok && (r->conv[j] < 0 || r->conv[j] == v[j]);
         if (ok) return r->name;
     }
     return NULL;

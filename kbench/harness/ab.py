@@ -1,0 +1,182 @@
+"""The interleaved A/B timing protocol (`kbench ab`): two builds of the
+library — two targets, e.g. the base checkout's worker and the candidate's
+(`worker:PATH`, `worker:host`, `worker:ssh board ./kb_worker`) — timed in
+one run with their rounds alternating, so that background load lands on
+both alike.
+
+Per case and realization:
+
+1. verify on both targets (a wrong kernel has no speed; each verdict names
+   what ran);
+2. prepare both (operands built and B packed once per side);
+3. calibrate calls per round once, on the candidate, to --min-round-ms, and
+   use that count for both sides (the same work per round);
+4. warm both up, then for each of R rounds run one round on each side, in
+   an order drawn per round (base first or candidate first: neither side
+   always runs into a warm or cold machine first);
+5. judge the paired rounds with kbench.results.abstats.
+
+Cases run in catalog order; the order of sides within a round is recorded.
+Nothing here asserts speed: the statistics module decides."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbench.harness.perf import PerfSettings, Prepared, prepare, verify
+from kbench.harness.runner import InputCache, Job
+from kbench.judge.verdict import MISTRUSTED, PASS, Verdict
+from kbench.native.calls import Timing
+from kbench.results.abstats import PairedStats, paired
+from kbench.results.machine import cpu_idle_ticks, quietest_cpu
+from kbench.targets.spec import Target
+
+BASE, CAND = "base", "cand"
+
+
+@dataclass(frozen=True)
+class AbSettings:
+    rounds: int = 30
+    min_round_ns: int = 2_000_000
+    warmup: int = 2
+    threads: int = 1
+    min_effect: float = 0.025
+    alpha: float = 0.01
+    seed: int = 0
+
+
+@dataclass
+class AbCase:
+    """One case x realization timed on both sides."""
+
+    job: Job
+    base_verdict: Verdict
+    cand_verdict: Verdict
+    reps: int = 0
+    base_rounds: list[float] = field(default_factory=list)  # per-call ns, round i
+    cand_rounds: list[float] = field(default_factory=list)
+    order: str = ""  # per round: "bc" (base first) or "cb"
+    stats: PairedStats | None = None
+
+    @property
+    def timed(self) -> bool:
+        return bool(self.base_rounds)
+
+    @property
+    def failure(self) -> str:
+        """Why the case was not timed (a correctness failure on either side), or ""."""
+        bad = [f"{side}: {v.status} {v.message}".strip()
+               for side, v in ((BASE, self.base_verdict), (CAND, self.cand_verdict))
+               if v.status not in (PASS, MISTRUSTED)]
+        return "; ".join(bad)
+
+    def row(self) -> dict[str, Any]:
+        s = self.stats
+        out: dict[str, Any] = {
+            "catalog": self.job.catalog, "case": self.job.case.name, "op": self.job.case.op,
+            "realization": self.job.realization.name,
+            "base_ran": self.base_verdict.realization, "cand_ran": self.cand_verdict.realization,
+            "base_status": self.base_verdict.status, "cand_status": self.cand_verdict.status,
+            "failure": self.failure, "reps_per_round": self.reps, "order": self.order,
+            "flops": self.job.case.flops,
+            "base_round_times_ns": " ".join(f"{t:.1f}" for t in self.base_rounds),
+            "cand_round_times_ns": " ".join(f"{t:.1f}" for t in self.cand_rounds),
+        }
+        if s is not None:
+            out.update({k: getattr(s, k) for k in (
+                "rounds", "base_median_ns", "cand_median_ns", "base_min_ns", "cand_min_ns",
+                "median_ratio", "ci_low", "ci_high", "confidence", "min_ratio", "base_cv",
+                "cand_cv", "verdict")})
+        else:
+            out["verdict"] = "failed" if self.failure else "untimed"
+        return out
+
+
+def process_id(target: Target) -> int | None:
+    """The process that runs a target's kernels on this machine (a worker's
+    pid; this process for in-process targets; None if unknown)."""
+    proc = getattr(target.engine, "proc", None)
+    if proc is not None:
+        return int(proc.pid)
+    if target.engine.__class__.__name__ == "InProcessEngine":
+        return os.getpid()
+    return None
+
+
+def pin_together(targets: list[Target], cpu: int | None = None) -> int | None:
+    """Pins the processes of both sides to one CPU (the quietest over a short
+    sample unless given): with the two sides in separate processes, the
+    scheduler could otherwise keep one on a core that another job loads and
+    the other on a free one, a difference no interleaving cancels. Returns
+    the CPU, or None where affinity cannot be set."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = os.sched_getaffinity(0)
+    if cpu is None:
+        before = cpu_idle_ticks()
+        time.sleep(0.3)
+        cpu = quietest_cpu(before, cpu_idle_ticks(), allowed)
+    if cpu is None:
+        return None
+    for t in targets:
+        pid = process_id(t)
+        if pid is not None:
+            os.sched_setaffinity(pid, {cpu})
+    return cpu
+
+
+def interleave(base: Callable[[], float], cand: Callable[[], float], rounds: int,
+               rng: random.Random) -> tuple[list[float], list[float], str]:
+    """Runs `rounds` pairs, each side once per pair, in an order drawn per
+    pair; returns (base times, candidate times, order string)."""
+    b: list[float] = []
+    c: list[float] = []
+    order = []
+    for _ in range(rounds):
+        if rng.random() < 0.5:
+            b.append(base())
+            c.append(cand())
+            order.append("b")
+        else:
+            c.append(cand())
+            b.append(base())
+            order.append("c")
+        # "b": base ran first in this pair, "c": candidate first
+    return b, c, "".join(order)
+
+
+def _one_round(prep: Prepared, reps: int) -> Callable[[], float]:
+    timing = Timing(warmup=0, rounds=1, min_round_ns=0, max_reps=reps)
+    return lambda: float(prep.run(timing).times_ns[0])
+
+
+def run_case(base: Target, cand: Target, job_base: Job, job_cand: Job, s: AbSettings,
+             rng: random.Random, cache: InputCache) -> AbCase:
+    """Verify both sides, then time them interleaved."""
+    perf = PerfSettings(warmup=s.warmup, rounds=1, min_round_ns=s.min_round_ns,
+                        threads=s.threads)
+    vb = verify(base, job_base, perf, cache)
+    vc = verify(cand, job_cand, perf, cache)
+    out = AbCase(job_cand, vb, vc)
+    if out.failure:
+        return out
+    pb = prepare(base, job_base, perf, cache)
+    pc = prepare(cand, job_cand, perf, cache)
+    reps = pc.run(Timing(warmup=s.warmup, rounds=1, min_round_ns=s.min_round_ns)).reps_per_round
+    pb.run(Timing(warmup=s.warmup, rounds=1, min_round_ns=0, max_reps=reps))  # warm-up
+    out.reps = reps
+    out.base_rounds, out.cand_rounds, out.order = interleave(
+        _one_round(pb, reps), _one_round(pc, reps), s.rounds, rng)
+    return out
+
+
+def judge(cases: list[AbCase], s: AbSettings) -> None:
+    """Sets each timed case's statistics (Bonferroni over the timed cases)."""
+    timed = [c for c in cases if c.timed]
+    for c in timed:
+        c.stats = paired(c.base_rounds, c.cand_rounds, s.min_effect, s.alpha, len(timed))

@@ -1,0 +1,73 @@
+"""What a run selects, said out loud: filters that name nothing the targets
+offer are usage errors (naming what exists), a case filter (`-k`), and the
+one command that reruns a single verdict (its reproducer)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from kbench.judge.verdict import Verdict
+from kbench.native.calls import TargetInfo
+
+
+def filter_errors(infos: Mapping[str, TargetInfo], backends: Iterable[str],
+                  realizations: Iterable[str]) -> list[str]:
+    """One message per backend or realization filter that no chosen target
+    offers, naming what the targets do offer (a typo must not run nothing
+    and pass). A name one target lacks while another has it is allowed:
+    each target runs what it has."""
+    errors: list[str] = []
+    offered_b = {spec: sorted({r.backend for r in i.realizations}) for spec, i in infos.items()}
+    offered_r = {spec: [r.name for r in i.realizations] for spec, i in infos.items()}
+    for b in backends:
+        if not any(b in have for have in offered_b.values()):
+            where = "; ".join(f"{spec} has {', '.join(have) or 'none'}"
+                              for spec, have in offered_b.items())
+            errors.append(f"--backend {b}: no chosen target offers it ({where})")
+    for name in realizations:
+        if not any(name in have for have in offered_r.values()):
+            every = sorted({n for have in offered_r.values() for n in have})
+            close = difflib.get_close_matches(name, every, n=3, cutoff=0.75)
+            hint = f"; did you mean {', '.join(close[:3])}?" if close else ""
+            errors.append(f"--realization {name}: no chosen target offers it{hint} "
+                          f"(offered: {', '.join(every)}; see `kbench realizations`)")
+    return errors
+
+
+@dataclass(frozen=True)
+class CaseFilter:
+    """`kbench run -k EXPR`: a regular expression searched in "CATALOG/CASE"
+    (Python `re.search`, as Google Benchmark's --benchmark_filter; e.g.
+    `-k conv3x3`, `-k '^resnet50_small/'`, `-k 'gemv|m1_'`)."""
+
+    expr: str
+
+    def __post_init__(self) -> None:
+        try:
+            re.compile(self.expr)
+        except re.error as exc:
+            raise ValueError(f"-k {self.expr!r}: not a regular expression ({exc})") from exc
+
+    def matches(self, catalog: str, case: str) -> bool:
+        return re.search(self.expr, f"{catalog}/{case}") is not None
+
+
+def reproducer(v: Verdict, catalog_arg: str = "", suite: str = "") -> str:
+    """The `kbench run` command that reruns just this verdict: its suite,
+    target, realization, catalog, case and input kind."""
+    suite = suite or ("perf" if v.suite == "perf" else "correctness")
+    args = ["kbench", "run", "--suite", suite, "--target", v.target,
+            "--realization", v.realization]
+    catalog = catalog_arg or v.catalog
+    if catalog:
+        args += ["--shapes", catalog]
+    args += ["-k", f"/{re.escape(v.case)}$"]
+    if v.kind and suite != "perf":
+        args += ["--kinds", v.kind]
+    if v.threads > 1:
+        args += ["--threads", str(v.threads)]
+    return shlex.join(args)

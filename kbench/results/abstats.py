@@ -1,0 +1,146 @@
+"""Statistics of an interleaved A/B timing run (`kbench ab`): base and
+candidate rounds alternate, so each candidate round has a base round taken
+moments before or after it, under the same machine state. The decision
+rests on the *paired ratios* cand_i / base_i (background load that lasts
+longer than a round hits both sides of a pair alike and cancels), with a
+distribution-free confidence interval of their median, and on the ratio of
+per-round minima (the least-disturbed round of each side).
+
+Per case:
+
+- median paired ratio and its confidence interval from order statistics
+  (the binomial sign-test interval, at confidence 1 - alpha/m for m cases
+  compared: Bonferroni, so alpha bounds the chance of any false verdict in
+  the run);
+- min ratio = min(cand rounds) / min(base rounds);
+- coefficient of variation (stdev / mean) of each side's rounds.
+
+Verdict, with `min_effect` the smallest change worth reporting:
+
+- "slower": the interval lies above 1 + min_effect and the min ratio
+  exceeds 1 + min_effect / 2;
+- "faster": the mirror image;
+- "same": the interval lies within [1 - min_effect, 1 + min_effect];
+- "noisy": anything else (the interval is too wide to tell, or the minima
+  disagree with the medians): reported as noise with its CV, never as a
+  regression; re-run on a quieter machine or with more rounds;
+- "too-few-rounds": fewer rounds than the interval needs at that
+  confidence.
+
+Pure functions on numbers: no timing, no I/O, no scipy (the interval needs
+only binomial tail sums)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SLOWER, FASTER, SAME, NOISY, TOO_FEW = "slower", "faster", "same", "noisy", "too-few-rounds"
+
+
+def binom_cdf_half(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2)."""
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    return math.fsum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+
+
+def median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
+    """1-based ranks (lo, hi) of the order statistics that bracket the
+    median with at least `confidence` (the sign-test interval), or None if
+    n is too small for it."""
+    tail = (1.0 - confidence) / 2.0
+    best = None
+    for k in range(1, n // 2 + 1):  # interval [x_(k), x_(n+1-k)]
+        if binom_cdf_half(k - 1, n) <= tail:
+            best = k
+        else:
+            break
+    return None if best is None else (best, n + 1 - best)
+
+
+def min_rounds(confidence: float) -> int:
+    """Fewest rounds for which the median interval exists at `confidence`."""
+    n = 1
+    while median_ci_ranks(n, confidence) is None:
+        n += 1
+    return n
+
+
+def cv(xs: Sequence[float]) -> float:
+    """Coefficient of variation (sample stdev / mean); NaN for fewer than 2."""
+    if len(xs) < 2:
+        return math.nan
+    mean = statistics.fmean(xs)
+    return statistics.stdev(xs) / mean if mean > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class PairedStats:
+    rounds: int
+    base_median_ns: float
+    cand_median_ns: float
+    base_min_ns: float
+    cand_min_ns: float
+    median_ratio: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    min_ratio: float
+    base_cv: float
+    cand_cv: float
+    verdict: str
+
+    @property
+    def noise(self) -> float:
+        """The larger CV of the two sides."""
+        return max(self.base_cv, self.cand_cv)
+
+    def describe(self, min_effect: float) -> str:
+        ci = (f"[{self.ci_low:.3f}, {self.ci_high:.3f}]" if not math.isnan(self.ci_low)
+              else "[–]")
+        return (f"{self.verdict}: paired ratio {self.median_ratio:.3f} "
+                f"({self.confidence:.2%} CI {ci}), min ratio {self.min_ratio:.3f}, "
+                f"CV base {self.base_cv:.1%} cand {self.cand_cv:.1%}, {self.rounds} rounds, "
+                f"limit ±{min_effect:.1%}")
+
+
+def paired(base: Sequence[float], cand: Sequence[float], min_effect: float = 0.025,
+           alpha: float = 0.01, comparisons: int = 1) -> PairedStats:
+    """Statistics and verdict of one case from its interleaved rounds
+    (base[i] and cand[i] are a pair; per-call times)."""
+    if len(base) != len(cand):
+        raise ValueError(f"paired rounds: {len(base)} base vs {len(cand)} candidate")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if min_effect < 0:
+        raise ValueError(f"min_effect must be >= 0, got {min_effect}")
+    n = len(base)
+    confidence = 1.0 - alpha / max(1, comparisons)
+    if n == 0 or min(base) <= 0 or min(cand) <= 0:
+        nan = math.nan
+        return PairedStats(n, nan, nan, nan, nan, nan, nan, nan, confidence, nan, nan, nan,
+                           TOO_FEW)
+    ratios = sorted(c / b for b, c in zip(base, cand, strict=True))
+    med = statistics.median(ratios)
+    ranks = median_ci_ranks(n, confidence)
+    lo, hi = (ratios[ranks[0] - 1], ratios[ranks[1] - 1]) if ranks else (math.nan, math.nan)
+    min_ratio = min(cand) / min(base)
+    up, down = 1.0 + min_effect, 1.0 - min_effect
+    if ranks is None:
+        verdict = TOO_FEW
+    elif lo > up and min_ratio > 1.0 + min_effect / 2:
+        verdict = SLOWER
+    elif hi < down and min_ratio < 1.0 - min_effect / 2:
+        verdict = FASTER
+    elif lo >= down and hi <= up:
+        verdict = SAME
+    else:
+        verdict = NOISY
+    return PairedStats(n, statistics.median(base), statistics.median(cand), min(base),
+                       min(cand), med, lo, hi, confidence, min_ratio, cv(base), cv(cand),
+                       verdict)

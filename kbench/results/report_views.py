@@ -1,0 +1,240 @@
+"""The report's answers to three questions, as tables and plots that
+kbench.results.report places on the page:
+
+- *which realization is fastest per shape?* — the fastest of ours and the
+  fastest peer per shape, marked in the GFLOP/s table; one hue per
+  realization family (blocked variants in shades of their kernel's hue,
+  peers in their own hues), so related series read as related;
+- *is it correct?* — realizations whose observed errors are identical on
+  every case (bit-identical kernels) drawn once, labelled with all names;
+- *did anything regress?* — the gate's verdict with its statistics, and
+  asv-style trends of each case's median time per realization over the
+  runs in the history database."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+BLOCKING = re.compile(r"_mb\d+_nb\d+_kb\d+")
+BEST = "best per shape"
+PEER_PREFIXES = ("ort_",)
+
+
+def is_peer(series: str) -> bool:
+    return str(series).startswith(PEER_PREFIXES)
+
+
+def family(series: str) -> str:
+    """A series' realization family: its name without cache-blocking
+    parameters, B form or thread count (`gemm_neon_f16acc_mb24_nb64_kb64 B:native`
+    -> `gemm_neon_f16acc`)."""
+    name = str(series).split(" ")[0]
+    return BLOCKING.sub("", name)
+
+
+def _shade(rgb: Sequence[float], i: int, n: int) -> tuple[float, float, float]:
+    """The i-th of n shades of a colour: the base colour first, then lighter."""
+    t = 0.0 if n <= 1 else 0.55 * i / (n - 1)
+    r, g, b = (float(c) for c in rgb[:3])
+    return (r + (1 - r) * t, g + (1 - g) * t, b + (1 - b) * t)
+
+
+def family_colors(names: Sequence[str]) -> dict[str, Any]:
+    """A fixed colour per series: one hue per family (ours from one
+    qualitative palette, peers from another), members of a family in shades
+    of it, "best per shape" near black."""
+    from matplotlib import colormaps
+
+    unique = sorted({str(n) for n in names} - {BEST})
+    fams: dict[str, list[str]] = {}
+    for n in unique:
+        fams.setdefault(family(n), []).append(n)
+    ours = sorted(f for f in fams if not is_peer(f))
+    peers = sorted(f for f in fams if is_peer(f))
+    palette = list(colormaps["tab10"].colors) + list(colormaps["Dark2"].colors)
+    peer_palette = [(0.35, 0.2, 0.1), (0.55, 0.0, 0.35), (0.0, 0.3, 0.3), (0.3, 0.3, 0.0)]
+    out: dict[str, Any] = {}
+    for i, f in enumerate(ours):
+        base = palette[i % len(palette)]
+        members = fams[f]
+        for j, n in enumerate(members):
+            out[n] = _shade(base, j, len(members))
+    for i, f in enumerate(peers):
+        base = peer_palette[i % len(peer_palette)]
+        members = fams[f]
+        for j, n in enumerate(members):
+            out[n] = _shade(base, j, len(members))
+    out[BEST] = "0.1"
+    return out
+
+
+FASTEST_COLUMNS = ["target", "catalog", "case", "shape", "fastest_ours", "ours_time_ns",
+                   "ours_gflops", "fastest_peer", "peer_time_ns", "peer_vs_ours"]
+
+
+def fastest_per_shape(gflops: pd.DataFrame) -> pd.DataFrame:
+    """Per shape: the fastest of our realizations and the fastest peer (by
+    median time), and peer time / our time (above 1: ours is faster)."""
+    if gflops.empty:
+        return pd.DataFrame(columns=FASTEST_COLUMNS)
+    rows = []
+    for (target, catalog, case), g in gflops.groupby(["target", "catalog", "case"], sort=False):
+        g = g[g["time_median_ns"] > 0]
+        ours = g[~g["series"].map(is_peer)].sort_values("time_median_ns")
+        peer = g[g["series"].map(is_peer)].sort_values("time_median_ns")
+        o = ours.iloc[0] if len(ours) else None
+        p = peer.iloc[0] if len(peer) else None
+        rows.append({
+            "target": target, "catalog": catalog, "case": case,
+            "shape": str(g["shape"].iloc[0]) if len(g) else "",
+            "fastest_ours": "" if o is None else str(o["series"]),
+            "ours_time_ns": math.nan if o is None else float(o["time_median_ns"]),
+            "ours_gflops": math.nan if o is None else float(o["gflops"]),
+            "fastest_peer": "" if p is None else str(p["series"]),
+            "peer_time_ns": math.nan if p is None else float(p["time_median_ns"]),
+            "peer_vs_ours": (math.nan if o is None or p is None
+                             else float(p["time_median_ns"]) / float(o["time_median_ns"])),
+        })
+    return pd.DataFrame(rows, columns=FASTEST_COLUMNS)
+
+
+ERROR_SIGNATURE = ("k", "max_err_bound", "max_ulp", "max_rms_rel", "min_exact_fraction")
+
+
+def identical_error_groups(table: pd.DataFrame) -> dict[tuple[str, str, str], list[str]]:
+    """(target, op, first realization) -> the realizations whose observed
+    errors are identical at every K (bit-identical kernels give identical
+    statistics); each group is drawn once."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for (target, op), g in table.groupby(["target", "op"], sort=False):
+        seen: dict[tuple, str] = {}
+        for real, r in g.groupby("realization", sort=True):
+            cols = [c for c in ERROR_SIGNATURE if c in r]
+            sig = tuple(tuple(np.round(r.sort_values("k")[c].to_numpy(dtype=float), 12))
+                        for c in cols)
+            key = (str(r["accum"].iloc[0]) if "accum" in r else "", sig)
+            if key in seen:
+                groups[(str(target), str(op), seen[key])].append(str(real))
+            else:
+                seen[key] = str(real)
+                groups[(str(target), str(op), str(real))] = [str(real)]
+    return groups
+
+
+def group_label(members: list[str], limit: int = 3) -> str:
+    """"a = b = c" (bit-identical errors), shortened past `limit` names."""
+    if len(members) <= limit:
+        return " = ".join(members)
+    return " = ".join(members[:limit]) + f" (+{len(members) - limit} identical)"
+
+
+# ----------------------------------------------------------------- gate verdict
+
+@dataclass(frozen=True)
+class GateView:
+    """What the report shows of the gate: verdict, failures, statistics."""
+
+    passed: bool
+    settings: str
+    failures: pd.DataFrame  # reason, case, detail
+    cases: pd.DataFrame  # per timed case: ratio, pass ratio, p, verdict, note
+    counts: dict[str, int]
+    warnings: list[str]
+
+
+def gate_view(result: Any) -> GateView:
+    """From a kbench.results.compare.GateResult."""
+    comp = result.comparison
+    failures = pd.DataFrame([{"reason": f.reason, "case": f.case, "detail": f.detail}
+                             for f in result.failures], columns=["reason", "case", "detail"])
+    frame = comp.frame()
+    timed = frame[[c.timed for c in comp.cases]] if len(frame) else frame
+    cols = ["target", "realization", "catalog", "case", "base_median_ns", "cand_median_ns",
+            "ratio", "pass_ratio", "p_slower", "verdict", "note"]
+    cases = timed[cols].reset_index(drop=True) if len(timed) else pd.DataFrame(columns=cols)
+    settings = (f"slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} (one-sided "
+                "Mann-Whitney U on per-round times, Holm-adjusted; with passes, the slowdown "
+                "must show in more than half of them)")
+    return GateView(result.passed, settings, failures, cases, comp.counts(),
+                    list(comp.warnings))
+
+
+# ----------------------------------------------------------------- history trends
+
+TREND_COLUMNS = ["run_id", "date", "git_commit", "target", "catalog", "case", "realization",
+                 "time_median_ns"]
+
+
+def history_trends(db_path: str | Path, cpu_model: str, arch: str,
+                   limit_runs: int = 50) -> pd.DataFrame:
+    """Median per-call time of every timed, non-emulated case per realization
+    in the last `limit_runs` runs of this machine (same CPU model and
+    architecture) recorded in the history database, oldest first."""
+    from kbench.results.history import connect
+    sql = ("SELECT runs.id AS run_id, runs.date AS date, runs.git_commit AS git_commit, "
+           "r.target AS target, r.catalog AS catalog, r.\"case\" AS \"case\", "
+           "r.realization AS realization, r.time_median_ns AS time_median_ns "
+           "FROM results r JOIN runs ON runs.id = r.run_id "
+           "WHERE r.rounds > 0 AND coalesce(r.emulated, 0) = 0 "
+           "AND coalesce(runs.cpu_model, '') = ? AND coalesce(runs.arch, '') = ? "
+           "AND runs.id IN (SELECT id FROM runs ORDER BY date DESC, id DESC LIMIT ?)")
+    with closing(connect(db_path)) as con:
+        df = pd.read_sql_query(sql, con, params=[cpu_model, arch, int(limit_runs)])
+    if df.empty:
+        return pd.DataFrame(columns=TREND_COLUMNS)
+    # passes of one run: one point (their median)
+    df = (df.groupby(["run_id", "date", "git_commit", "target", "catalog", "case",
+                      "realization"], as_index=False, dropna=False)["time_median_ns"].median())
+    return df.sort_values(["date", "run_id"]).reset_index(drop=True)[TREND_COLUMNS]
+
+
+def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 24,
+                per_row: int = 4) -> tuple[Figure, int]:
+    """Small multiples, one per case (asv-style): median time per call over
+    the runs, one line per realization. Returns the figure and the number of
+    cases left out (past max_cases)."""
+    cases = list(dict.fromkeys(zip(trends["target"], trends["catalog"], trends["case"],
+                                   strict=True)))
+    shown = cases[:max_cases]
+    runs = list(dict.fromkeys(trends["run_id"]))
+    x_of = {r: i for i, r in enumerate(runs)}
+    nrows = max(1, math.ceil(len(shown) / per_row))
+    fig = Figure(figsize=(12, 0.4 + 2.0 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, per_row, squeeze=False).ravel()
+    for ax, (target, catalog, case) in zip(axes, shown, strict=False):
+        g = trends[(trends["target"] == target) & (trends["catalog"] == catalog)
+                   & (trends["case"] == case)]
+        for real, r in g.groupby("realization", sort=True):
+            xs = [x_of[i] for i in r["run_id"]]
+            ax.plot(xs, r["time_median_ns"].to_numpy(dtype=float) / 1e3, marker="o", ms=3,
+                    lw=1.2, color=colors.get(str(real), "0.5"), label=str(real))
+        ax.set_title(f"{case}", fontsize="small")
+        ax.tick_params(labelsize="x-small")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    for ax in axes[len(shown):]:
+        ax.set_visible(False)
+    for ax in axes[::per_row]:
+        ax.set_ylabel("µs per call", fontsize="x-small")
+    handles, labels = [], []
+    for ax in axes[:len(shown)]:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize="small",
+                   frameon=False)
+    fig.suptitle(f"median time per call over the last {len(runs)} runs of this machine "
+                 "(x: run, oldest left)", fontweight="bold")
+    return fig, len(cases) - len(shown)

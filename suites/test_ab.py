@@ -1,0 +1,211 @@
+"""The interleaved A/B protocol (`kbench ab`): its statistics on synthetic
+samples (no timing), and its mechanics — rounds alternate with a recorded
+order, both sides pinned to one CPU, machine state and per-case CV in the
+run folder — without asserting any speed."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kbench.harness import ab
+from kbench.results import abstats
+from kbench.results.machine import busy, cpu_idle_ticks, describe, machine_state, quietest_cpu
+from kbench.targets import crossbuild
+from kbench.targets.spec import parse_target
+
+
+def _noisy(n: int, scale: float, seed: int, spread: float = 0.01,
+           bursts: float = 0.0) -> list[float]:
+    """Per-round times around `scale`, log-normal noise, occasional bursts."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        t = scale * math.exp(rng.gauss(0, spread))
+        if bursts and rng.random() < bursts:
+            t *= 1 + rng.uniform(0.2, 2.0)  # a round hit by background load
+        out.append(t)
+    return out
+
+
+def test_median_ci_ranks_are_the_sign_test_interval() -> None:
+    # n = 20 at 95%: the classic ranks 6 and 15
+    assert abstats.median_ci_ranks(20, 0.95) == (6, 15)
+    assert abstats.median_ci_ranks(5, 0.99) is None
+    n = abstats.min_rounds(0.99)
+    assert abstats.median_ci_ranks(n, 0.99) is not None
+    assert abstats.median_ci_ranks(n - 1, 0.99) is None
+    lo, hi = abstats.median_ci_ranks(30, 0.999)
+    assert 2 * abstats.binom_cdf_half(lo - 1, 30) <= 0.001 < 2 * abstats.binom_cdf_half(lo, 30)
+    assert hi == 31 - lo
+
+
+def test_identical_builds_are_same() -> None:
+    base = _noisy(30, 1000.0, 1)
+    cand = _noisy(30, 1000.0, 2)
+    s = abstats.paired(base, cand, min_effect=0.025, alpha=0.01, comparisons=16)
+    assert s.verdict == abstats.SAME, s
+    assert s.ci_low < 1 < s.ci_high
+
+
+def test_slowdowns_of_5_and_10_percent_are_slower() -> None:
+    for f in (0.05, 0.10):
+        base = _noisy(30, 1000.0, 3)
+        cand = [t * (1 + f) for t in _noisy(30, 1000.0, 4)]
+        s = abstats.paired(base, cand, 0.025, 0.01, 16)
+        assert s.verdict == abstats.SLOWER, (f, s)
+        assert s.ci_low > 1.025 and abs(s.median_ratio - (1 + f)) < 0.02
+
+
+def test_load_that_hits_both_sides_of_a_pair_cancels() -> None:
+    """Bursts of load shared by the two rounds of a pair (interleaving) leave
+    the paired ratio at 1, though each side's CV is large."""
+    rng = random.Random(5)
+    base, cand = [], []
+    for _ in range(30):
+        load = 1 + (rng.uniform(0.5, 3.0) if rng.random() < 0.3 else 0)
+        base.append(1000 * load * math.exp(rng.gauss(0, 0.005)))
+        cand.append(1000 * load * math.exp(rng.gauss(0, 0.005)))
+    s = abstats.paired(base, cand, 0.025, 0.01, 16)
+    assert s.base_cv > 0.2 and s.cand_cv > 0.2
+    assert s.verdict == abstats.SAME
+
+
+def test_noise_on_one_side_is_noisy_not_a_regression() -> None:
+    """Load that hits single rounds (not pairs) widens the interval: the
+    case is reported noisy, never slower."""
+    base = _noisy(30, 1000.0, 6, spread=0.01)
+    cand = _noisy(30, 1000.0, 7, spread=0.01, bursts=0.45)
+    s = abstats.paired(base, cand, 0.025, 0.01, 16)
+    assert s.verdict == abstats.NOISY, s
+    assert s.cand_cv > 0.2
+
+
+def test_minima_must_agree_with_the_medians() -> None:
+    base = [1000.0] * 15 + [1100.0] * 15
+    cand = [1100.0] * 15 + [1300.0] * 15  # medians +18%, one fast candidate round
+    cand[0] = 990.0
+    s = abstats.paired(base, cand, 0.025, 0.01, 1)
+    assert s.ci_low > 1.025 and s.min_ratio < 1.0125
+    assert s.verdict == abstats.NOISY
+
+
+def test_too_few_rounds_and_bad_input() -> None:
+    s = abstats.paired([1.0] * 4, [1.2] * 4, 0.025, 0.01, 16)
+    assert s.verdict == abstats.TOO_FEW
+    with pytest.raises(ValueError):
+        abstats.paired([1.0], [1.0, 2.0])
+    assert math.isnan(abstats.cv([1.0]))
+    assert abstats.cv([1.0, 3.0]) == pytest.approx(math.sqrt(2) / 2)
+
+
+def test_interleave_alternates_sides_and_records_the_order() -> None:
+    calls: list[str] = []
+
+    def side(name: str):
+        def run() -> float:
+            calls.append(name)
+            return float(len(calls))
+        return run
+    b, c, order = ab.interleave(side("b"), side("c"), 40, random.Random(0))
+    assert len(b) == len(c) == 40 and len(order) == 40
+    pairs = [calls[2 * i:2 * i + 2] for i in range(40)]
+    assert all(sorted(p) == ["b", "c"] for p in pairs)  # one round of each per pair
+    assert "".join(p[0] for p in pairs) == order  # the order string says who went first
+    assert 10 < order.count("b") < 30  # both orders occur
+    # base[i] and cand[i] come from the same pair
+    for i, p in enumerate(pairs):
+        first = float(2 * i + 1)
+        assert (b[i], c[i]) == ((first, first + 1) if p[0] == "b" else (first + 1, first))
+
+
+def test_machine_state_and_quietest_cpu(tmp_path: Path) -> None:
+    cpu0 = tmp_path / "cpu0" / "cpufreq"
+    cpu0.mkdir(parents=True)
+    (cpu0 / "scaling_governor").write_text("performance\n")
+    (cpu0 / "scaling_cur_freq").write_text("2400000\n")
+    (tmp_path / "cpu1").mkdir()
+    st = machine_state(tmp_path)
+    assert st["governor"] == ["performance"] and st["governors"] == {"cpu0": "performance"}
+    assert st["cur_freq_khz"] == {"cpu0": 2400000}
+    assert "governor performance" in describe(st)
+    assert machine_state(tmp_path / "none")["governor"] == "unreadable"
+    assert busy({"load_avg": [3.0], "cpus": 2}) and not busy({"load_avg": [0.5], "cpus": 2})
+    assert quietest_cpu({0: 100, 1: 100}, {0: 110, 1: 150}) == 1
+    assert quietest_cpu({0: 100, 1: 100}, {0: 110, 1: 150}, allowed={0}) == 0
+    ticks = cpu_idle_ticks()
+    assert not ticks or all(v >= 0 for v in ticks.values())
+
+
+@pytest.fixture(scope="module")
+def worker_path() -> str:
+    if not os.path.exists("/proc/stat"):
+        pytest.skip("needs Linux")
+    return str(crossbuild.build("host"))
+
+
+def test_pin_together_puts_both_workers_on_one_cpu(worker_path: str) -> None:
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity on this OS")
+    a, b = parse_target(f"worker:{worker_path}"), parse_target("worker:host")
+    try:
+        a.info()
+        b.info()
+        cpu = ab.pin_together([a, b])
+        assert cpu in os.sched_getaffinity(0)
+        for t in (a, b):
+            assert os.sched_getaffinity(ab.process_id(t)) == {cpu}
+    finally:
+        a.close()
+        b.close()
+
+
+def test_kbench_ab_run_folder(tmp_path: Path, worker_path: str) -> None:
+    """Mechanics end to end on two smoke cases: verdicts, paired rounds and
+    their order, machine state and CV recorded (no speed asserted)."""
+    out = tmp_path / "ab"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    res = subprocess.run([sys.executable, "-m", "kbench.cli", "ab", "--base",
+                          f"worker:{worker_path}", "--cand", "worker:host", "--shapes", "smoke",
+                          "-k", "m7_n8_k15|smoke_k3x3_p1_n1h9w9",
+                          "--realization", "gemm_scalar_f32acc",
+                          "--realization", "conv2d_direct_scalar_f32acc", "--rounds", "14",
+                          "--min-round-ms", "0.2", "--out", str(out)],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode in (0, 1), res.stdout + res.stderr
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["kind"] == "ab" and meta["complete"] is True
+    state = meta["machine_state"]
+    assert state["start"]["load_avg"] and "governor" in state["end"]
+    assert "pinned_cpu" in meta
+    assert meta["cases"] and all({"base_cv", "cand_cv", "verdict"} <= set(c)
+                                 for c in meta["cases"])
+    import csv
+    with (out / "ab.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows, res.stdout
+    for r in rows:
+        assert r["base_ran"] == r["cand_ran"] == r["realization"]
+        base = [float(x) for x in r["base_round_times_ns"].split()]
+        cand = [float(x) for x in r["cand_round_times_ns"].split()]
+        assert len(base) == len(cand) == 14 == len(r["order"]) == int(r["rounds"])
+        assert set(r["order"]) <= {"b", "c"}
+        assert float(r["base_cv"]) == pytest.approx(abstats.cv(base), rel=1e-4)
+        assert r["verdict"] in ("same", "slower", "faster", "noisy", "too-few-rounds")
+    md = (out / "ab.md").read_text()
+    assert md.startswith("## kbench ab: ") and "load" in md and "CV base / cand" in md
+
+
+def test_ab_refuses_emulated_targets_and_empty_selections(worker_path: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    res = subprocess.run([sys.executable, "-m", "kbench.cli", "ab", "--base",
+                          f"worker:{worker_path}", "--shapes", "smoke", "-k", "nothing_matches"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 2 and "select no case" in res.stderr

@@ -1,0 +1,190 @@
+"""The report answers which realization is fastest per shape (ours and
+peers apart), colours realization families distinctly, draws bit-identical
+realizations once, shows the gate's verdict with its statistics, and draws
+history trends (`kbench report --history`), checked in headless Chromium
+like the rest of the report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from test_report import (
+    IMAGES_JS,
+    DevTools,
+    _baseline_rows,
+    _chromium,
+    _error_events,
+    _perf_rows,
+    write_run,
+)
+
+from kbench.cli.report import report as report_command
+from kbench.results import report as rep
+from kbench.results import report_views as views
+from kbench.results.compare import gate
+from kbench.results.history import append_run
+
+
+def test_families_and_their_colours() -> None:
+    assert views.family("gemm_neon_f16acc_mb24_nb64_kb64 B:native") == "gemm_neon_f16acc"
+    assert views.family("gemm_scalar_f32acc ×4t") == "gemm_scalar_f32acc"
+    names = ["gemm_scalar_f32acc", "conv2d_direct_scalar_f32acc", "gemm_neon_f16acc",
+             "gemm_neon_f16acc_mb24_nb64_kb64", "gemm_neon_f16acc_mb96_nb256_kb256",
+             "ort_matmul_f16", "ort_matmul_f16_nokleidiai", views.BEST]
+    c = views.family_colors(names)
+    families = {"gemm_scalar_f32acc", "conv2d_direct_scalar_f32acc", "gemm_neon_f16acc",
+                "ort_matmul_f16", "ort_matmul_f16_nokleidiai"}
+    assert len({c[f] for f in families}) == len(families)  # distinct per family
+    # scalar realizations are colours, not greys
+    for f in ("gemm_scalar_f32acc", "conv2d_direct_scalar_f32acc"):
+        r, g, b = c[f]
+        assert max(r, g, b) - min(r, g, b) > 0.1
+    # blocked variants: shades (lighter) of their kernel's hue
+    base = c["gemm_neon_f16acc"]
+    for v in ("gemm_neon_f16acc_mb24_nb64_kb64", "gemm_neon_f16acc_mb96_nb256_kb256"):
+        assert c[v] != base and all(x >= y - 1e-9 for x, y in zip(c[v], base, strict=True))
+    assert rep.series_colors(names) == c
+
+
+def _gflops_frame() -> pd.DataFrame:
+    rows = []
+    for case, times in (("a", {"gemm_scalar_f32acc": 100.0, "gemm_neon_f16acc": 40.0,
+                               "ort_matmul_f16": 30.0, "ort_matmul_f16_nokleidiai": 50.0}),
+                        ("b", {"gemm_scalar_f32acc": 100.0, "gemm_neon_f16acc": 60.0})):
+        for s, t in times.items():
+            rows.append({"target": "host", "catalog": "cat", "case": case, "shape": case,
+                         "layers": 1, "series": s, "time_median_ns": t, "gflops": 1000 / t})
+    return pd.DataFrame(rows)
+
+
+def test_fastest_per_shape_keeps_ours_and_peers_apart() -> None:
+    f = views.fastest_per_shape(_gflops_frame()).set_index("case")
+    assert f.loc["a", "fastest_ours"] == "gemm_neon_f16acc"  # not the faster peer
+    assert f.loc["a", "fastest_peer"] == "ort_matmul_f16"
+    assert f.loc["a", "peer_vs_ours"] == pytest.approx(0.75)
+    assert f.loc["b", "fastest_peer"] == "" and pd.isna(f.loc["b", "peer_vs_ours"])
+
+
+def test_gflops_table_marks_the_fastest_cells() -> None:
+    table = rep._pivot_gflops(_gflops_frame())
+    assert table.columns[3:5] == ["fastest (ours)", "fastest peer"]
+    col = {name: i for i, name in enumerate(table.columns)}
+    row_a = table.rows[0]
+    assert "best" in row_a[col["gemm_neon_f16acc"]].cls.split()
+    assert row_a[col["gemm_neon_f16acc"]].text.startswith("★")
+    assert "best-peer" in row_a[col["ort_matmul_f16"]].cls.split()
+    assert not row_a[col["gemm_scalar_f32acc"]].text.startswith(("★", "☆"))
+    # peers come after ours
+    assert col["ort_matmul_f16"] > col["gemm_scalar_f32acc"]
+
+
+def test_identical_errors_are_grouped() -> None:
+    rows = []
+    for real, ulp in (("gemm_scalar_f32acc", 0.0), ("gemm_neon_f32acc_fhm", 0.0),
+                      ("gemm_neon_f32acc_cvt", 0.0), ("gemm_neon_f16acc", 3.0)):
+        for k in (16, 64):
+            rows.append({"target": "host", "op": "gemm", "realization": real,
+                         "accum": "fp16" if "f16acc" in real else "fp32", "k": k,
+                         "max_err_bound": 0.5, "max_ulp": ulp * k, "max_rms_rel": 1e-4,
+                         "min_exact_fraction": 1.0})
+    groups = views.identical_error_groups(pd.DataFrame(rows))
+    assert sorted(groups.values()) == [["gemm_neon_f16acc"], [
+        "gemm_neon_f32acc_cvt", "gemm_neon_f32acc_fhm", "gemm_scalar_f32acc"]]
+    assert views.group_label(["a", "b", "c", "d"]) == "a = b = c (+1 identical)"
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A run against a baseline whose NEON rows were faster: the gate fails."""
+    base_dir = tmp_path_factory.mktemp("gated")
+    fast = [replace(v, time_median_ns=v.time_median_ns / 2,
+                    round_times_ns=[t / 2 for t in v.round_times_ns])
+            if v.backend == "neon" and not v.emulated else v for v in _baseline_rows()]
+    baseline = write_run(base_dir / "baseline", fast, commit="b" * 40)
+    run = write_run(base_dir / "run", _perf_rows(), commit="c" * 40)
+    result = gate(baseline, run, alpha=0.05, max_slowdown=0.05)
+    db = base_dir / "history.sqlite"
+    for i, factor in enumerate((1.3, 1.1, 1.0)):  # three runs of this machine, getting faster
+        rows = [replace(v, time_median_ns=v.time_median_ns * factor) for v in _perf_rows()]
+        append_run(db, write_run(base_dir / f"hist{i}", rows, commit=f"{i}" * 40))
+    return base_dir, {"result": result, "db": db}
+
+
+def test_report_shows_the_gate_verdict_with_statistics(gated, tmp_path: Path) -> None:
+    base_dir, g = gated
+    result = g["result"]
+    assert not result.passed
+    run = write_run(tmp_path / "r", _perf_rows(), commit="c" * 40)
+    files = rep.build_report(run, None, tmp_path / "out", gate=result)
+    html = files.html.read_text(encoding="utf-8")
+    assert '<section id="gate">' in html
+    assert f"FAILED ({len(result.failures)} failure(s))" in html
+    assert "Mann-Whitney U" in html and "slowdown" in html
+    for f in result.failures:  # every failure listed, with its reason
+        assert f"<td>{f.reason}</td>" in html
+    # the per-case statistics: ratio of medians, pass ratio, p, verdict
+    for col in ("ratio", "pass_ratio", "p_slower", "verdict"):
+        assert f"<th>{col}</th>" in html
+    timed = [c for c in result.comparison.cases if c.timed]
+    assert html.count('<section id="gate">') == 1 and len(timed) > 0
+
+
+def test_report_command_gate_and_history_in_chromium(gated, tmp_path: Path) -> None:
+    base_dir, g = gated
+    out = tmp_path / "report"
+    res = CliRunner().invoke(report_command, [str(base_dir / "run"), "--baseline",
+                                              str(base_dir / "baseline"), "--history",
+                                              "--db", str(g["db"]), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    html = (out / "report.html").read_text(encoding="utf-8")
+    for section in ("gate", "history", "performance"):
+        assert f'<section id="{section}">' in html
+    assert "kbench gate (this run against baseline): FAILED" in html
+    assert "3 run(s) of this machine" in html
+    trends = pd.read_csv(out / "history_trends.csv")
+    assert trends["run_id"].nunique() == 3
+    one = trends[(trends["case"] == trends["case"].iloc[0])
+                 & (trends["realization"] == trends["realization"].iloc[0])]
+    assert list(one["time_median_ns"]) == sorted(one["time_median_ns"], reverse=True)
+    assert "Fastest per shape" in html and "★" in html
+    chromium = _chromium()
+    n_images = html.count("<img ")
+    tools = DevTools.launch(chromium, tmp_path / "profile")
+    try:
+        target = tools.call("Target.createTarget", url="about:blank")["targetId"]
+        session = tools.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            tools.call(f"{domain}.enable", session)
+        tools.call("Page.navigate", session, url=(out / "report.html").as_uri())
+        tools.wait_event("Page.loadEventFired")
+        images = json.loads(tools.call("Runtime.evaluate", session, expression=IMAGES_JS,
+                                       returnByValue=True)["result"]["value"])
+        js = ("JSON.stringify([document.querySelector('#gate .banner').textContent, "
+              "document.querySelectorAll('#history img').length, "
+              "document.querySelectorAll('td.best').length, "
+              "document.querySelector('#history img').naturalHeight])")
+        gate_text, n_trend, n_best, trend_h = json.loads(tools.call(
+            "Runtime.evaluate", session, expression=js, returnByValue=True)["result"]["value"])
+    finally:
+        tools.close()
+    assert len(images) == n_images
+    for complete, width, height, shown in images:
+        assert complete and width > 100 and height > 100 and shown > 0
+    assert _error_events(tools.events) == []
+    assert "FAILED" in gate_text
+    assert n_trend == 1 and trend_h > 100
+    assert n_best > 0
+    # compact: no chart taller than 14 inches at 96 dpi
+    assert max(h for _, _, h, _ in images) <= 14 * 96 + 1
+
+
+def test_history_without_a_database_is_a_clear_error(gated, tmp_path: Path) -> None:
+    base_dir, _ = gated
+    res = CliRunner().invoke(report_command, [str(base_dir / "run"), "--history", "--db",
+                                              str(tmp_path / "none.sqlite")])
+    assert res.exit_code == 1 and "no history database" in res.output

@@ -1,0 +1,294 @@
+"""The everyday workflow: no silent green (typo'd realization, absent
+backend, empty selection), every skip says why, the case filter (`-k`),
+a reproducer for every failed verdict, pass numbers and ETAs in progress
+lines, help on every option, and tune classes that keep apart what decides
+applicability (dilation, groups) with readable bounds."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+import pytest
+
+from kbench.harness.progress import ProgressCounter
+from kbench.harness.selection import CaseFilter, filter_errors, reproducer
+from kbench.harness.tune import ShapeResult, build_table, class_matches, conv_class, gemm_class
+from kbench.judge.verdict import PASS, Verdict
+from kbench.native import api
+from kbench.native.calls import TargetInfo
+from kbench.problems.cases import ConvCase, GemmCase
+from kbench.results.store import RunWriter
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def kbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.run([sys.executable, "-m", "kbench.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=600)
+
+
+def _info(name: str, reals: list[tuple[str, str]]) -> TargetInfo:
+    rs = [api.Realization(name=n, backend=b, kernel="k", op="gemm", isa="scalar", accum="fp32",
+                          k_per_rounding=1, bforms=("plain",), vector_bits=0, threads=1)
+          for n, b in reals]
+    return TargetInfo(name=name, kind="in-process", emulated=False, arch="x", cpu_features=[],
+                      sme_vector_bits=0, isa="scalar", library_version="0", realizations=rs)
+
+
+# ---- no silent green ---------------------------------------------------------------------
+
+def test_filter_errors_name_what_exists() -> None:
+    infos = {"host": _info("host", [("gemm_scalar_f32acc", "scalar")]),
+             "qemu": _info("qemu", [("gemm_neon_f16acc", "neon")])}
+    assert filter_errors(infos, ["neon", "scalar"], ["gemm_neon_f16acc"]) == []
+    errs = filter_errors(infos, ["sme"], ["gemm_scalr_f32acc"])
+    assert len(errs) == 2
+    assert "--backend sme" in errs[0]
+    assert "host has scalar" in errs[0] and "qemu has neon" in errs[0]
+    assert "--realization gemm_scalr_f32acc" in errs[1]
+    assert "did you mean gemm_scalar_f32acc" in errs[1]
+
+
+def test_typo_realization_is_a_usage_error(tmp_path: Path) -> None:
+    res = kbench("run", "--realization", "gemm_nosuch_typo", "--no-history", "--out",
+                 str(tmp_path / "r"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "--realization gemm_nosuch_typo" in res.stderr
+    assert "gemm_scalar_f32acc" in res.stderr  # names what exists
+    assert not (tmp_path / "r").exists()
+
+
+def test_backend_the_target_lacks_is_a_usage_error(tmp_path: Path) -> None:
+    have = {r.backend for r in api.realizations()}
+    absent = [b for b in api.BACKENDS if b not in have]
+    if not absent:
+        pytest.skip("this CPU has every backend; filter_errors is tested on synthetic targets")
+    res = kbench("run", "--suite", "correctness", "--backend", absent[0], "--no-history",
+                 "--out", str(tmp_path / "r"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"--backend {absent[0]}: no chosen target offers it" in res.stderr
+    assert "host has" in res.stderr and "scalar" in res.stderr
+
+
+def test_empty_selection_exits_non_zero_with_a_message(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    res = kbench("run", "--shapes", "smoke", "-k", "no_case_is_called_this", "--no-history",
+                 "--out", str(out))
+    assert res.returncode == 5, res.stdout + res.stderr
+    assert "selected no case" in res.stderr
+    assert "no gemm case selected by" in res.stdout and "-k 'no_case_is_called_this'" in res.stdout
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["complete"] is False and "no case selected" in meta["empty_selection"]
+
+
+def test_bad_case_regex_is_a_usage_error() -> None:
+    res = kbench("run", "--shapes", "smoke", "-k", "(unclosed", "--no-history")
+    assert res.returncode == 2 and "not a regular expression" in res.stderr
+
+
+def test_every_skip_says_why() -> None:
+    """The dispatch-table suite without a table, and a catalog without conv cases:
+    each skip carries a reason (pytest's own empty parameter set gives none)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                          str(REPO / "suites" / "test_dispatch_table.py"),
+                          str(REPO / "suites" / "test_correctness.py"),
+                          "--kb-shapes", "smoke", "--kb-case", "m1_n17_k33"],
+                         capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    skipped = [line for line in res.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert len(skipped) == 2, res.stdout
+    assert any("no dispatch table given" in line for line in skipped)
+    assert any("no conv2d case selected by" in line and "m1_n17_k33" in line
+               for line in skipped)
+    assert "NOTSET" not in res.stdout
+
+
+# ---- case filter and reproducers ---------------------------------------------------------
+
+def test_case_filter_is_a_regex_on_catalog_and_case() -> None:
+    f = CaseFilter("^smoke/m1_")
+    assert f.matches("smoke", "m1_n17_k33") and not f.matches("edge", "m1_n17_k33")
+    assert CaseFilter("k33$").matches("smoke", "m1_n17_k33")
+    with pytest.raises(ValueError, match="not a regular expression"):
+        CaseFilter("[")
+
+
+def _verdict(**kw: object) -> Verdict:
+    base: dict[str, object] = dict(
+        case="m7_n8_k15_nobias", op="gemm", shape="m7n8k15", kind="uniform", target="host",
+        backend="scalar", realization="gemm_scalar_f32acc", kernel="k", accum="fp32", k=15,
+        m=7, n=8, b_form="plain", vector_bits=0, status="fail", catalog="smoke",
+        message="3 element(s) outside the bound")
+    base.update(kw)
+    return Verdict(**base)  # type: ignore[arg-type]
+
+
+def test_reproducer_names_suite_target_realization_case_and_kind() -> None:
+    cmd = shlex.split(reproducer(_verdict()))
+    assert cmd[:2] == ["kbench", "run"]
+    opts = dict(zip(cmd[2::2], cmd[3::2], strict=True))
+    assert opts == {"--suite": "correctness", "--target": "host",
+                    "--realization": "gemm_scalar_f32acc", "--shapes": "smoke",
+                    "-k": "/m7_n8_k15_nobias$", "--kinds": "uniform"}
+    perf = shlex.split(reproducer(_verdict(suite="perf", threads=4)))
+    assert perf[3] == "perf" and "--kinds" not in perf and perf[-2:] == ["--threads", "4"]
+
+
+def test_reproducer_reruns_exactly_that_verdict(tmp_path: Path) -> None:
+    v = _verdict(status=PASS)
+    cmd = shlex.split(reproducer(v))
+    out = tmp_path / "r"
+    res = kbench(*cmd[1:], "--no-history", "--out", str(out))
+    assert res.returncode == 0, res.stdout + res.stderr
+    with (out / "results.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r["suite"] == "correctness"]
+    assert [(r["case"], r["kind"], r["realization"], r["target"]) for r in rows] == [
+        (v.case, v.kind, v.realization, v.target)]
+
+
+def test_failures_csv_and_verdict_lines_carry_the_reproducer(tmp_path: Path) -> None:
+    w = RunWriter(tmp_path, {"kind": "test"})
+    ok, bad = _verdict(status=PASS), _verdict()
+    w.add(ok)
+    w.add(bad)
+    w.add_failure(bad, reproducer(bad))
+    w.close(complete=True)
+    lines = (tmp_path / "verdicts.txt").read_text().splitlines()
+    assert lines[1].startswith("FAIL") and lines[2].strip() == f"reproduce: {reproducer(bad)}"
+    with (tmp_path / "failures.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 1 and rows[0]["case"] == bad.case
+    assert rows[0]["reproduce"] == reproducer(bad)
+
+
+# ---- progress ----------------------------------------------------------------------------
+
+def test_progress_counter_prints_tenths_with_eta() -> None:
+    p = ProgressCounter(total=40)
+    lines = [p.tick(elapsed_s=float(i + 1), failed=(i == 5)) for i in range(40)]
+    shown = [line for line in lines if line]
+    assert len(shown) == 10
+    assert shown[0] == "[4/40 cases 10%; elapsed 0:00:04 ETA 0:00:36]"
+    assert shown[1].startswith("[8/40 cases 20%, 1 failed;")
+    assert shown[-1].endswith("ETA 0:00:00]")
+
+
+def test_correctness_run_shows_eta_and_perf_run_shows_pass(tmp_path: Path) -> None:
+    res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--backend", "scalar",
+                 "--no-history", "--out", str(tmp_path / "c"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    eta = [line for line in res.stdout.splitlines() if " cases " in line and "ETA" in line]
+    assert len(eta) >= 5 and eta[-1].startswith("[") and "100%" in eta[-1]
+    res = kbench("run", "--suite", "perf", "--shapes", "smoke", "-k", "m7_n8_k15",
+                 "--realization", "gemm_scalar_f32acc", "--rounds", "4", "--passes", "2",
+                 "--max-time", "0.01", "--no-history", "--out", str(tmp_path / "p"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    progress = [line for line in res.stdout.splitlines() if "ETA" in line and "gemm_" in line]
+    assert [p.split("]")[0].split()[-1] for p in progress] == ["1/2", "2/2"], progress
+    assert "pass 1/2" in progress[0] and "pass 2/2" in progress[1]
+
+
+# ---- help ------------------------------------------------------------------------------
+
+def test_every_option_of_every_command_has_help() -> None:
+    from kbench.cli.main import main
+
+    ctx = click.Context(main)
+    seen: list[str] = []
+
+    def walk(cmd: click.Command, path: list[str]):
+        seen.append(" ".join(path))
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):  # lazy subcommands included
+                sub = cmd.get_command(ctx, name)
+                assert sub is not None, name
+                yield from walk(sub, [*path, name])
+        for p in cmd.params:
+            if isinstance(p, click.Option) and not p.help:
+                yield " ".join(path), "/".join(p.opts)
+    missing = list(walk(main, ["kbench"]))
+    assert missing == []
+    for name in ("run", "tune", "ab", "report", "gate", "compare", "history", "catalogs"):
+        assert f"kbench {name}" in seen
+
+
+# ---- tune classes ----------------------------------------------------------------------
+
+def _conv(name: str, dilation: int = 1, groups: int = 1, c: int = 8) -> ConvCase:
+    return ConvCase(name=name, n=1, h=10, w=10, c_in=c, c_out=c, kh=3, kw=3,
+                    dilation=(dilation, dilation), groups=groups, pad=(1, 1, 1, 1))
+
+
+def _timed(case: ConvCase, times: dict[str, float]) -> ShapeResult:
+    sr = ShapeResult(case, "cat", default="conv2d_im2col_gemm_scalar_f32acc")
+    for name, t in times.items():
+        sr.verdicts[name] = _verdict(case=case.name, status=PASS, rounds=3, time_median_ns=t,
+                                     realization=name)
+    return sr
+
+
+def test_dilated_3x3_shapes_form_their_own_class() -> None:
+    """Winograd (3x3, stride 1, undilated only) wins the undilated class even
+    when dilated 3x3 shapes are tuned too."""
+    plain = _conv("c3x3")
+    dilated = _conv("c3x3_d2", dilation=2)
+    assert conv_class(plain) != conv_class(dilated)
+    shapes = [_timed(plain, {"conv2d_winograd_f2x2_3x3_scalar_f32acc": 100.0,
+                             "conv2d_direct_scalar_f32acc": 900.0}),
+              _timed(dilated, {"conv2d_direct_scalar_f32acc": 800.0,
+                               "conv2d_im2col_gemm_scalar_f32acc": 850.0})]
+    info = _info("host", [])
+    table = build_table(info, shapes, emulated=False)
+    by_dil = {r["class"]["dilation_h"]: r["realization"] for r in table["rules"]}
+    assert by_dil == {1: "conv2d_winograd_f2x2_3x3_scalar_f32acc",
+                      2: "conv2d_direct_scalar_f32acc"}
+    assert class_matches("conv2d", conv_class(plain), plain)
+    assert not class_matches("conv2d", conv_class(plain), dilated)
+    grouped = _conv("g2", groups=2)
+    depthwise = _conv("dw", groups=8)
+    assert conv_class(grouped)["grouped"] and not conv_class(grouped)["depthwise"]
+    assert conv_class(depthwise)["depthwise"] and not conv_class(depthwise)["grouped"]
+    assert not class_matches("conv2d", conv_class(plain), grouped)
+
+
+def test_native_dispatcher_separates_dilation_and_groups() -> None:
+    cpu = api.cpu_info()
+    cls = conv_class(_conv("c"))
+    table = {"kbench_dispatch_table": 1, "library_version": api.version(),
+             "fingerprint": {"arch": cpu.arch, "cpu_features": list(cpu.features),
+                             "sme_vector_bits": cpu.sme_vector_bits},
+             "rules": [{"op": "conv2d", "class": cls, "realization": "conv2d_direct_scalar_f32acc",
+                        "time_ns": 1.0, "shapes": ["c"]}]}
+    sel = api.Selector(table=api.DispatchTable(json.dumps(table)))
+    x = np.ones((1, 10, 10, 8), np.float16)
+    w = np.ones((3, 3, 8, 8), np.float16)
+    default = api.conv2d(x, w, None, api.ConvParams(pad=(1, 1, 1, 1))).realization.name
+    assert default != "conv2d_direct_scalar_f32acc"
+    ran = api.conv2d(x, w, None, api.ConvParams(pad=(1, 1, 1, 1)), selector=sel)
+    assert ran.realization.name == "conv2d_direct_scalar_f32acc"
+    dil = api.conv2d(x, w, None, api.ConvParams(pad=(1, 1, 1, 1), dilation=(2, 2)),
+                     selector=sel)
+    assert dil.realization.name == default
+    wg = np.ones((3, 3, 4, 8), np.float16)
+    grp = api.conv2d(x, wg, None, api.ConvParams(pad=(1, 1, 1, 1), groups=2), selector=sel)
+    assert grp.realization.name == default
+
+
+def test_rule_bounds_are_readable() -> None:
+    large = gemm_class(GemmCase(name="big", m=128, n=4096, k=4096))
+    assert "m_max" not in large and large["m_min"] == 33
+    assert class_matches("gemm", large, GemmCase(name="huge", m=10**9, n=4096, k=4096))
+    assert max(v for v in large.values()) < 2**31
+    for m in (1, 16):
+        small = gemm_class(GemmCase(name="s", m=m, n=64, k=64))
+        assert small["m_max"] in (1, 32)
