@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from kbench.cli.count import baseline as baseline_command
+from kbench.cli.count import count as count_command
 from kbench.cli.history import compare as compare_command
 from kbench.cli.history import gate_command
 from kbench.cli.history import history as history_command
@@ -119,6 +121,12 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
                    "in most passes. Use 3 or more for runs that `kbench gate` compares.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="perf: threads per call.")
+@click.option("--count-method", type=click.Choice(["tb", "insn", "none"]), default="tb",
+              show_default=True,
+              help="perf on qemu: targets: count the exact dynamic instructions of one "
+                   "single-threaded call per phase, from QEMU's log of translation blocks (tb) "
+                   "or of single instructions (insn: slower, an independent cross-check); "
+                   "none: do not count.")
 @click.option("--dispatch", "dispatch", type=click.Path(dir_okay=False, exists=True),
               default=None, help="A dispatch table from `kbench tune`: the library follows it, "
                                  "and every case also runs unforced, checked to be computed by "
@@ -132,7 +140,7 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
         rounds: int, max_time: float, min_round_ms: float, cold: bool, passes: int,
-        threads: int,
+        threads: int, count_method: str,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
         exitfirst: bool) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed."""
@@ -194,6 +202,7 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         per_pass = max(2, -(-rounds // passes))
         args += ["--kb-perf", "--kb-rounds", str(rounds), "--kb-min-round-ms", str(min_round_ms),
                  "--kb-threads", str(threads), "--kb-passes", str(passes),
+                 "--kb-count-method", count_method,
                  "--benchmark-min-rounds", str(per_pass),
                  "--benchmark-max-time", str(max_time / passes), "--benchmark-warmup", "off",
                  "--benchmark-json", str(run_dir / "benchmark.json"), "-p", "no:randomly"]
@@ -340,6 +349,8 @@ def list_catalogs() -> None:
 
 
 main.add_command(report_command)
+main.add_command(count_command)
+main.add_command(baseline_command)
 main.add_command(history_command)
 main.add_command(compare_command)
 main.add_command(gate_command)

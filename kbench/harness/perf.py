@@ -142,7 +142,9 @@ def eta_line(done: int, total: int, elapsed_s: float, v: Verdict) -> str:
     def hms(s: float) -> str:
         s = int(s)
         return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
-    if v.rounds:
+    if v.rounds and v.count_call == v.count_call:  # counted: instructions, not time
+        speed = f"{v.count_call:12,.0f} instructions (kernel {v.count_kernel:,.0f})"
+    elif v.rounds:
         speed = (f"{v.time_median_ns / 1e3:10.1f} us  "
                  + ("emulated, not a speed" if v.emulated else f"{v.gflops:8.2f} GFLOP/s"))
     else:

@@ -18,6 +18,7 @@ import pytest
 
 from kbench.harness import contracts
 from kbench.harness.contracts import ContractCase
+from kbench.harness.counting import Counter
 from kbench.harness.perf import PERF_KIND, PerfSettings, VirtualClock, eta_line
 from kbench.harness.runner import InputCache, Job, applicable, jobs_for, random_kind
 from kbench.harness.tune import default_realization, table_choice
@@ -56,6 +57,7 @@ class KbSession:
     pending_lines: list[str] = field(default_factory=list)
     table: DispatchTable | None = None
     fingerprint_all: bool = False  # --kb-fingerprint: every realization, not peers only
+    counter: Counter | None = None  # perf on qemu targets: instruction counts (--kb-count-method)
 
     @property
     def fingerprint(self) -> bool | None:
@@ -188,6 +190,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-fingerprint", action="store_true",
                 help="fingerprint the accumulation model of every realization's output "
                      "(results.csv accum_model, accum_match); default: peers only")
+    g.addoption("--kb-count-method", default="tb", choices=("tb", "insn", "none"),
+                help="perf on qemu targets: count instructions per phase from QEMU's log of "
+                     "translation blocks (tb, default) or of single instructions (insn, slower, "
+                     "the cross-check); none: do not count")
     g.addoption("--kb-dispatch", default="",
                 help="a tuned dispatch table: also run every case unforced and check that "
                      "the realization the table names is the one that ran")
@@ -224,6 +230,9 @@ def pytest_configure(config: pytest.Config) -> None:
             cold=config.getoption("--kb-cold"), threads=config.getoption("--kb-threads")),
         fingerprint_all=config.getoption("--kb-fingerprint"),
     )
+    method = config.getoption("--kb-count-method")
+    if method != "none":
+        config.stash[SESSION].counter = Counter(method)
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
     table_path = config.getoption("--kb-dispatch")
     if table_path:

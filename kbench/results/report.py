@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kbench.judge import fingerprint as fprint
+from kbench.results import report_counts as rcount
 from kbench.results.runfolder import Run
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "reports"
@@ -426,6 +427,12 @@ class ReportTables:
     tuning: pd.DataFrame
     fingerprints: pd.DataFrame
     fingerprint_summary: pd.DataFrame
+    # instruction counts of emulated targets (kbench.results.report_counts)
+    counts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    count_mix: pd.DataFrame = field(default_factory=pd.DataFrame)
+    counts_vs_baseline: pd.DataFrame = field(default_factory=pd.DataFrame)
+    counts_vs_committed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    count_anchors: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -472,6 +479,10 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         model_totals=model_totals(run), metadata=metadata(run, baseline),
         tuning=tuning_table(run), fingerprints=prints,
         fingerprint_summary=fingerprint_summary(prints),
+        counts=rcount.count_table(run), count_mix=rcount.mix_table(run),
+        counts_vs_baseline=rcount.vs_run(run, baseline),
+        counts_vs_committed=rcount.vs_committed(run),
+        count_anchors=rcount.anchor_table(run),
     )
 
 
@@ -733,6 +744,13 @@ def _cell(col: str, value: Any) -> Cell:
             return Cell(f"{v:.1%}", "num")
         if col == "accum_match":
             return Cell(fprint.percent(v), "num")
+        if col == "count_efficiency":
+            return Cell(f"{v:.1%}", "num")
+        if col.endswith("_ratio") or col.startswith("ratio"):  # counts: above 1 is more
+            return Cell(f"{v:.3f}", "num worse" if v > 1.005 else "num better" if v < 0.995
+                        else "num")
+        if col.startswith(("count_", "kernel_")) or col in rcount.COUNT_NUMBERS:
+            return Cell(f"{v:,.0f}", "num")
         return Cell(f"{v:.4g}", "num")
     text = str(value)
     if col in ("status", "verdict"):
@@ -891,6 +909,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "conclusive": fprint.CONCLUSIVE,
         "metadata": html_table(meta_rows),
         "targets": _targets_table(runs),
+        **rcount.html_context(run, t, html_table),
         "plots": plots,
         "csv_names": csv_names,
     }

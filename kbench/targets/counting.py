@@ -9,8 +9,8 @@ kb_conv2d) are the functions below, each counted with everything it calls:
 
     validate   check_packed: the packed-B header checks and, unless the
                selector trusts the payload, the payload checksum
-    checksum   kb_fnv1a64 (inside validate in a call; inside pack_b when B
-               is packed): the FNV-1a checksums
+    checksum   kb_fnv1a64 and kb_header_seal: the FNV-1a checksums (inside
+               validate in a call; in pack_b, sealing the packed header)
     pack_lhs   LHS packing and indirection tables: the SME LHS packers,
                the SME convolution's pointer table + packer, im2col, the
                NEON indirect convolution's row-pointer table
@@ -50,7 +50,7 @@ WINDOWS = {"kb_gemm_batch": "call", "kb_conv2d": "call",
            "kb_pack_b_native": "pack_b", "kb_pack_b": "pack_b"}
 PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("validate", ("kb_gemm.c:check_packed",)),
-    ("checksum", ("kb_fnv1a64",)),
+    ("checksum", ("kb_fnv1a64", "kb_header_seal")),
     ("pack_lhs", ("kb_sme_gemm.c:gemm_pack_lhs", "kb_sme_lhs_pack_block",
                   "kb_sme_conv.c:conv_pack_lhs", "kb_sme_lhs_imatmul_pack_block",
                   "kb_im2col.c:im2col_group", "kb_neon_driver.c:build_table")),
