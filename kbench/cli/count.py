@@ -242,7 +242,7 @@ def _write(csv_path: Path, rows: list[dict[str, Any]], qemu: str) -> CountCompar
     except bl.BaselineError as exc:
         raise click.ClickException(str(exc)) from exc
     new = bl.merged(old, rows)
-    bl.write_baseline(csv_path, new, bl.header_lines(qemu, bl.git_commit()))
+    bl.write_baseline(csv_path, new, bl.header_lines(qemu))
     return compare_counts(old, new)
 
 

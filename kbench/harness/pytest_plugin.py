@@ -27,6 +27,7 @@ from kbench.native.api import DispatchTable, Realization
 from kbench.native.calls import TargetInfo
 from kbench.problems import catalog as catalogs
 from kbench.problems.cases import Case, ConvCase, GemmCase
+from kbench.results.counts import summary_text as count_summary_text
 from kbench.results.store import RunWriter, machine_metadata
 from kbench.results.summary import summary_dict, summary_text
 from kbench.targets.spec import Target, parse_target
@@ -313,6 +314,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     terminalreporter.section("kbench verdicts")
     terminalreporter.write_line(summary_text(kb.verdicts))
+    counted = count_summary_text(kb.verdicts)
+    if counted:
+        terminalreporter.section("kbench instruction counts (one single-threaded call, exact)")
+        terminalreporter.write_line(counted)
     if kb.out is not None:
         terminalreporter.write_line(f"run folder: {kb.out}")
 

@@ -11,10 +11,8 @@ and keeps the others."""
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 import math
-import subprocess
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -165,7 +163,9 @@ def merged(existing: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[di
     return [r for r in existing if r["target"] not in targets] + new
 
 
-def header_lines(qemu: str, commit: str) -> list[str]:
+def header_lines(qemu: str) -> list[str]:
+    """The comment block (no date or commit: regenerating unchanged counts
+    leaves the file unchanged)."""
     return [
         "kbench instruction-count baseline: exact dynamic instructions of one single-threaded "
         "call per phase,",
@@ -173,18 +173,8 @@ def header_lines(qemu: str, commit: str) -> list[str]:
         "Do not edit by hand:",
         "`kbench baseline update` regenerates it; CI runs `kbench baseline check` "
         "(kbench.results.baseline).",
-        f"qemu {qemu or 'unknown'}; commit {commit or 'unknown'}; "
-        f"{dt.datetime.now(dt.UTC).date().isoformat()}",
+        f"Counted with qemu-aarch64 {qemu or 'unknown'}.",
     ]
-
-
-def git_commit() -> str:
-    """The checkout's short commit ("" outside git)."""
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REFERENCE,
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 def write_baseline(path: str | Path, rows: list[dict[str, Any]], header: list[str]) -> None:

@@ -99,3 +99,24 @@ def has_counts(row: Any) -> bool:
         return value == value and float(value) > 0
     except (TypeError, ValueError):
         return False
+
+
+def summary_text(rows: list[Any]) -> str:
+    """Per target and realization: counted cases, instructions of all their
+    calls and kernels, and the kernels' efficiency range ("" if none)."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in rows:
+        if has_counts(r):
+            groups.setdefault((r.target, r.realization), []).append(r)
+    if not groups:
+        return ""
+    width = max(len(real) for _, real in groups)
+    lines = [f"{'target':24s} {'realization':{width}s} {'cases':>5s} {'call (sum)':>14s} "
+             f"{'kernel (sum)':>14s}  efficiency"]
+    for (target, real), rs in groups.items():
+        eff = [r.count_efficiency for r in rs if r.count_efficiency == r.count_efficiency]
+        span = f"{min(eff):.1%} .. {max(eff):.1%}" if eff else "–"
+        lines.append(f"{target:24s} {real:{width}s} {len(rs):>5d} "
+                     f"{sum(r.count_call for r in rs):>14,.0f} "
+                     f"{sum(r.count_kernel for r in rs):>14,.0f}  {span}")
+    return "\n".join(lines)

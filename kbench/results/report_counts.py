@@ -85,15 +85,19 @@ def vs_run(run: Run, baseline: Run | None) -> pd.DataFrame:
 
 
 def vs_committed(run: Run, path: Path = bl.DEFAULT_CSV) -> pd.DataFrame:
-    """Counts against the committed baseline, on the targets and catalogs
-    both have (a kernel change that costs instructions shows here)."""
+    """Counts against the committed baseline, case by case for the cases this
+    run counted on a target and catalog the baseline holds (a kernel change
+    that costs instructions shows here; cases not in the baseline are "new")."""
     rows = bl.counted_rows(counted(run).to_dict("records"))
     try:
         committed = bl.read_baseline(path)
     except bl.BaselineError:
         committed = []
+    keys = {tuple(r[k] for k in bl.KEY_COLUMNS) for r in rows}
     where = {(r["target"], r["catalog"]) for r in rows}
-    committed = [r for r in committed if (r["target"], r["catalog"]) in where]
+    committed = [r for r in committed if tuple(r[k] for k in bl.KEY_COLUMNS) in keys]
+    if not any((r["target"], r["catalog"]) in where for r in bl.read_baseline(path)):
+        return pd.DataFrame(columns=DELTA_TABLE)  # a catalog or target it does not hold
     if not committed or not rows:
         return pd.DataFrame(columns=DELTA_TABLE)
     return delta_table(compare_counts(committed, rows))
