@@ -559,6 +559,20 @@ def test_baseline_check_command(tmp_path: Path) -> None:
     _write(tmp_path / "gone", [_row("b", "r", _counts(5))])
     gone = runner.invoke(baseline_cli, ["check", str(tmp_path / "gone"), *args])
     assert gone.exit_code == 1 and "not counted" in gone.output
+    # several runs (one per target) are checked together; --partial skips absent targets
+    two = tmp_path / "two.toml"
+    two.write_text(cfg.read_text().replace('["qemu:svl=512"]', '["qemu:svl=512", "qemu:svl=128"]'))
+    _write(tmp_path / "r128", [_row("a", "r", _counts(7), target="qemu:svl=128")])
+    runner.invoke(baseline_cli, ["write", str(tmp_path / "r128"), "--csv", str(csv)])
+    both = runner.invoke(baseline_cli, ["check", str(tmp_path / "run"), str(tmp_path / "r128"),
+                                        "--csv", str(csv), "--config", str(two)])
+    assert both.exit_code == 0, both.output
+    one = runner.invoke(baseline_cli, ["check", str(tmp_path / "run"), "--csv", str(csv),
+                                       "--config", str(two)])
+    assert one.exit_code == 1
+    partial = runner.invoke(baseline_cli, ["check", str(tmp_path / "run"), "--csv", str(csv),
+                                           "--config", str(two), "--partial"])
+    assert partial.exit_code == 0, partial.output
 
 
 # ---- the KleidiAI anchor table -----------------------------------------------------------
@@ -589,6 +603,20 @@ def test_anchor_matching_and_ratio() -> None:
     assert not any(r == "gemm_scalar_f32acc" for _, r in found)
     rhs = found[("RHS packing for 256x256", "gemm_sme2_mopa_f32acc")]
     assert rhs.ours == 900_000 and math.isclose(rhs.ours_without_checksum, 900_000)
+
+
+def test_anchors_command(tmp_path: Path) -> None:
+    from kbench.cli.count import anchors as anchors_cli
+    _write(tmp_path / "run", [_row("anchor", "gemm_sme2_mopa_f32acc", _counts(96_488))])
+    off_shape = _row("other", "gemm_sme2_mopa_f32acc", _counts(96_488))
+    off_shape.m = 3
+    _write(tmp_path / "none", [off_shape])
+    runner = CliRunner()
+    res = runner.invoke(anchors_cli, [str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    assert "Arm KleidiAI v1.30" in res.output and "ours/theirs 1.306" in res.output
+    none = runner.invoke(anchors_cli, [str(tmp_path / "none")])
+    assert none.exit_code == 1 and "no counted case matches" in none.output
 
 
 def test_bad_anchor_table_names_the_field(tmp_path: Path) -> None:

@@ -305,22 +305,23 @@ def check_text(comp: CountComparison, failures: list[str]) -> str:
 
 
 @baseline.command("check")
-@click.argument("run_dir", metavar="RUN", type=click.Path(exists=True, file_okay=False,
-                                                          path_type=Path))
+@click.argument("run_dirs", metavar="RUN...", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
 @_CSV
 @_CONFIG
 @click.option("--limit", default=None, help="Largest tolerated growth of a call or B "
                                             "packing, 0.5% or 0.005 [default: the config's].")
 @click.option("--partial", is_flag=True,
-              help="Check only the targets RUN counted (default: every target of the "
-                   "baseline must be in RUN).")
+              help="Check only the targets the runs counted (default: every target of the "
+                   "baseline must be counted).")
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
               help="Also write the result as Markdown.")
-def baseline_check(run_dir: Path, csv_path: Path, config_path: Path, limit: str | None,
-                   partial: bool, markdown_file: str | None) -> None:
-    """Compare RUN's counts with the committed baseline: exit 1 when a call or
-    a B packing grew past the limit, a baseline case is missing, a counted
-    case is not in the baseline, or counts are not deterministic; else 0."""
+def baseline_check(run_dirs: tuple[Path, ...], csv_path: Path, config_path: Path,
+                   limit: str | None, partial: bool, markdown_file: str | None) -> None:
+    """Compare the counts of one or more runs (e.g. one per target) with the
+    committed baseline: exit 1 when a call or a B packing grew past the
+    limit, a baseline case is missing, a counted case is not in the
+    baseline, or counts are not deterministic; else 0."""
     cfg = _config(config_path)
     try:
         lim = bl.parse_limit(limit) if limit is not None else cfg.limit
@@ -329,7 +330,8 @@ def baseline_check(run_dir: Path, csv_path: Path, config_path: Path, limit: str 
         raise click.BadParameter(str(exc)) from exc
     if not base:
         raise click.ClickException(f"{csv_path}: no baseline yet (kbench baseline update)")
-    rows, _ = _run_rows(run_dir)
+    rows = [r for run_dir in run_dirs for r in _run_rows(run_dir)[0]]
+    run_dir = ", ".join(map(str, run_dirs))
     counted_targets = {r["target"] for r in rows}
     if partial:
         base = [r for r in base if r["target"] in counted_targets]
@@ -353,3 +355,36 @@ def baseline_check(run_dir: Path, csv_path: Path, config_path: Path, limit: str 
               *[f"- FAIL {f}" for f in failures], "", *markdown_table(comp, 500), ""]
         Path(markdown_file).write_text("\n".join(md))
     raise SystemExit(1 if failures else 0)
+
+
+@click.command("anchors")
+@click.argument("run_dirs", metavar="RUN...", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--table", "table_path", type=click.Path(exists=True, dir_okay=False,
+              path_type=Path), default=anc.DEFAULT_TABLE, show_default=True,
+              help="The peer anchor table.")
+def anchors(run_dirs: tuple[Path, ...], table_path: Path) -> None:
+    """Our counts against the peer anchor table (KleidiAI v1.30's measured
+    counts) on the shapes both cover; exit 1 if no counted case matches."""
+    try:
+        table = anc.load_anchors(table_path)
+    except anc.AnchorError as exc:
+        raise click.BadParameter(str(exc), param_hint="--table") from exc
+    rows: list[dict[str, Any]] = []
+    for run_dir in run_dirs:
+        try:
+            rows += load_run(run_dir).results.to_dict("records")
+        except RunFolderError as exc:
+            raise click.BadParameter(str(exc), param_hint="RUN") from exc
+    matches = anc.match_anchors(table, rows)
+    click.echo(f"{table.name}: {table.what}\nmethod: {' '.join(table.method.split())}")
+    for m in matches:
+        extra = ""
+        if m.ours_without_checksum == m.ours_without_checksum:
+            extra = f" (without our checksum {m.ours_without_checksum / m.theirs:.3f})"
+        click.echo(f"{m.anchor.label:30s} {m.anchor.phase:8s} {m.anchor.shape_str():22s} "
+                   f"SVL {m.svl or 'any':>4} {m.realization:40s} ours {m.ours:>11,.0f} "
+                   f"theirs {m.theirs:>11,d}  ours/theirs {m.ratio:.3f}{extra}")
+    if not matches:
+        raise click.ClickException("no counted case matches an anchor (count the shapes of "
+                                   "reference/kleidiai_anchors*.toml with native B)")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from kbench.cli.count import anchors as anchors_command
 from kbench.cli.count import baseline as baseline_command
 from kbench.cli.count import count as count_command
 from kbench.cli.history import compare as compare_command
@@ -351,6 +352,7 @@ def list_catalogs() -> None:
 main.add_command(report_command)
 main.add_command(count_command)
 main.add_command(baseline_command)
+main.add_command(anchors_command)
 main.add_command(history_command)
 main.add_command(compare_command)
 main.add_command(gate_command)
