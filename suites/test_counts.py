@@ -609,7 +609,7 @@ def test_anchors_command(tmp_path: Path) -> None:
     from kbench.cli.count import anchors as anchors_cli
     _write(tmp_path / "run", [_row("anchor", "gemm_sme2_mopa_f32acc", _counts(96_488))])
     off_shape = _row("other", "gemm_sme2_mopa_f32acc", _counts(96_488))
-    off_shape.m = 3
+    off_shape.m = off_shape.n = 3
     _write(tmp_path / "none", [off_shape])
     runner = CliRunner()
     res = runner.invoke(anchors_cli, [str(tmp_path / "run")])
