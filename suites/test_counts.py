@@ -348,6 +348,53 @@ def test_the_knob_adds_exactly_its_instructions_to_the_mopa_driver(
     assert knob["gemm_neon_f16acc"] == base["gemm_neon_f16acc"]  # another driver: unchanged
 
 
+@needs_qemu
+def test_count_command() -> None:
+    from kbench.cli.count import count as count_cli
+    runner = CliRunner()
+    res = runner.invoke(count_cli, ["--target", "qemu:svl=512", "--realization",
+                                    "gemm_sme2_mopa_f32acc", "--shape", "37x53x45"])
+    assert res.exit_code == 0, res.output
+    assert "verified: pass" in res.output and "kernel" in res.output
+    assert "FMOPA (widening)" in res.output
+    assert "SME2 2VLx2VL MOPA (kernel, M=37 x N=53 x K=45): theirs 1,589" in res.output
+    js = runner.invoke(count_cli, ["--target", "qemu:svl=128", "--realization",
+                                   "conv2d_igemm_neon_f16acc", "--shapes", "counts", "--case",
+                                   "k1x1_n1h14w14_c64o64", "--json", "--no-verify"])
+    assert js.exit_code == 0, js.output
+    import json
+    (row,) = json.loads(js.output)
+    committed = {(r["target"], r["case"], r["realization"]): r for r in bl.read_baseline()}
+    want = committed[("qemu:cpu=max:svl=128", "k1x1_n1h14w14_c64o64", "conv2d_igemm_neon_f16acc")]
+    assert row["count_call"] == want["count_call"]  # the same count as the baseline's run
+
+
+def test_count_command_refuses_bad_input() -> None:
+    from kbench.cli.count import count as count_cli
+    runner = CliRunner()
+    host = runner.invoke(count_cli, ["--target", "host", "--realization", "x", "--shape", "1x1x1"])
+    assert host.exit_code == 2 and "qemu: worker target" in host.output
+    if QEMU is None or CLANG is None:
+        return
+    shape = runner.invoke(count_cli, ["--realization", "gemm_sme2_mopa_f32acc", "--shape",
+                                      "12x3"])
+    assert shape.exit_code == 2 and "MxNxK" in shape.output
+    real = runner.invoke(count_cli, ["--realization", "no_such", "--shape", "2x2x2"])
+    assert real.exit_code == 2 and "not offered" in real.output
+
+
+def test_qemu_python_perf_rows_say_they_are_not_counted() -> None:
+    from kbench.harness.counting import NOT_FEASIBLE, with_counts
+    from kbench.native.api import Realization
+    real = Realization.from_fields("gemm_scalar_f32acc", "scalar", "k", 0, 0, 0, 1, 1, 0, 1,
+                                   0, 0, False, 0, 0, (0, 0, 0))
+    job = Job(GemmCase("g", 2, 2, 2), "uniform", real, "qemu-python:svl=512", "c")
+    v = with_counts(Counter(), _row("g", "gemm_scalar_f32acc", {}), job)
+    assert v.count_note == NOT_FEASIBLE and v.count_call != v.count_call
+    host = Job(GemmCase("g", 2, 2, 2), "uniform", real, "host", "c")
+    assert with_counts(Counter(), _row("g", "r", {}), host).count_note == ""
+
+
 # ---- floors ----------------------------------------------------------------------------------
 
 

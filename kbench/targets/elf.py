@@ -18,7 +18,7 @@ from kbench.errors import KbenchError
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")
 _SYM = struct.Struct("<IBBHQQ")
-SHT_SYMTAB, SHT_STRTAB = 2, 3
+SHT_SYMTAB, SHT_NOBITS = 2, 8
 STT_FUNC, STT_FILE, STT_GNU_IFUNC = 2, 4, 10
 STB_LOCAL = 0
 
@@ -92,7 +92,7 @@ class Elf:
     def functions(self) -> list[Function]:
         """Every function symbol with a size (STT_FUNC and IFUNC), by address."""
         out: list[Function] = []
-        for index, sh in enumerate(self._raw_sections):
+        for sh in self._raw_sections:
             if sh[1] != SHT_SYMTAB:
                 continue
             strtab = self._raw_sections[sh[6]]
@@ -107,21 +107,17 @@ class Elf:
                 elif kind in (STT_FUNC, STT_GNU_IFUNC) and shndx != 0 and name:
                     local = bind == STB_LOCAL
                     out.append(Function(name, value, size, current_file if local else "", local))
-            del index
         return sorted(out, key=lambda f: (f.addr, f.name))
 
     def read(self, addr: int, size: int) -> bytes:
-        """Bytes at a virtual address of an allocated section (for an object
-        file, addresses are section offsets of .text)."""
+        """Bytes at a virtual address of a loaded section of an executable."""
         for s in self.sections:
-            if s.addr <= addr and addr + size <= s.addr + s.size and s.kind != 8 and s.addr:
+            loaded = s.addr and s.kind != SHT_NOBITS
+            if loaded and s.addr <= addr and addr + size <= s.addr + s.size:
                 start = s.offset + addr - s.addr
                 return self.data[start:start + size]
-        if self.sections and any(s.name == ".text" and s.addr == 0 for s in self.sections):
-            text = self.section(".text")
-            if addr + size <= text.size:
-                return self.data[text.offset + addr:text.offset + addr + size]
-        raise ElfError(f"{self.path}: address {addr:#x} (+{size}) is in no section", "elf")
+        raise ElfError(f"{self.path}: address {addr:#x} (+{size}) is in no loaded section",
+                       "elf")
 
     def words(self, section: str = ".text") -> list[int]:
         """The 32-bit little-endian words of a section (instructions)."""

@@ -26,7 +26,7 @@ return address, and makes the window an error instead of a short count."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kbench.errors import KbenchError
@@ -60,7 +60,7 @@ class PhaseMap:
 
 def build_phase_map(elf: Elf, windows: Mapping[str, str],
                     phases: Iterable[tuple[str, Iterable[str]]],
-                    kernel_rule: object = None) -> PhaseMap:
+                    kernel_rule: Callable[[Function], bool] | None = None) -> PhaseMap:
     """A PhaseMap from function names ("name" for a global, "file.c:name" for
     a static function); every name must exist (a stale table is an error).
     `kernel_rule(function) -> bool` adds phase "kernel" functions by rule."""
@@ -87,7 +87,7 @@ def build_phase_map(elf: Elf, windows: Mapping[str, str],
         for name in names:
             for f in find(name):
                 ph[f.addr] = phase
-    if callable(kernel_rule):
+    if kernel_rule is not None:
         for f in funcs:
             if kernel_rule(f):
                 ph[f.addr] = "kernel"
