@@ -7,8 +7,9 @@ run), unchanged: phases are found from its symbol table, nothing is added
 to the library. The phases of a library call (window kb_gemm_batch or
 kb_conv2d) are the functions below, each counted with everything it calls:
 
-    validate   check_packed: the packed-B header checks and, unless the
-               selector trusts the payload, the payload checksum
+    validate   check_packed: the checks of a packed B a call makes (the
+               header; the payload checksum where the contract has the call
+               verify it)
     checksum   kb_fnv1a64 and kb_header_seal: the FNV-1a checksums (inside
                validate in a call; in pack_b, sealing the packed header)
     pack_lhs   LHS packing and indirection tables: the SME LHS packers,
