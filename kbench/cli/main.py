@@ -115,6 +115,9 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("--min-round-ms", type=click.FloatRange(0.0), default=2.0, show_default=True,
               help="perf, workers: calls per round calibrated to last at least this long.")
 @click.option("--cold", is_flag=True, help="perf: flush caches before every round.")
+@click.option("--warmup", type=click.IntRange(0), default=2, show_default=True,
+              help="perf: untimed calls before the timed rounds (0 on emulated targets "
+                   "whose times are not speeds anyway, to spend the time on counting).")
 @click.option("--passes", type=click.IntRange(1), default=1, show_default=True,
               help="perf: sweep the catalogs this many times, splitting each case's rounds "
                    "(and --max-time) over the passes: background load during one stretch of "
@@ -140,8 +143,8 @@ def info(targets: tuple[str, ...], as_json: bool) -> None:
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, out: str | None,
-        rounds: int, max_time: float, min_round_ms: float, cold: bool, passes: int,
-        threads: int, count_method: str,
+        rounds: int, max_time: float, min_round_ms: float, cold: bool, warmup: int,
+        passes: int, threads: int, count_method: str,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
         exitfirst: bool) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed."""
@@ -203,7 +206,7 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         per_pass = max(2, -(-rounds // passes))
         args += ["--kb-perf", "--kb-rounds", str(rounds), "--kb-min-round-ms", str(min_round_ms),
                  "--kb-threads", str(threads), "--kb-passes", str(passes),
-                 "--kb-count-method", count_method,
+                 "--kb-count-method", count_method, "--kb-warmup", str(warmup),
                  "--benchmark-min-rounds", str(per_pass),
                  "--benchmark-max-time", str(max_time / passes), "--benchmark-warmup", "off",
                  "--benchmark-json", str(run_dir / "benchmark.json"), "-p", "no:randomly"]
