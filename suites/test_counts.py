@@ -274,13 +274,23 @@ SMALL = [
 ]
 
 
+@pytest.fixture(scope="module")
+def small_counts() -> list[tuple[Job, dict[str, Any]]]:
+    """The SMALL cases counted once (method tb) for the tests below."""
+    if QEMU is None or CLANG is None:
+        pytest.skip("qemu-aarch64 or clang-19 not installed")
+    counter = Counter("tb")
+    return [(job, count_fields(counter, job)) for job in _jobs(SVL512, SMALL)]
+
+
 @needs_qemu
-def test_two_methods_count_the_same_on_real_cases() -> None:
+def test_two_methods_count_the_same_on_real_cases(
+        small_counts: list[tuple[Job, dict[str, Any]]]) -> None:
     """Cross-check: blocks x their sizes and one line per instruction agree
     to the instruction, phase by phase, mix included."""
-    for job in _jobs(SVL512, SMALL):
-        tb = count_fields(Counter("tb"), job)
-        insn = count_fields(Counter("insn"), job)
+    counter = Counter("insn")
+    for job, tb in small_counts:
+        insn = count_fields(counter, job)
         assert tb["count_method"] == "qemu-tb" and insn["count_method"] == "qemu-insn"
         for col in (*COLUMNS, "count_mix"):
             assert tb.get(col) == insn.get(col), (job.realization.name, col)
@@ -288,9 +298,9 @@ def test_two_methods_count_the_same_on_real_cases() -> None:
 
 
 @needs_qemu
-def test_phases_add_up_and_land_where_the_code_is() -> None:
-    native, plain, gemv, conv, im2col, batch, grouped = (count_fields(Counter(), j)
-                                                         for j in _jobs(SVL512, SMALL))
+def test_phases_add_up_and_land_where_the_code_is(
+        small_counts: list[tuple[Job, dict[str, Any]]]) -> None:
+    native, plain, gemv, conv, im2col, batch, grouped = (f for _, f in small_counts)
     for f in (native, plain, gemv, conv, im2col, batch, grouped):
         parts = sum(f.get(c, 0) for c in ("count_validate", "count_pack_lhs", "count_pack_rhs",
                                           "count_kernel", "count_other"))
@@ -319,10 +329,10 @@ def test_phases_add_up_and_land_where_the_code_is() -> None:
 
 
 @needs_qemu
-def test_counts_repeat_across_runs_and_environments(monkeypatch: pytest.MonkeyPatch,
-                                                     tmp_path: Path) -> None:
-    job = _jobs(SVL512, SMALL[:1])[0]
-    first = count_fields(Counter(), job)
+def test_counts_repeat_across_runs_and_environments(
+        small_counts: list[tuple[Job, dict[str, Any]]], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    job, first = small_counts[0]
     monkeypatch.setenv("KBENCH_SOME_LONG_VARIABLE", "x" * 4000)  # the guest sees none of it
     monkeypatch.chdir(tmp_path)
     second = count_fields(Counter(), job)
@@ -335,9 +345,9 @@ def _knob(iterations: int) -> str:
 
 @needs_qemu
 def test_the_knob_adds_exactly_its_instructions_to_the_mopa_driver(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    mopa, neon = _jobs(SVL512, [SMALL[0], SMALL[1]])
-    base = {j.realization.name: count_fields(Counter(), j) for j in (mopa, neon)}
+        small_counts: list[tuple[Job, dict[str, Any]]], monkeypatch: pytest.MonkeyPatch) -> None:
+    (mopa, b_mopa), (neon, b_neon) = small_counts[:2]
+    base = {mopa.realization.name: b_mopa, neon.realization.name: b_neon}
     monkeypatch.setenv("KBENCH_WORKER", _knob(500))
     knob = {j.realization.name: count_fields(Counter(), j) for j in (mopa, neon)}
     b, k = base["gemm_sme2_mopa_f32acc"], knob["gemm_sme2_mopa_f32acc"]
@@ -745,16 +755,25 @@ def _kbench(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
                           text=True, env={**os.environ, **(env or {})}, timeout=1800)
 
 
+def _kbench_all(*commands: tuple[list[str], dict[str, str]]) -> None:
+    """kbench commands run at once (one per core); every one must succeed."""
+    procs = [subprocess.Popen([sys.executable, "-m", "kbench.cli", *args], text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              env={**os.environ, **env}) for args, env in commands]
+    for proc in procs:
+        out, _ = proc.communicate(timeout=1800)
+        assert proc.returncode == 0, out
+
+
 @needs_qemu
 def test_perf_runs_count_identically_and_the_gate_catches_the_knob(tmp_path: Path) -> None:
     cat = tmp_path / "e2e.toml"
     cat.write_text(CATALOG)
     run = ["run", "--suite", "perf", "--shapes", str(cat), "--target", "qemu:svl=512",
            "--realization", "gemm_sme2_mopa_f32acc", "--realization", "gemm_neon_f16acc",
-           "--rounds", "1", "--min-round-ms", "0", "--no-history"]
-    for name in ("a", "b"):
-        res = _kbench(*run, "--out", str(tmp_path / name))
-        assert res.returncode == 0, res.stdout + res.stderr
+           "--rounds", "1", "--min-round-ms", "0", "--warmup", "0", "--no-history"]
+    _kbench_all(([*run, "--out", str(tmp_path / "a")], {}),
+                ([*run, "--out", str(tmp_path / "b")], {}))
     a, b = load_run(tmp_path / "a"), load_run(tmp_path / "b")
     cols = [*COLUMNS, "count_mix", "count_floor", "count_efficiency"]
     assert len(a.results) == 2 and (a.results["count_call"] > 0).all()
@@ -766,10 +785,8 @@ def test_perf_runs_count_identically_and_the_gate_catches_the_knob(tmp_path: Pat
     above = int(mopa * 0.005) // 2  # 2 * above + 2 > 0.5%
     below = above - 2  # 2 * below + 2 < 0.5%
     assert 2 * above + 2 > 0.005 * mopa > 2 * below + 2
-    for name, iters in (("up", above), ("under", below)):
-        res = _kbench(*run, "--out", str(tmp_path / name),
-                      env={"KBENCH_WORKER": _knob(iters)})
-        assert res.returncode == 0, res.stdout + res.stderr
+    _kbench_all(([*run, "--out", str(tmp_path / "up")], {"KBENCH_WORKER": _knob(above)}),
+                ([*run, "--out", str(tmp_path / "under")], {"KBENCH_WORKER": _knob(below)}))
     up = _kbench("gate", str(tmp_path / "a"), str(tmp_path / "up"))
     assert up.returncode == 1, up.stdout
     fails = [line for line in up.stdout.splitlines() if line.startswith("FAIL")]
