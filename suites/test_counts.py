@@ -108,6 +108,92 @@ def test_call_and_return_kinds(tmp_path: Path) -> None:
         assert a64.flow(words[plain]) == a64.Flow.NONE, plain
 
 
+CAPSTONE_CLASSES = {
+    "outer": {"fmopa", "fmops", "bfmopa", "smopa", "umopa"},
+    "dot": {"fdot", "bfdot", "sdot", "udot"},
+    "mla": {"fmla", "fmls", "fmlal", "fmlal2", "fmlalb", "fmlalt", "fmadd", "fmsub", "fnmadd",
+            "mla", "mls"},
+    "control": {"b", "bl", "br", "blr", "ret", "cbz", "cbnz", "tbz", "tbnz", "cmp", "cmn", "tst",
+                "subs", "adds", "ands", "bics", "ccmp", "ccmn", "whilelt", "whilelo", "ptrue"},
+}
+
+
+def _expected_from_mnemonic(text: str) -> str | None:
+    """The class QEMU's disassembler text implies (None: it could not decode)."""
+    mnemonic, _, operands = text.partition(" ")
+    operands = operands.strip()
+    if mnemonic == ".byte":
+        return None
+    for cls, names in CAPSTONE_CLASSES.items():
+        if mnemonic in names or cls == "control" and mnemonic.startswith("b."):
+            return cls
+    if mnemonic.startswith(("fcm", "cm")):
+        return "control" if operands.startswith("p") else "other"  # SVE: into predicates
+    if mnemonic.startswith(("ld", "swp", "cas", "prfm")):
+        return "load"
+    if mnemonic.startswith("st"):
+        return "store"
+    return "other"
+
+
+@needs_qemu
+def test_classifier_agrees_with_qemus_disassembler_on_our_code() -> None:
+    """Every instruction QEMU translates while our kernels, packers and drivers
+    run (SME2, SME, NEON, scalar), classified from its word and from the text
+    QEMU's disassembler prints for it (SME2 words it cannot decode aside)."""
+    import numpy as np
+
+    from kbench.native import api
+    from kbench.native.calls import pack
+    from kbench.targets.tools import worker_binary
+    from kbench.targets.worker import WorkerEngine, WorkerSpec
+    rfd, wfd = os.pipe()
+    seen: dict[str, str] = {}
+
+    def read() -> None:
+        with os.fdopen(rfd, "rb") as log:
+            for line in log:
+                if line.startswith(b"0x"):
+                    _, word, *text = line.decode().split(None, 2)
+                    seen[word] = " ".join(text).strip()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    cmd = [QEMU or "qemu-aarch64", "-cpu", "max,sme-default-vector-length=64", "-d", "in_asm",
+           "-D", f"/dev/fd/{wfd}", worker_binary("aarch64")]
+    engine = WorkerEngine(WorkerSpec(cmd, {}, emulated=True, pass_fds=(wfd,)))
+    rng = np.random.default_rng(3)
+    try:
+        try:
+            backends = {r.name: r.backend for r in engine.info("disassembly").realizations}
+        finally:
+            os.close(wfd)
+        for name in ("gemm_sme2_mopa_f32acc", "gemm_sme_mopa_f32acc", "gemv_sme2_dot_f32acc",
+                     "gemv_sme_f32acc", "gemm_neon_f32acc_fhm", "gemm_neon_f32acc_cvt",
+                     "gemm_neon_f16acc", "gemm_scalar_f32acc"):
+            m = 1 if name.startswith("gemv") else 19
+            a = rng.random((m, 37)).astype(np.float16)
+            b = rng.random((37, 41)).astype(np.float16)
+            c = np.zeros((m, 41), np.float16)
+            sel = api.Selector(force=name)
+            packed = pack(engine, b, backends[name], np.zeros(41, np.float16), sel)
+            engine.gemm_raw(m, 41, 37, [api.RawProblem(
+                a=a, lda=37, b=packed, ldb=0, c=c, ldc=41, b_size=packed.size,
+                b_is_packed=True, b_is_backend_native_packed=True, clamp_min=-1.0,
+                clamp_max=1.0)], sel)
+            engine.gemm_raw(m, 41, 37, [api.RawProblem(a=a, lda=37, b=b, ldb=41, c=c, ldc=41,
+                                                       bias=np.zeros(41, np.float16))], sel)
+    finally:
+        engine.close()
+    reader.join(60)
+    compared = {w: t for w, t in seen.items() if _expected_from_mnemonic(t) is not None}
+    wrong = [f"{w} {t}: {a64.CLASSES[a64.classify(int(w, 16))]}" for w, t in compared.items()
+             if a64.CLASSES[a64.classify(int(w, 16))] != _expected_from_mnemonic(t)]
+    assert not wrong, "\n".join(wrong[:40])
+    assert len(compared) > 3000
+    kinds = {_expected_from_mnemonic(t) for t in compared.values()}
+    assert {"outer", "mla", "load", "store", "control", "other"} <= kinds
+
+
 # ---- the trace parser on a synthetic log -------------------------------------------------
 
 NOP, RET = 0xD503201F, 0xD65F03C0
