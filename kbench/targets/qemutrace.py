@@ -48,7 +48,6 @@ class PhaseMap:
     windows: Mapping[int, tuple[str, str]]  # entry address -> (kind, function name)
     phases: Mapping[int, str]  # entry address -> phase name
     words: Mapping[int, int]  # address -> instruction word (executable code)
-    functions: tuple[Function, ...] = ()
 
     def word(self, addr: int) -> int:
         try:
@@ -95,7 +94,7 @@ def build_phase_map(elf: Elf, windows: Mapping[str, str],
     raw = elf.read(text.addr, text.size)
     words = {text.addr + 4 * i: int.from_bytes(raw[4 * i:4 * i + 4], "little")
              for i in range(len(raw) // 4)}
-    return PhaseMap(win, ph, words, tuple(funcs))
+    return PhaseMap(win, ph, words)
 
 
 @dataclass
@@ -106,7 +105,6 @@ class Window:
     function: str
     counts: dict[str, int] = field(default_factory=dict)  # phase path -> instructions
     mix: dict[str, list[int]] = field(default_factory=dict)  # phase path -> per class
-    error: str = ""
 
     @property
     def total(self) -> int:
