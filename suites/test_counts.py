@@ -620,6 +620,9 @@ def test_count_comparison_reports_missing_and_new_cases() -> None:
           "count_call": 10.0}]
     comp = compare_counts(b, c)
     assert sorted(d.verdict for d in comp.deltas) == [MISSING, NEW]
+    # the same case under two spellings of one target is one case
+    same = compare_counts(b, [{**b[0], "target": "qemu:cpu=max:svl=512"}])
+    assert [d.verdict for d in same.deltas] == [SAME]
 
 
 # ---- history and run folders ------------------------------------------------------------

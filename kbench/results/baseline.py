@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from kbench.errors import KbenchError
-from kbench.results.count_compare import DEFAULT_LIMIT
+from kbench.results.count_compare import DEFAULT_LIMIT, canonical_target
 from kbench.results.counts import COLUMNS
-from kbench.targets.spec import parse_qemu
 
 REFERENCE = Path(__file__).resolve().parents[2] / "reference" / "counts"
 DEFAULT_CSV = REFERENCE / "baseline.csv"
@@ -41,16 +40,6 @@ class BaselineConfig:
     targets: tuple[str, ...]
     backends: tuple[str, ...]
     limit: float = DEFAULT_LIMIT
-
-
-def canonical_target(target: str) -> str:
-    """"qemu:svl=512" -> "qemu:cpu=max:svl=512"; other targets unchanged."""
-    if target == "qemu" or target.startswith("qemu:"):
-        try:
-            return parse_qemu(target).name
-        except KbenchError:
-            return target
-    return target
 
 
 def parse_limit(value: Any) -> float:

@@ -41,6 +41,7 @@ from scipy.stats import mannwhitneyu
 from kbench.results.count_compare import (
     DEFAULT_LIMIT,
     CountComparison,
+    canonical_target,
     compare_counts,
     failure_detail,
     markdown_table,
@@ -430,7 +431,8 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
 def _count_failures(comp: Comparison, c_idx: dict[CaseKey, _Entry]) -> list[GateFailure]:
     """Instruction counts: growth past the limit, counts that differ between
     passes, and counts the base had but a candidate that ran the case lacks."""
-    present = {(k[1], k[3], k[4], k[6]) for k, e in c_idx.items() if e.status not in FAILED}
+    present = {(canonical_target(k[1]), k[3], k[4], k[6]) for k, e in c_idx.items()
+               if e.status not in FAILED}
     out = [GateFailure("count", d.label, failure_detail(d, comp.instructions.limit))
            for d in comp.instructions.regressions()]
     for d in comp.instructions.deltas:

@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbench.errors import KbenchError
 from kbench.results.counts import COLUMNS, GATED
+from kbench.targets.spec import parse_qemu
 
 CountKey = tuple[str, str, str, str]  # target, catalog, case, realization
 MORE, FEWER, SAME, MISSING, NEW = "more", "fewer", "same", "missing", "new"
@@ -73,6 +75,16 @@ class CountComparison:
         return [d for d in self.deltas if d.verdict == MORE and d.worst()[1] > 1 + self.limit]
 
 
+def canonical_target(target: str) -> str:
+    """"qemu:svl=512" -> "qemu:cpu=max:svl=512"; other targets unchanged."""
+    if target == "qemu" or target.startswith("qemu:"):
+        try:
+            return parse_qemu(target).name
+        except KbenchError:
+            return target
+    return target
+
+
 def _field(row: Mapping[str, Any] | Any, name: str, default: Any = "") -> Any:
     return row.get(name, default) if isinstance(row, Mapping) else getattr(row, name, default)
 
@@ -94,8 +106,8 @@ def index_counts(rows: Iterable[Mapping[str, Any] | Any]
     for row in rows:
         if not _value(row, "count_call") > 0:
             continue
-        key = (str(_field(row, "target")), str(_field(row, "catalog")), str(_field(row, "case")),
-               str(_field(row, "realization")))
+        key = (canonical_target(str(_field(row, "target"))), str(_field(row, "catalog")),
+               str(_field(row, "case")), str(_field(row, "realization")))
         counts = {col: _value(row, col) for col in COLUMNS}
         if key in out:
             seen = out[key]

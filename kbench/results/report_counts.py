@@ -15,7 +15,7 @@ import pandas as pd
 
 from kbench.results import anchors as anc
 from kbench.results import baseline as bl
-from kbench.results.count_compare import CountComparison, compare_counts
+from kbench.results.count_compare import CountComparison, canonical_target, compare_counts
 from kbench.results.counts import CLASSES, COLUMNS, parse_mix
 from kbench.results.runfolder import Run
 
@@ -146,13 +146,12 @@ def html_context(run: Run, tables: Any, html_table: Callable[..., Any]) -> dict[
     vs_committed: pd.DataFrame = tables.counts_vs_committed
     per_target = []
     for target, g in counts.groupby("target", sort=False):
-        canonical = bl.canonical_target(str(target))
+        canonical = canonical_target(str(target))
         per_target.append({
             "target": target, "cpu": ", ".join(sorted(set(map(str, g["count_cpu"])))),
             "phases": html_table(g, PHASE_VIEW),
             "efficiency": html_table(g, EFFICIENCY_VIEW),
-            "vs_run": html_table(vs_run[vs_run["target"].map(bl.canonical_target)
-                                        == canonical], DELTA_TABLE),
+            "vs_run": html_table(vs_run[vs_run["target"] == canonical], DELTA_TABLE),
             "vs_committed": html_table(vs_committed[vs_committed["target"] == canonical],
                                        DELTA_TABLE),
         })
