@@ -53,7 +53,8 @@ perf="$(mktemp -d)"
 kbench run --suite perf --shapes smoke --rounds 4 --passes 2 --max-time 0.02 --no-history \
   --out "$perf/host"
 kbench run --suite perf --shapes smoke --rounds 2 --min-round-ms 0.1 --no-history \
-  --target qemu:cpu=max:svl=256 --backend sme --backend neon --out "$perf/qemu"
+  --target qemu:cpu=max:svl=256 --backend sme --backend neon --count-method none \
+  --out "$perf/qemu"  # instruction counts have their own step below
 kbench report "$perf/host" --baseline "$perf/host" --out "$perf/report"
 kbench gate "$perf/qemu" "$perf/qemu" --markdown "$perf/gate.md" > "$perf/gate.txt"  # emulated:
 tail -n 2 "$perf/gate.txt"                                         # correctness only
@@ -70,6 +71,37 @@ whl="$(mktemp -d)"
   && "$whl/venv/bin/kbench" catalogs > "$whl/catalogs.txt" && grep '^smoke ' "$whl/catalogs.txt" \
   && "$whl/venv/bin/kbench" run --shapes smoke --no-history --out "$whl/run" > "$whl/run.log" \
   && tail -n 2 "$whl/run.log" && test -s "$whl/run/results.csv")
+
+step "instruction counts on emulated Arm: the committed baseline at SVL 128 and 512, KleidiAI anchors at 512"
+cnt="$(mktemp -d)"
+count_run() {  # one SVL: every SME and NEON realization on the count catalog
+  kbench run --suite perf --shapes counts --target "qemu:cpu=max:svl=$1" --backend sme \
+    --backend neon --rounds 1 --min-round-ms 0 --warmup 0 --no-history --out "$cnt/svl$1" \
+    > "$cnt/svl$1.log" 2>&1
+}
+count_run 128 & pid_128=$!
+count_run 512 & pid_512=$!
+status=0
+wait "$pid_128" || status=1
+wait "$pid_512" || status=1
+counts_summary() { sed -n '/kbench instruction counts/,/^-\{20\}/p' "$1" | grep -v '^-\{20\}'; }
+for s in 128 512; do counts_summary "$cnt/svl$s.log"; done
+if [ "$status" -ne 0 ]; then
+  tail -n 40 "$cnt/svl128.log" "$cnt/svl512.log"
+  echo "instruction counts: a perf run FAILED (logs in $cnt)"
+  exit 1
+fi
+kbench baseline check "$cnt/svl128" "$cnt/svl512" --markdown "$cnt/baseline.md" \
+  > "$cnt/check.txt" || { cat "$cnt/check.txt"; exit 1; }
+tail -n 2 "$cnt/check.txt"
+kbench report "$cnt/svl512" --out "$cnt/svl512-report" | sed -n 1p  # shows the baseline diff
+kbench run --suite perf --shapes kleidiai_anchors --target qemu:cpu=max:svl=512 \
+  --realization gemm_sme2_mopa_f32acc --realization gemm_sme_mopa_f32acc \
+  --realization gemm_neon_f16acc --rounds 1 --min-round-ms 0 --warmup 0 --no-history \
+  --out "$cnt/anchors" > "$cnt/anchors.log" 2>&1 || { tail -n 40 "$cnt/anchors.log"; exit 1; }
+counts_summary "$cnt/anchors.log"
+kbench report "$cnt/anchors" --out "$cnt/anchors-report" | sed -n 1p
+kbench anchors "$cnt/anchors"  # our counts / KleidiAI v1.30's, on the shapes both cover
 
 step "in-process path on emulated Arm64 (qemu-python): ours, and onnxruntime with KleidiAI on/off"
 pyt="$(mktemp -d)"

@@ -3,12 +3,14 @@ chosen catalogs on every realization that takes it. A case is verified
 first, then timed natively inside its target. For in-process targets
 pytest-benchmark drives the calibrated rounds on a clock fed by the native
 timer; worker targets time their rounds natively and replay them into
-pytest-benchmark, so the statistics and JSON have one shape. Only
-collected with --kb-perf."""
+pytest-benchmark, so the statistics and JSON have one shape. On qemu:
+targets every case is also counted: exact dynamic instructions per phase
+of one single-threaded call (kbench.harness.counting). Only collected with
+--kb-perf."""
 
 import pytest
 
-from kbench.harness import perf
+from kbench.harness import counting, perf
 from kbench.judge.verdict import MISTRUSTED, PASS
 from kbench.native.calls import Timing
 from kbench.targets.inprocess import InProcessEngine
@@ -49,6 +51,10 @@ def test_perf(kb_session, kb_perf_job, benchmark, request):
     # `reps` native calls, recorded as that round's per-call time)
     benchmark.extra_info["calls_per_round"] = reps
     verdict = perf.with_times(verdict, rounds, reps, prep.packing)
+    if kb_session.counter is not None:  # exact instruction counts on emulated targets
+        verdict = counting.with_counts(kb_session.counter, verdict, job, kb_session.inputs)
     kb_session.record(verdict)
     kb_session.perf_progress(request.config, verdict)
+    if verdict.status not in (PASS, MISTRUSTED):
+        pytest.fail(verdict.line())
     assert verdict.rounds > 0 and verdict.time_median_ns > 0

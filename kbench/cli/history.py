@@ -18,6 +18,7 @@ import pandas as pd
 
 from kbench.resources import resource_dir
 from kbench.results.compare import Comparison, GateResult, compare_runs, gate, markdown
+from kbench.results.count_compare import DEFAULT_LIMIT, fmt_count
 from kbench.results.history import append_run, default_db_path, query_runs
 from kbench.results.historydb import describe, driver_errors, is_postgres, resolve_db
 from kbench.results.runfolder import Run, RunFolderError, load_run
@@ -31,6 +32,7 @@ class GateConfig:
     max_slowdown: float = 0.05
     alpha: float = 0.01
     speed_targets: tuple[str, ...] = ("*",)  # fnmatch patterns; emulated targets never count
+    max_count_growth: float = DEFAULT_LIMIT  # instruction counts: growth that fails
 
 
 def parse_fraction(value: str | float) -> float:
@@ -55,7 +57,7 @@ def load_gate_config(path: Path | None = None) -> GateConfig:
         path = DEFAULT_CONFIG
     with open(path, "rb") as fh:
         table: dict[str, Any] = tomllib.load(fh).get("gate", {})
-    unknown = set(table) - {"max_slowdown", "alpha", "speed_targets"}
+    unknown = set(table) - {"max_slowdown", "alpha", "speed_targets", "max_count_growth"}
     if unknown:
         raise ValueError(f"{path}: unknown [gate] key(s): {', '.join(sorted(unknown))}")
     cfg = GateConfig()
@@ -63,6 +65,8 @@ def load_gate_config(path: Path | None = None) -> GateConfig:
         cfg = replace(cfg, max_slowdown=parse_fraction(table["max_slowdown"]))
     if "alpha" in table:
         cfg = replace(cfg, alpha=float(table["alpha"]))
+    if "max_count_growth" in table:
+        cfg = replace(cfg, max_count_growth=parse_fraction(table["max_count_growth"]))
     if "speed_targets" in table:
         targets = table["speed_targets"]
         if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
@@ -71,11 +75,17 @@ def load_gate_config(path: Path | None = None) -> GateConfig:
     return cfg
 
 
-def _config(config: str | None, max_slowdown: str | None, alpha: float | None) -> GateConfig:
+def _config(config: str | None, max_slowdown: str | None, alpha: float | None,
+            max_count_growth: str | None = None) -> GateConfig:
     try:
         cfg = load_gate_config(Path(config) if config else None)
     except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from exc
+    if max_count_growth is not None:
+        try:
+            cfg = replace(cfg, max_count_growth=parse_fraction(max_count_growth))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--max-count-growth") from exc
     if max_slowdown is not None:
         try:
             cfg = replace(cfg, max_slowdown=parse_fraction(max_slowdown))
@@ -121,8 +131,31 @@ def comparison_text(comp: Comparison) -> str:
     counts = comp.counts()
     if counts:
         lines.append("timed: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    lines += count_lines(comp)
     lines += [f"warning: {w}" for w in comp.warnings]
     return "\n".join(lines)
+
+
+def count_lines(comp: Comparison) -> list[str]:
+    """The instruction counts of the two runs, case by case (exact)."""
+    deltas = comp.instructions.deltas
+    if not deltas:
+        return []
+    width = max(len(d.label) for d in deltas)
+    lines = [f"{'counted case':{width}s} {'base call':>12s} {'cand call':>12s} {'ratio':>8s}"
+             "  verdict (phases that grew)"]
+    regressions = comp.instructions.regressions()
+    for d in deltas:
+        ratio = "-" if d.ratio() != d.ratio() else f"{d.ratio():.4f}"
+        grown = ", ".join(f"{p} {c - b:+,.0f}" for p, b, c in d.grown())
+        verdict = "REGRESSION" if d in regressions else d.verdict
+        lines.append(f"{d.label:{width}s} {fmt_count(d.base.get('count_call', math.nan)):>12s} "
+                     f"{fmt_count(d.cand.get('count_call', math.nan)):>12s} {ratio:>8s}  "
+                     f"{verdict}{f' ({grown})' if grown else ''}")
+    tally = comp.instructions.tally()
+    lines.append("counted: " + ", ".join(f"{n} {v}" for v, n in sorted(tally.items()))
+                 + f" (limit {comp.instructions.limit:.2%})")
+    return lines
 
 
 def _write_markdown(text: str, path: str | None, step_summary: bool) -> None:
@@ -146,6 +179,10 @@ _ALPHA = click.option("--alpha", type=float, default=None,
 _SLOWDOWN = click.option("--max-slowdown", default=None,
                          help="Largest tolerated slowdown, 5% or 0.05 [default: from the "
                               "configuration, else 5%].")
+_COUNT_GROWTH = click.option("--max-count-growth", default=None,
+                             help="Largest tolerated growth of a case's instruction count "
+                                  "(call or B packing; emulated targets), 0.5% or 0.005 "
+                                  "[default: from the configuration, else 0.5%].")
 _BASE = click.argument("base", type=click.Path(exists=True, file_okay=False))
 _CAND = click.argument("cand", type=click.Path(exists=True, file_okay=False))
 
@@ -202,17 +239,20 @@ def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: 
 @_CAND
 @_ALPHA
 @_SLOWDOWN
+@_COUNT_GROWTH
 @_CONFIG
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
               help="Also write the comparison as Markdown to this file.")
 def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
-            config: str | None, markdown_file: str | None) -> None:
+            max_count_growth: str | None, config: str | None,
+            markdown_file: str | None) -> None:
     """Compare two run folders case by case: ratio of median times, one-sided
     Mann-Whitney U tests on per-round times, and a verdict (faster, slower,
-    same; not-comparable for emulated times)."""
-    cfg = _config(config, max_slowdown, alpha)
+    same; not-comparable for emulated times); instruction counts of emulated
+    targets exactly (more, fewer, same)."""
+    cfg = _config(config, max_slowdown, alpha, max_count_growth)
     comp = compare_runs(_load(base, "BASE"), _load(cand, "CAND"), cfg.alpha, cfg.max_slowdown,
-                        cfg.speed_targets)
+                        cfg.speed_targets, cfg.max_count_growth)
     click.echo(comparison_text(comp))
     _write_markdown(markdown(comp), markdown_file, step_summary=False)
 
@@ -231,19 +271,22 @@ def gate_text(result: GateResult) -> str:
 @_CAND
 @_SLOWDOWN
 @_ALPHA
+@_COUNT_GROWTH
 @_CONFIG
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
               help="Write the Markdown summary here (it is also appended to "
                    "$GITHUB_STEP_SUMMARY when that is set).")
 def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | None,
-                 config: str | None, markdown_file: str | None) -> None:
+                 max_count_growth: str | None, config: str | None,
+                 markdown_file: str | None) -> None:
     """The regression gate: exit 1 on any correctness failure or error in
-    CAND, any case of BASE missing from CAND, an incomplete run, or a
-    slowdown both above --max-slowdown and significant at --alpha; 0 if
-    none; 2 on bad input."""
-    cfg = _config(config, max_slowdown, alpha)
+    CAND, any case of BASE missing from CAND, an incomplete run, a
+    slowdown both above --max-slowdown and significant at --alpha, or (on
+    emulated targets, exactly) an instruction count of a call or a B packing
+    grown by more than --max-count-growth; 0 if none; 2 on bad input."""
+    cfg = _config(config, max_slowdown, alpha, max_count_growth)
     result = gate(_load(base, "BASE"), _load(cand, "CAND"), cfg.alpha, cfg.max_slowdown,
-                  cfg.speed_targets)
+                  cfg.speed_targets, cfg.max_count_growth)
     click.echo(gate_text(result))
     _write_markdown(markdown(result), markdown_file, step_summary=True)
     raise SystemExit(0 if result.passed else 1)

@@ -45,6 +45,20 @@ PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
                         "one run) and report, per case, the paired ratio with its confidence "
                         "interval, the ratio of minima, each side's CV and a verdict (slower, "
                         "faster, same, noisy)."),
+                 "count": ("kbench.cli.count:count",
+                           "Count the exact dynamic instructions of one single-threaded call "
+                           "of a realization, per phase (validate, checksum, pack_lhs, "
+                           "pack_rhs, kernel, other; and pack_b), with the instruction mix, the "
+                           "floor and efficiency, and the ratio to the KleidiAI anchor table "
+                           "when the shape is one of its."),
+                 "baseline": ("kbench.cli.count:baseline",
+                              "The committed instruction-count baseline "
+                              "(reference/counts/baseline.csv): regenerate it, write it from a "
+                              "run, or check a run against it."),
+                 "anchors": ("kbench.cli.count:anchors",
+                             "Our counts against the peer anchor table (KleidiAI v1.30's "
+                             "measured counts) on the shapes both cover; exit 1 if no counted "
+                             "case matches."),
                  "gate": ("kbench.cli.history:gate_command",
                           "The regression gate: exit 1 on any correctness failure or error in "
                           "CAND, any case of BASE missing from CAND, an incomplete run, or a "
@@ -151,6 +165,9 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
 @click.option("--min-round-ms", type=click.FloatRange(0.0), default=2.0, show_default=True,
               help="perf, workers: calls per round calibrated to last at least this long.")
 @click.option("--cold", is_flag=True, help="perf: flush caches before every round.")
+@click.option("--warmup", type=click.IntRange(0), default=2, show_default=True,
+              help="perf: untimed calls before the timed rounds (0 on emulated targets "
+                   "whose times are not speeds anyway, to spend the time on counting).")
 @click.option("--passes", type=click.IntRange(1), default=1, show_default=True,
               help="perf: sweep the catalogs this many times, splitting each case's rounds "
                    "(and --max-time) over the passes: background load during one stretch of "
@@ -158,6 +175,12 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
                    "in most passes. Use 3 or more for runs that `kbench gate` compares.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="perf: threads per call.")
+@click.option("--count-method", type=click.Choice(["tb", "insn", "none"]), default="tb",
+              show_default=True,
+              help="perf on qemu: targets: count the exact dynamic instructions of one "
+                   "single-threaded call per phase, from QEMU's log of translation blocks (tb) "
+                   "or of single instructions (insn: slower, an independent cross-check); "
+                   "none: do not count.")
 @click.option("--dispatch", "dispatch", type=click.Path(dir_okay=False, exists=True),
               default=None, help="A dispatch table from `kbench tune`: the library follows it, "
                                  "and every case also runs unforced, checked to be computed by "
@@ -184,8 +207,8 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, case_expr: str,
         out: str | None,
-        rounds: int, max_time: float, min_round_ms: float, cold: bool, passes: int,
-        threads: int,
+        rounds: int, max_time: float, min_round_ms: float, cold: bool, warmup: int,
+        passes: int, threads: int, count_method: str,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
         exitfirst: bool, jobs: int | None = None, fleet: str | None = None,
         plugins: tuple[str, ...] = (), strict_plugins: bool = False) -> None:
@@ -257,6 +280,7 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         per_pass = max(2, -(-rounds // passes))
         args += ["--kb-perf", "--kb-rounds", str(rounds), "--kb-min-round-ms", str(min_round_ms),
                  "--kb-threads", str(threads), "--kb-passes", str(passes),
+                 "--kb-count-method", count_method, "--kb-warmup", str(warmup),
                  "--benchmark-min-rounds", str(per_pass),
                  "--benchmark-max-time", str(max_time / passes), "--benchmark-warmup", "off",
                  "--benchmark-json", str(run_dir / "benchmark.json"), "-p", "no:randomly",

@@ -138,7 +138,9 @@ def eta_line(done: int, total: int, elapsed_s: float, v: Verdict) -> str:
     def hms(s: float) -> str:
         s = int(s)
         return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
-    if v.rounds:
+    if v.rounds and v.count_call == v.count_call:  # counted: instructions, not time
+        speed = f"{v.count_call:12,.0f} instructions (kernel {v.count_kernel:,.0f})"
+    elif v.rounds:
         cv = v.time_stdev_ns / v.time_mean_ns if v.time_mean_ns > 0 else float("nan")
         speed = (f"{v.time_median_ns / 1e3:10.1f} us  "
                  + ("emulated, not a speed" if v.emulated

@@ -19,6 +19,7 @@ import pytest
 from kbench.errors import KbenchError
 from kbench.harness import contracts, probes
 from kbench.harness.contracts import ContractCase
+from kbench.harness.counting import Counter
 from kbench.harness.parallel import (
     PROBES_KEY,
     VERDICTS_ATTR,
@@ -42,6 +43,7 @@ from kbench.native.api import DispatchTable, Realization
 from kbench.native.calls import TargetInfo
 from kbench.problems import catalog as catalogs
 from kbench.problems.cases import Case, ConvCase, GemmCase
+from kbench.results.counts import summary_text as count_summary_text
 from kbench.results.store import RunWriter, machine_metadata
 from kbench.results.summary import summary_dict, summary_text
 from kbench.targets.spec import Target, parse_target
@@ -89,6 +91,7 @@ class KbSession:
     case_tests: int = 0  # tests parametrized over cases (kb_job, kb_perf_job)
     selected_jobs: int = 0  # jobs those tests were given
     progress: ProgressCounter | None = None  # correctness progress with an ETA
+    counter: Counter | None = None  # perf on qemu targets: instruction counts (--kb-count-method)
 
     @property
     def fingerprint(self) -> bool | None:
@@ -325,6 +328,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-case", default="",
                 help="only cases whose CATALOG/CASE matches this regular expression "
                      "(re.search; kbench run -k)")
+    g.addoption("--kb-count-method", default="tb", choices=("tb", "insn", "none"),
+                help="perf on qemu targets: count instructions per phase from QEMU's log of "
+                     "translation blocks (tb, default) or of single instructions (insn, slower, "
+                     "the cross-check); none: do not count")
     g.addoption("--kb-dispatch", default="",
                 help="a tuned dispatch table: also run every case unforced and check that "
                      "the realization the table names is the one that ran")
@@ -382,6 +389,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if errors:
             kb.close_targets()
             raise pytest.UsageError("\n".join(errors))
+    method = config.getoption("--kb-count-method")
+    if method != "none":
+        config.stash[SESSION].counter = Counter(method)
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
     config.pluginmanager.register(_TargetsInParallel(config), "kbench-parallel")
     kb = config.stash[SESSION]
@@ -646,6 +656,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_line(summary_text(kb.verdicts))
     for note in kb.plugin_notes:
         terminalreporter.write_line(f"plugin not loaded on {note}")
+    counted = count_summary_text(kb.verdicts)
+    if counted:
+        terminalreporter.section("kbench instruction counts (one single-threaded call, exact)")
+        terminalreporter.write_line(counted)
     if kb.out is not None:
         terminalreporter.write_line(f"run folder: {kb.out}")
 

@@ -161,6 +161,26 @@ class Verdict:
     accum_match: float = float("nan")
     # the plugin whose realization this is, "<plugin> <version>" (never ours); "" for ours
     plugin: str = ""
+    # exact dynamic instruction counts of one single-threaded call on an emulated
+    # target (kbench.targets.counting; kbench.results.counts): how they were counted,
+    # QEMU and its -cpu (model, SVL), per phase, the mix (JSON), the floor and efficiency
+    count_method: str = ""  # "qemu-tb" | "qemu-insn"; "" when not counted
+    count_note: str = ""  # why a perf row has no counts, or what to know about them
+    count_qemu: str = ""
+    count_cpu: str = ""
+    count_call: float = float("nan")
+    count_validate: float = float("nan")
+    count_checksum: float = float("nan")
+    count_pack_lhs: float = float("nan")
+    count_pack_rhs: float = float("nan")
+    count_kernel: float = float("nan")
+    count_other: float = float("nan")
+    count_pack_b: float = float("nan")
+    count_pack_b_checksum: float = float("nan")
+    count_mix: str = ""
+    count_floor: float = float("nan")
+    count_floor_kind: str = ""
+    count_efficiency: float = float("nan")
 
     @property
     def exact_fraction(self) -> float:

@@ -38,6 +38,17 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu
 
+from kbench.results.count_compare import (
+    DEFAULT_LIMIT,
+    CountComparison,
+    canonical_target,
+    compare_counts,
+    failure_detail,
+    markdown_table,
+)
+from kbench.results.count_compare import (
+    MISSING as COUNT_MISSING,
+)
 from kbench.results.runfolder import Run
 
 KEY = ("suite", "target", "op", "catalog", "case", "kind", "realization", "threads")
@@ -139,6 +150,7 @@ class Comparison:
     max_slowdown: float
     cases: list[CaseComparison]
     warnings: list[str] = field(default_factory=list)
+    instructions: CountComparison = field(default_factory=CountComparison)  # exact counts
 
     def timed(self) -> list[CaseComparison]:
         return [c for c in self.cases if c.timed]
@@ -162,7 +174,7 @@ class Comparison:
 
 @dataclass(frozen=True)
 class GateFailure:
-    reason: str  # correctness | missing | slowdown | incomplete | suite
+    reason: str  # correctness | missing | slowdown | count | incomplete | suite
     case: str  # the case label, "" for a run-level failure
     detail: str
 
@@ -270,7 +282,8 @@ def _speed_target(target: str, patterns: Iterable[str]) -> bool:
 
 
 def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
-                 speed_targets: Sequence[str] = ("*",)) -> Comparison:
+                 speed_targets: Sequence[str] = ("*",),
+                 max_count_growth: float = DEFAULT_LIMIT) -> Comparison:
     """Compare every case of two runs.
 
     Timed cases get the ratio of medians (candidate / base), the pass
@@ -347,7 +360,15 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
     if few_rounds:
         warnings.append(f"{few_rounds} timed case(s) have too few rounds for the U test to "
                         f"reach alpha {alpha:g}: their speed is not gated")
-    return Comparison(b_info, c_info, alpha, max_slowdown, cases, warnings)
+    instructions = compare_counts(base.results.to_dict("records"),
+                                  cand.results.to_dict("records"), max_count_growth)
+    qemu = {name: {str(v) for v in run.results.get("count_qemu", []) if str(v)}
+            for name, run in (("base", base), ("candidate", cand))}
+    if qemu["base"] and qemu["candidate"] and qemu["base"] != qemu["candidate"]:
+        warnings.append(f"instruction counts come from different QEMU versions (base "
+                        f"{', '.join(sorted(qemu['base']))}, candidate "
+                        f"{', '.join(sorted(qemu['candidate']))})")
+    return Comparison(b_info, c_info, alpha, max_slowdown, cases, warnings, instructions)
 
 
 def _adjusted(cases: list[CaseComparison], tested: list[int],
@@ -368,9 +389,10 @@ def _adjusted(cases: list[CaseComparison], tested: list[int],
 
 
 def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
-         speed_targets: Sequence[str] = ("*",)) -> GateResult:
+         speed_targets: Sequence[str] = ("*",),
+         max_count_growth: float = DEFAULT_LIMIT) -> GateResult:
     """The regression gate: compare_runs plus the failures that fail a change."""
-    comp = compare_runs(base, cand, alpha, max_slowdown, speed_targets)
+    comp = compare_runs(base, cand, alpha, max_slowdown, speed_targets, max_count_growth)
     failures: list[GateFailure] = []
     for name, info in (("candidate", comp.cand), ("base", comp.base)):
         if not info.complete:
@@ -397,12 +419,30 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
                 "slowdown", case.label,
                 f"{case.ratio - 1:+.1%} (limit {max_slowdown:.1%}){in_passes}, "
                 f"Mann-Whitney U p = {case.p_slower:.2g} < {alpha:g} (Holm-adjusted)"))
+    failures += _count_failures(comp, c_idx)
     status = cand.meta.get("pytest_exit_status")
     if status not in (None, 0) and not any(f.reason == "correctness" for f in failures):
         failures.append(GateFailure("suite", "", f"the candidate's suites exited with status "
                                     f"{status} without a failing result row (a test outside the "
                                     "case verdicts failed, e.g. determinism)"))
     return GateResult(comp, failures)
+
+
+def _count_failures(comp: Comparison, c_idx: dict[CaseKey, _Entry]) -> list[GateFailure]:
+    """Instruction counts: growth past the limit, counts that differ between
+    passes, and counts the base had but a candidate that ran the case lacks."""
+    present = {(canonical_target(k[1]), k[3], k[4], k[6]) for k, e in c_idx.items()
+               if e.status not in FAILED}
+    out = [GateFailure("count", d.label, failure_detail(d, comp.instructions.limit))
+           for d in comp.instructions.regressions()]
+    for d in comp.instructions.deltas:
+        if d.nondeterministic:
+            out.append(GateFailure("count", d.label, f"counts differ between rows of the "
+                                   f"{d.nondeterministic} run: not deterministic"))
+        if d.verdict == COUNT_MISSING and d.key in present:
+            out.append(GateFailure("count", d.label, "counted in the base run, not in the "
+                                   "candidate (run it with --count-method tb)"))
+    return out
 
 
 def _fmt_ns(ns: float) -> str:
@@ -468,7 +508,9 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
               f"- slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} "
               "(one-sided Mann-Whitney U on per-round times, Holm-adjusted over the cases "
               "compared; with several passes a slowdown must show in more than half of "
-              "them); emulated times are never compared as speed"]
+              "them); emulated times are never compared as speed",
+              f"- instruction counts (emulated targets) are compared exactly: a call or B "
+              f"packing that grew by more than {comp.instructions.limit:.2%} fails"]
     counts = comp.counts()
     if counts:
         lines.append("- timed cases: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
@@ -479,6 +521,10 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
                   "| reason | case | detail |", "|---|---|---|"]
         for f in gate_result.failures:
             lines.append(f"| {f.reason} | {_md(f.case) or '–'} | {_md(f.detail)} |")
+    if comp.instructions.deltas:
+        tally = ", ".join(f"{n} {v}" for v, n in sorted(comp.instructions.tally().items()))
+        lines += ["", f"### Instruction counts ({tally})", "",
+                  *markdown_table(comp.instructions, max_rows)]
     timed = comp.timed()
     if timed:
         lines += ["", f"### Timed cases ({len(timed)})", "", *_perf_table(timed, max_rows)]

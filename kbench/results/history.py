@@ -54,7 +54,9 @@ _INT_RESULT_COLUMNS = {"k", "m", "n", "vector_bits", "exact", "total", "layers",
                        "threads", "rounds", "reps_per_round", "emulated"}
 _TEXT_RESULT_COLUMNS = {"case", "op", "shape", "kind", "target", "backend", "realization",
                         "kernel", "accum", "b_form", "status", "message", "catalog", "tags",
-                        "suite", "round_times_ns", "plugin"}
+                        "suite", "round_times_ns", "plugin", "count_method",
+                        "count_note", "count_qemu", "count_cpu", "count_mix",
+                        "count_floor_kind"}
 
 LISTING = ["id", "date", "host", "cpu_model", "arch", "git_commit", "git_dirty", "complete",
            "emulated", "target_names", "backends", "n_results", "n_failed", "n_timed", "path"]

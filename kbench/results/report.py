@@ -24,6 +24,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from kbench.judge import fingerprint as fprint
 from kbench.resources import resource_dir
 from kbench.results import plugin_report
+from kbench.results import report_counts as rcount
 from kbench.results import report_views as views
 from kbench.results.runfolder import Run
 
@@ -442,6 +443,12 @@ class ReportTables:
     plugin_probes: pd.DataFrame = field(default_factory=pd.DataFrame)
     fastest: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=views.FASTEST_COLUMNS))  # per shape: fastest of ours and of the peers
+    # instruction counts of emulated targets (kbench.results.report_counts)
+    counts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    count_mix: pd.DataFrame = field(default_factory=pd.DataFrame)
+    counts_vs_baseline: pd.DataFrame = field(default_factory=pd.DataFrame)
+    counts_vs_committed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    count_anchors: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -491,6 +498,10 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         plugins=plugin_report.plugin_table(run),
         plugin_probes=plugin_report.probe_table(run.results),
         fastest=views.fastest_per_shape(gflops_table(run)),
+        counts=rcount.count_table(run), count_mix=rcount.mix_table(run),
+        counts_vs_baseline=rcount.vs_run(run, baseline),
+        counts_vs_committed=rcount.vs_committed(run),
+        count_anchors=rcount.anchor_table(run),
     )
 
 
@@ -750,6 +761,13 @@ def _cell(col: str, value: Any) -> Cell:
             return Cell(f"{v:.1%}", "num")
         if col == "accum_match":
             return Cell(fprint.percent(v), "num")
+        if col == "count_efficiency":
+            return Cell(f"{v:.1%}", "num")
+        if col.endswith("_ratio") or col.startswith("ratio"):  # counts: above 1 is more
+            return Cell(f"{v:.3f}", "num worse" if v > 1.005 else "num better" if v < 0.995
+                        else "num")
+        if col.startswith(("count_", "kernel_")) or col in rcount.COUNT_NUMBERS:
+            return Cell(f"{v:,.0f}", "num")
         return Cell(f"{v:.4g}", "num")
     text = str(value)
     if col in ("status", "verdict"):
@@ -926,6 +944,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "n_plugin_probes": len(t.plugin_probes),
         "metadata": html_table(meta_rows),
         "targets": _targets_table(runs),
+        **rcount.html_context(run, t, html_table),
         "plots": plots,
         "csv_names": csv_names,
         "gate": gate,

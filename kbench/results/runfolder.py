@@ -11,7 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kbench.results.counts import COLUMNS as COUNT_COLUMNS
 from kbench.results.store import COLUMNS
+
+COUNT_TEXT = ("count_method", "count_note", "count_qemu", "count_cpu", "count_mix",
+              "count_floor_kind")
 
 
 class RunFolderError(ValueError):
@@ -90,12 +94,14 @@ def load_run(path: str | Path) -> Run:
     for c in missing:  # runs written before a column existed
         df[c] = np.nan
     for c in ("message", "tags", "kind", "b_form", "catalog", "suite", "round_times_ns",
-              "accum_model", "plugin"):
+              "accum_model", "plugin", *COUNT_TEXT):
         df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
     df.loc[df["suite"] == "", "suite"] = "correctness"
     df["emulated"] = df["emulated"].astype(str).str.lower().isin(["true", "1"])
     for c in ("rounds", "reps_per_round", "layers", "flops", "threads", "k", "m", "n"):
         df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0).astype("int64")
     df["accum_match"] = pd.to_numeric(df["accum_match"], errors="coerce").astype(float)
+    for c in (*COUNT_COLUMNS, "count_floor", "count_efficiency"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     df["round_times"] = df["round_times_ns"].map(_times)
     return Run(folder, meta, df)

@@ -12,6 +12,7 @@ linked dynamically against the cross sysroot's glibc (libc6-dev-arm64-cross,
 `qemu-aarch64 -L /usr/aarch64-linux-gnu ...`. The host worker is dynamic.
 
     python -m kbench.targets.crossbuild [--arch aarch64|aarch64-dyn|host] [--force]
+    python -m kbench.targets.crossbuild --extra-insns N    # test only: the count knob
 """
 
 from __future__ import annotations
@@ -116,9 +117,47 @@ def build(arch: str = "aarch64", force: bool = False, quiet: bool = True) -> Pat
                str(obj)]
         _run(cmd, quiet)
         objects.append(str(obj))
+    _link(tc, objects, out, [], quiet)
+    return out
+
+
+def _link(tc: Toolchain, objects: list[str], out: Path, extra: list[str], quiet: bool) -> None:
+    """Links the worker, with a linker map beside it (kb_worker.map: where each
+    object's code went, read by the instruction counter)."""
     tmp = out.with_suffix(".tmp")
-    _run([*tc.cc, *tc.link, *objects, "-o", str(tmp)], quiet)
+    tmp_map = out.with_suffix(".map.tmp")
+    _run([*tc.cc, *tc.link, *extra, *objects, f"-Wl,-Map,{tmp_map}", "-o", str(tmp)], quiet)
+    tmp_map.replace(out.with_suffix(".map"))
     tmp.replace(out)
+
+
+KNOB_SOURCE = NATIVE / "test" / "kb_test_extra_insns.S"
+
+
+def extra_insns(iterations: int) -> int:
+    """Instructions the test knob adds to every SME MOPA GEMM driver call."""
+    return 2 * iterations + 2
+
+
+def build_extra_insns(iterations: int, quiet: bool = True) -> Path:
+    """TEST ONLY: the aarch64 worker with the deterministic instruction knob:
+    the production objects, plus native/test/kb_test_extra_insns.S wrapped
+    around kb_sme_gemm_mopa_run (extra_insns(iterations) more instructions per
+    driver call). Built into build/worker/aarch64-extra<iterations>/."""
+    if not 1 <= iterations <= 65535:
+        raise KbenchError(f"iterations: {iterations} is not in 1..65535", "iterations")
+    tc = toolchain("aarch64")
+    base = build("aarch64", quiet=quiet)
+    out = BUILD / f"aarch64-extra{iterations}" / "kb_worker"
+    if out.exists() and out.stat().st_mtime >= max(base.stat().st_mtime,
+                                                    KNOB_SOURCE.stat().st_mtime):
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    knob = out.parent / "kb_test_extra_insns.o"
+    _run([*tc.cc, f"-DKB_EXTRA_ITERS={iterations}", "-c", str(KNOB_SOURCE), "-o", str(knob)],
+         quiet)
+    objects = [str(object_path(src, base)) for src in sources("aarch64")]
+    _link(tc, [*objects, str(knob)], out, ["-Wl,--wrap=kb_sme_gemm_mopa_run"], quiet)
     return out
 
 
@@ -135,8 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arch", default="aarch64", choices=list(ARCHES))
     ap.add_argument("--force", action="store_true", help="rebuild even if up to date")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--extra-insns", type=int, default=0, metavar="ITERATIONS",
+                    help="TEST ONLY: build the aarch64 worker whose SME MOPA GEMM driver runs "
+                         "2 * ITERATIONS + 2 extra instructions per call (the count gate's knob)")
     args = ap.parse_args(argv)
     try:
+        if args.extra_insns:
+            print(build_extra_insns(args.extra_insns, quiet=not args.verbose))
+            return 0
         path = build(args.arch, args.force, quiet=not args.verbose)
     except KbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -261,6 +261,11 @@ class WorkerSpec:
     timeout: float = DEFAULT_TIMEOUT
     plugins: list[str] = field(default_factory=list)  # plugin paths ({arch} allowed)
     arch: str | None = None  # the worker's architecture; None: asked (hello) when needed
+    # for the instruction counter (kbench.targets.counting): descriptors the child
+    # inherits (its log pipe), its working directory, and whether it sees only `env`
+    pass_fds: tuple[int, ...] = ()
+    cwd: str | None = None
+    inherit_env: bool = True
 
 
 class WorkerEngine:
@@ -280,10 +285,11 @@ class WorkerEngine:
     def _start(self) -> None:
         self._table = None  # a fresh worker has no table loaded
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
-        env = {**os.environ, **self.spec.env}
+        env = {**os.environ, **self.spec.env} if self.spec.inherit_env else dict(self.spec.env)
         try:
             self.proc = subprocess.Popen(self.spec.command, stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+                                         stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                                         pass_fds=self.spec.pass_fds, cwd=self.spec.cwd)
         except OSError as exc:
             raise WorkerCrashed(f"worker: cannot start {self.spec.command[0]}: {exc}",
                                 "worker") from exc

@@ -7,7 +7,7 @@
 
 /* Rows of the patch matrix for one image and one group: row r = (oy, ox),
  * column k = (ky * kw + kx) * cg + ci, zero where the tap is padding. */
-static void im2col_group(const kb_conv_desc *d, size_t oh, size_t ow, const kb_f16 *img,
+static KB_NOINLINE void im2col_group(const kb_conv_desc *d, size_t oh, size_t ow, const kb_f16 *img,
                          size_t g, kb_f16 *cols) {
     size_t cg = d->c_in / d->groups;
     size_t kdim = d->kh * d->kw * cg;

@@ -6,6 +6,15 @@
 
 #include <stdbool.h>
 
+/* A helper kept out of line so that kbench's instruction counter
+ * (kbench.targets.counting) can attribute its instructions to a phase of
+ * the call (e.g. LHS packing); it costs one call per use, never per element. */
+#if defined(__GNUC__)
+#define KB_NOINLINE __attribute__((noinline))
+#else
+#define KB_NOINLINE
+#endif
+
 /* ---- errors -------------------------------------------------------------- */
 
 /* Sets err (if not NULL) and returns code. */

@@ -221,6 +221,35 @@ static void conv_task(void *ctx, size_t task) {
     p->uk->run(&t);
 }
 
+/* The row-pointer table [n][g][row][tap] into the input (the zero row
+ * where a tap falls into the padding). */
+static KB_NOINLINE void build_table(const kb_conv_desc *d, size_t oh, size_t ow, size_t cg,
+                                    const kb_f16 *input, const kb_f16 *zero,
+                                    const kb_f16 **table) {
+    size_t taps = d->kh * d->kw, rows = oh * ow;
+    for (size_t img = 0; img < d->n; img++) {
+        const kb_f16 *x = input + img * d->h * d->w * d->c_in;
+        for (size_t g = 0; g < d->groups; g++) {
+            const kb_f16 **row = table + ((img * d->groups + g) * rows) * taps;
+            for (size_t oy = 0; oy < oh; oy++) {
+                for (size_t ox = 0; ox < ow; ox++) {
+                    for (size_t ky = 0; ky < d->kh; ky++) {
+                        size_t iy = oy * d->stride_h + ky * d->dil_h;
+                        bool yin = iy >= d->pad_top && iy - d->pad_top < d->h;
+                        for (size_t kx = 0; kx < d->kw; kx++) {
+                            size_t ix = ox * d->stride_w + kx * d->dil_w;
+                            bool xin = ix >= d->pad_left && ix - d->pad_left < d->w;
+                            *row++ = (yin && xin)
+                                ? x + ((iy - d->pad_top) * d->w + (ix - d->pad_left)) * d->c_in + g * cg
+                                : zero;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 kb_status kb_neon_conv_indirect(const kb_neon_ukernel *uk, const kb_conv_desc *d, size_t oh,
                                 size_t ow, const kb_f16 *input, const kb_f16 *filter,
                                 const kb_f16 *bias, kb_f16 *output, int threads,
@@ -259,27 +288,7 @@ kb_status kb_neon_conv_indirect(const kb_neon_ukernel *uk, const kb_conv_desc *d
     const kb_f16 **table = (const kb_f16 **)s;
     kb_f16 *zero = (kb_f16 *)(s + zero_off);
     memset(zero, 0, zero_bytes);
-    for (size_t img = 0; img < d->n; img++) {
-        const kb_f16 *x = input + img * d->h * d->w * d->c_in;
-        for (size_t g = 0; g < d->groups; g++) {
-            const kb_f16 **row = table + ((img * d->groups + g) * p.rows) * p.taps;
-            for (size_t oy = 0; oy < oh; oy++) {
-                for (size_t ox = 0; ox < ow; ox++) {
-                    for (size_t ky = 0; ky < d->kh; ky++) {
-                        size_t iy = oy * d->stride_h + ky * d->dil_h;
-                        bool yin = iy >= d->pad_top && iy - d->pad_top < d->h;
-                        for (size_t kx = 0; kx < d->kw; kx++) {
-                            size_t ix = ox * d->stride_w + kx * d->dil_w;
-                            bool xin = ix >= d->pad_left && ix - d->pad_left < d->w;
-                            *row++ = (yin && xin)
-                                ? x + ((iy - d->pad_top) * d->w + (ix - d->pad_left)) * d->c_in + g * p.cg
-                                : zero;
-                        }
-                    }
-                }
-            }
-        }
-    }
+    build_table(d, oh, ow, p.cg, input, zero, table);
     if (panels_bytes) {
         kb_f16 *panels = (kb_f16 *)(s + panels_off);
         for (size_t g = 0; g < d->groups; g++)

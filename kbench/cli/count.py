@@ -1,0 +1,390 @@
+"""`kbench count` (exact instruction counts of one realization on one shape
+on an emulated target) and `kbench baseline` (the committed count baseline:
+update, write, check)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kbench.errors import KbenchError
+from kbench.harness.counting import Counter, count_fields, countable
+from kbench.harness.runner import InputCache, Job, applicable, run_job
+from kbench.native import api
+from kbench.problems.cases import Case, GemmCase
+from kbench.problems.catalog import CatalogError, load_catalog, resolve_catalog
+from kbench.results import anchors as anc
+from kbench.results import baseline as bl
+from kbench.results.count_compare import (
+    FEWER,
+    MISSING,
+    NEW,
+    CountComparison,
+    compare_counts,
+    failure_detail,
+    fmt_count,
+    markdown_table,
+)
+from kbench.results.counts import CLASSES, parse_mix
+from kbench.results.runfolder import RunFolderError, load_run
+from kbench.targets.spec import parse_target
+
+SHAPE = re.compile(r"(\d+)x(\d+)x(\d+)")
+
+
+def _cases(shape: str | None, shapes: str | None, names: tuple[str, ...], b_form: str,
+           bias: bool) -> list[tuple[str, Case]]:
+    if shape:
+        m = SHAPE.fullmatch(shape.strip())
+        if not m or not all(int(x) > 0 for x in m.groups()):
+            raise click.BadParameter(f"{shape!r} is not MxNxK (e.g. 256x256x256)",
+                                     param_hint="--shape")
+        mm, n, k = (int(x) for x in m.groups())
+        return [("", GemmCase(f"m{mm}_n{n}_k{k}_{b_form}", mm, n, k, bias=bias, b_form=b_form))]
+    if not shapes:
+        raise click.UsageError("give --shape MxNxK or --shapes CATALOG [--case NAME]")
+    try:
+        cat = load_catalog(resolve_catalog(shapes))
+    except (CatalogError, FileNotFoundError, ValueError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--shapes") from exc
+    cases = [c for c in cat.cases if not names or c.name in names]
+    unknown = set(names) - {c.name for c in cat.cases}
+    if unknown:
+        raise click.BadParameter(f"no case {', '.join(sorted(unknown))} in {cat.name} "
+                                 f"(cases: {', '.join(c.name for c in cat.cases)})",
+                                 param_hint="--case")
+    return [(cat.name, c) for c in cases]
+
+
+def _pct(n: float, total: float) -> str:
+    return f"{n / total:6.1%}" if total else ""
+
+
+def count_text(job: Job, fields: dict[str, Any], verdict: str) -> str:
+    """The human-readable account of one count."""
+    case = job.case
+    mix = parse_mix(fields.get("count_mix"))
+    call = float(fields["count_call"])
+    b_form = getattr(case, "b_form", "-")
+    lines = [f"{job.realization.name}  {case.name} ({case.shape_str()}, B {b_form})"
+             f"  on {job.target}",
+             f"counted: {fields['count_method']}, QEMU {fields['count_qemu']}, "
+             f"-cpu {fields['count_cpu']}; one single-threaded call after a warm-up",
+             f"verified: {verdict}", "",
+             f"{'phase':14s} {'instructions':>13s} {'share':>7s}  "
+             + " ".join(f"{c:>9s}" for c in CLASSES)]
+
+    def line(name: str, col: str, phase: str | None, indent: int = 0) -> None:
+        v = fields.get(col, math.nan)
+        if not isinstance(v, int | float) or v != v:
+            return
+        m = mix.get(phase or "", {})
+        cells = " ".join(f"{m.get(c, 0):>9,d}" for c in CLASSES) if m else ""
+        share = "" if "pack_b" in col else _pct(float(v), call)
+        lines.append(f"{' ' * indent + name:14s} {v:>13,.0f} {share:>7s}  {cells}")
+    line("call", "count_call", "call")
+    line("validate", "count_validate", "validate", 2)
+    line("checksum", "count_checksum", None, 4)
+    line("pack_lhs", "count_pack_lhs", "pack_lhs", 2)
+    line("pack_rhs", "count_pack_rhs", "pack_rhs", 2)
+    line("kernel", "count_kernel", "kernel", 2)
+    line("other", "count_other", "other", 2)
+    line("pack_b", "count_pack_b", "pack_b")
+    line("checksum", "count_pack_b_checksum", None, 2)
+    if "count_floor" in fields:
+        lines += ["", f"floor: {fields['count_floor']:,} {fields['count_floor_kind']}; "
+                  f"kernel efficiency {fields.get('count_efficiency', math.nan):.1%} "
+                  "(floor / kernel instructions)"]
+    return "\n".join(lines)
+
+
+def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
+    try:
+        table = anc.load_anchors()
+    except anc.AnchorError as exc:
+        return [f"anchors: {exc}"]
+    case = job.case
+    row = {"op": case.op, "realization": job.realization.name, "target": job.target,
+           "case": case.name, "shape": case.shape_str(),
+           "m": getattr(case, "m", 0), "n": getattr(case, "n", 0), "k": getattr(case, "k", 0),
+           "vector_bits": job.realization.vector_bits, **fields}
+    out = []
+    for m in anc.match_anchors(table, [row]):
+        extra = ""
+        if m.ours_without_checksum == m.ours_without_checksum:
+            extra = (f"; without our checksum {m.ours_without_checksum:,.0f} "
+                     f"({m.ours_without_checksum / m.theirs:.3f}x)")
+        out.append(f"{table.name} {m.anchor.label} ({m.anchor.phase}, "
+                   f"{m.anchor.shape_str()}): theirs {m.theirs:,}, ours {m.ours:,.0f} "
+                   f"-> {m.ratio:.3f}x{extra}")
+    return out
+
+
+@click.command("count")
+@click.option("--target", "target_spec", default="qemu:svl=512", show_default=True,
+              help="An emulated worker target: qemu[:cpu=MODEL][:svl=BITS][:isa=CAP].")
+@click.option("--realization", required=True, help="The realization to count (forced).")
+@click.option("--shape", default=None, help="A GEMM shape MxNxK, e.g. 256x256x256.")
+@click.option("--b-form", type=click.Choice(["native", "plain", "packed"]), default="native",
+              show_default=True, help="With --shape: how B is passed.")
+@click.option("--bias/--no-bias", default=True, show_default=True,
+              help="With --shape: a bias (inside native B).")
+@click.option("--shapes", default=None, help="Or a catalog (file or name in reference/).")
+@click.option("--case", "case_names", multiple=True,
+              help="With --shapes: only this case (repeatable).")
+@click.option("--method", type=click.Choice(["tb", "insn"]), default="tb", show_default=True,
+              help="tb: QEMU's translation blocks x their sizes; insn: one logged line per "
+                   "instruction (slower; an independent cross-check).")
+@click.option("--verify/--no-verify", default=True, show_default=True,
+              help="Check the realization's result against the oracle first.")
+@click.option("--json", "as_json", is_flag=True, help="Print the count fields as JSON.")
+def count(target_spec: str, realization: str, shape: str | None, b_form: str, bias: bool,
+          shapes: str | None, case_names: tuple[str, ...], method: str, verify: bool,
+          as_json: bool) -> None:
+    """Count the exact dynamic instructions of one single-threaded call of a
+    realization, per phase (validate, checksum, pack_lhs, pack_rhs, kernel,
+    other; and pack_b), with the instruction mix, the floor and efficiency,
+    and the ratio to the KleidiAI anchor table when the shape is one of its."""
+    if not countable(target_spec):
+        raise click.BadParameter(f"{target_spec!r}: counts need a qemu: worker target",
+                                 param_hint="--target")
+    cases = _cases(shape, shapes, case_names, b_form, bias)
+    try:
+        target = parse_target(target_spec)
+        reals = {r.name: r for r in target.info().realizations}
+    except KbenchError as exc:
+        raise click.BadParameter(str(exc), param_hint="--target") from exc
+    if realization not in reals:
+        target.close()
+        raise click.BadParameter(f"{realization!r} is not offered on {target_spec} "
+                                 f"(kbench realizations --target {target_spec})",
+                                 param_hint="--realization")
+    real = reals[realization]
+    counter, cache, out = Counter(method), InputCache(), []
+    try:
+        for catalog, case in cases:
+            if not applicable(case, real):
+                raise click.ClickException(f"{realization} does not take {case.name}")
+            job = Job(case, "uniform", real, target_spec, catalog)
+            verdict = "skipped (--no-verify)"
+            if verify:
+                v = run_job(target, job, api.Selector(), cache)
+                verdict = f"{v.status} (max error/bound {v.max_err_bound:.3g})"
+                if v.status not in ("pass", "mistrusted"):
+                    raise click.ClickException(f"{case.name}: {v.line()}")
+            try:
+                fields = count_fields(counter, job, cache)
+            except KbenchError as exc:
+                raise click.ClickException(str(exc)) from exc
+            if as_json:
+                out.append({"case": case.name, "shape": case.shape_str(),
+                            "realization": realization, "target": target_spec,
+                            "verified": verdict, **fields})
+            else:
+                click.echo(count_text(job, fields, verdict))
+                for line in anchor_lines(job, fields):
+                    click.echo(line)
+                click.echo("")
+    finally:
+        target.close()
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+
+
+# ---- the committed baseline ------------------------------------------------------------
+
+
+@click.group("baseline")
+def baseline() -> None:
+    """The committed instruction-count baseline (reference/counts/baseline.csv):
+    regenerate it, write it from a run, or check a run against it."""
+
+
+_CSV = click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+                    default=bl.DEFAULT_CSV, show_default=True, help="The baseline CSV.")
+_CONFIG = click.option("--config", "config_path", type=click.Path(dir_okay=False,
+                       exists=True, path_type=Path), default=bl.DEFAULT_CONFIG,
+                       show_default=True, help="Catalog, targets, backends and limit.")
+
+
+def _config(path: Path) -> bl.BaselineConfig:
+    try:
+        return bl.load_config(path)
+    except bl.BaselineError as exc:
+        raise click.BadParameter(str(exc), param_hint="--config") from exc
+
+
+def _run_rows(run_dir: Path) -> tuple[list[dict[str, Any]], str]:
+    try:
+        run = load_run(run_dir)
+    except RunFolderError as exc:
+        raise click.BadParameter(str(exc), param_hint="RUN") from exc
+    if not run.complete:
+        raise click.ClickException(f"{run_dir} did not complete: its counts are not a baseline")
+    rows = bl.counted_rows(run.results.to_dict("records"))
+    qemu = ", ".join(sorted({str(q) for q in run.results.get("count_qemu", []) if str(q)}))
+    return rows, qemu
+
+
+def _write(csv_path: Path, rows: list[dict[str, Any]], qemu: str) -> CountComparison:
+    if not rows:
+        raise click.ClickException("the run has no counted cases (a perf run on qemu: targets)")
+    try:
+        old = bl.read_baseline(csv_path)
+    except bl.BaselineError as exc:
+        raise click.ClickException(str(exc)) from exc
+    new = bl.merged(old, rows)
+    bl.write_baseline(csv_path, new, bl.header_lines(qemu))
+    return compare_counts(old, new)
+
+
+def _summary(comp: CountComparison) -> str:
+    tally = comp.tally()
+    return ", ".join(f"{n} {v}" for v, n in sorted(tally.items())) or "nothing counted"
+
+
+@baseline.command("write")
+@click.argument("run_dir", metavar="RUN", type=click.Path(exists=True, file_okay=False,
+                                                          path_type=Path))
+@_CSV
+def baseline_write(run_dir: Path, csv_path: Path) -> None:
+    """Write RUN's counts into the baseline (the rows of the targets RUN
+    counted are replaced; other targets' rows are kept)."""
+    rows, qemu = _run_rows(run_dir)
+    comp = _write(csv_path, rows, qemu)
+    click.echo(f"baseline: {csv_path} ({len(rows)} counted cases from {run_dir}; against "
+               f"the previous baseline: {_summary(comp)})")
+
+
+@baseline.command("update")
+@_CSV
+@_CONFIG
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the perf run in this folder (default: a temporary folder).")
+def baseline_update(csv_path: Path, config_path: Path, keep: Path | None) -> None:
+    """Regenerate the baseline: count the configured catalog on the configured
+    targets for the configured backends (a perf run), then write it."""
+    cfg = _config(config_path)
+    with tempfile.TemporaryDirectory(prefix="kbench-baseline-") as tmp:
+        out = keep or Path(tmp) / "run"
+        cmd = [sys.executable, "-m", "kbench.cli", "run", "--suite", "perf", "--shapes",
+               cfg.catalog, "--rounds", "1", "--min-round-ms", "0", "--no-history",
+               "--out", str(out)]
+        for t in cfg.targets:
+            cmd += ["--target", t]
+        for b in cfg.backends:
+            cmd += ["--backend", b]
+        click.echo("baseline: " + " ".join(cmd[2:]))
+        if subprocess.run(cmd).returncode != 0:
+            raise click.ClickException(f"the perf run failed (see above; run folder {out})")
+        rows, qemu = _run_rows(out)
+        comp = _write(csv_path, rows, qemu)
+    click.echo(f"baseline: {csv_path} rewritten ({len(rows)} counted cases; against the "
+               f"previous baseline: {_summary(comp)}); review `git diff {csv_path.name}` and "
+               "commit it with the change that moved the counts")
+
+
+def check_text(comp: CountComparison, failures: list[str]) -> str:
+    lines = []
+    for d in comp.deltas:
+        base, cand = d.base.get("count_call", math.nan), d.cand.get("count_call", math.nan)
+        lines.append(f"{d.verdict:8s} {d.label}: call {fmt_count(base)} -> {fmt_count(cand)}"
+                     + (f" ({d.ratio() - 1:+.3%})" if d.ratio() == d.ratio() else ""))
+    lines += [f"FAIL {f}" for f in failures]
+    lines.append(f"baseline check: {'FAILED' if failures else 'PASSED'} ({_summary(comp)}; "
+                 f"limit {comp.limit:.2%})")
+    return "\n".join(lines)
+
+
+@baseline.command("check")
+@click.argument("run_dirs", metavar="RUN...", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_CSV
+@_CONFIG
+@click.option("--limit", default=None, help="Largest tolerated growth of a call or B "
+                                            "packing, 0.5% or 0.005 [default: the config's].")
+@click.option("--partial", is_flag=True,
+              help="Check only the targets the runs counted (default: every target of the "
+                   "baseline must be counted).")
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write the result as Markdown.")
+def baseline_check(run_dirs: tuple[Path, ...], csv_path: Path, config_path: Path,
+                   limit: str | None, partial: bool, markdown_file: str | None) -> None:
+    """Compare the counts of one or more runs (e.g. one per target) with the
+    committed baseline: exit 1 when a call or a B packing grew past the
+    limit, a baseline case is missing, a counted case is not in the
+    baseline, or counts are not deterministic; else 0."""
+    cfg = _config(config_path)
+    try:
+        lim = bl.parse_limit(limit) if limit is not None else cfg.limit
+        base = bl.read_baseline(csv_path)
+    except bl.BaselineError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    if not base:
+        raise click.ClickException(f"{csv_path}: no baseline yet (kbench baseline update)")
+    rows = [r for run_dir in run_dirs for r in _run_rows(run_dir)[0]]
+    run_dir = ", ".join(map(str, run_dirs))
+    counted_targets = {r["target"] for r in rows}
+    if partial:
+        base = [r for r in base if r["target"] in counted_targets]
+    comp = compare_counts(base, rows, lim)
+    failures = [f"{d.label}: {failure_detail(d, lim)}" for d in comp.regressions()]
+    failures += [f"{d.label}: in the baseline, not counted in {run_dir}"
+                 for d in comp.deltas if d.verdict == MISSING]
+    failures += [f"{d.label}: counted, but not in the baseline (run `kbench baseline update` "
+                 "and commit the CSV)" for d in comp.deltas if d.verdict == NEW]
+    failures += [f"{d.label}: counts differ between rows of the {d.nondeterministic} run"
+                 for d in comp.deltas if d.nondeterministic]
+    text = check_text(comp, failures)
+    better = [d for d in comp.deltas if d.verdict == FEWER]
+    if better and not failures:
+        text += (f"\nnote: {len(better)} case(s) take fewer instructions than the baseline; "
+                 "`kbench baseline update` locks the gain in")
+    click.echo(text)
+    if markdown_file:
+        md = ["## kbench baseline check: " + ("FAILED" if failures else "PASSED"), "",
+              f"- baseline `{csv_path}`, run `{run_dir}`, limit {lim:.2%}", "",
+              *[f"- FAIL {f}" for f in failures], "", *markdown_table(comp, 500), ""]
+        Path(markdown_file).write_text("\n".join(md))
+    raise SystemExit(1 if failures else 0)
+
+
+@click.command("anchors")
+@click.argument("run_dirs", metavar="RUN...", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--table", "table_path", type=click.Path(exists=True, dir_okay=False,
+              path_type=Path), default=anc.DEFAULT_TABLE, show_default=True,
+              help="The peer anchor table.")
+def anchors(run_dirs: tuple[Path, ...], table_path: Path) -> None:
+    """Our counts against the peer anchor table (KleidiAI v1.30's measured
+    counts) on the shapes both cover; exit 1 if no counted case matches."""
+    try:
+        table = anc.load_anchors(table_path)
+    except anc.AnchorError as exc:
+        raise click.BadParameter(str(exc), param_hint="--table") from exc
+    rows: list[dict[str, Any]] = []
+    for run_dir in run_dirs:
+        try:
+            rows += load_run(run_dir).results.to_dict("records")
+        except RunFolderError as exc:
+            raise click.BadParameter(str(exc), param_hint="RUN") from exc
+    matches = anc.match_anchors(table, rows)
+    click.echo(f"{table.name}: {table.what}\nmethod: {' '.join(table.method.split())}")
+    for m in matches:
+        extra = ""
+        if m.ours_without_checksum == m.ours_without_checksum:
+            extra = f" (without our checksum {m.ours_without_checksum / m.theirs:.3f})"
+        click.echo(f"{m.anchor.label:30s} {m.anchor.phase:8s} {m.anchor.shape_str():22s} "
+                   f"SVL {m.svl or 'any':>4} {m.realization:40s} ours {m.ours:>11,.0f} "
+                   f"theirs {m.theirs:>11,d}  ours/theirs {m.ratio:.3f}{extra}")
+    if not matches:
+        raise click.ClickException("no counted case matches an anchor (count the shapes of "
+                                   "reference/kleidiai_anchors*.toml with native B)")

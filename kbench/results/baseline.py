@@ -1,0 +1,173 @@
+"""The committed instruction-count baseline (reference/counts/baseline.csv)
+and its configuration (reference/counts/baseline.toml): which catalog, on
+which targets, for which backends, and the growth limit CI holds it to.
+
+The CSV has one row per target x case x realization with the count of each
+phase; comment lines (#) above the header say how it was made. Target
+names are canonical ("qemu:cpu=max:svl=512", whatever the command line
+said). Writing from a run replaces the rows of the targets the run counted
+and keeps the others."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbench.errors import KbenchError
+from kbench.results.count_compare import DEFAULT_LIMIT, canonical_target
+from kbench.results.counts import COLUMNS
+
+REFERENCE = Path(__file__).resolve().parents[2] / "reference" / "counts"
+DEFAULT_CSV = REFERENCE / "baseline.csv"
+DEFAULT_CONFIG = REFERENCE / "baseline.toml"
+KEY_COLUMNS = ("target", "catalog", "case", "realization")
+FIELDS = (*KEY_COLUMNS, *(c.removeprefix("count_") for c in COLUMNS), "floor")
+
+
+class BaselineError(KbenchError):
+    """The baseline or its configuration is malformed (the message names it)."""
+
+
+@dataclass(frozen=True)
+class BaselineConfig:
+    catalog: str
+    targets: tuple[str, ...]
+    backends: tuple[str, ...]
+    limit: float = DEFAULT_LIMIT
+
+
+def parse_limit(value: Any) -> float:
+    """"0.5%" or 0.005 -> 0.005."""
+    text = str(value).strip()
+    try:
+        frac = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise BaselineError(f"limit: {value!r} is not a fraction (write 0.5% or 0.005)",
+                            "limit") from None
+    if not math.isfinite(frac) or frac < 0 or (frac > 1 and not text.endswith("%")):
+        raise BaselineError(f"limit: {value!r} must be a fraction >= 0 (write 0.5% or 0.005)",
+                            "limit")
+    return frac
+
+
+def load_config(path: str | Path = DEFAULT_CONFIG) -> BaselineConfig:
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            table = tomllib.load(fh).get("baseline")
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise BaselineError(f"{p}: {exc}", "baseline") from exc
+    if not isinstance(table, dict):
+        raise BaselineError(f"{p}: needs a [baseline] table", "baseline")
+    for key in ("targets", "backends"):
+        v = table.get(key)
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+            raise BaselineError(f"{p}: [baseline] {key} must be a non-empty list of strings",
+                                key)
+    if not isinstance(table.get("catalog"), str):
+        raise BaselineError(f"{p}: [baseline] catalog must be a catalog name", "catalog")
+    unknown = set(table) - {"catalog", "targets", "backends", "limit"}
+    if unknown:
+        raise BaselineError(f"{p}: unknown [baseline] key(s) {', '.join(sorted(unknown))}",
+                            "baseline")
+    return BaselineConfig(table["catalog"], tuple(canonical_target(t) for t in table["targets"]),
+                          tuple(table["backends"]),
+                          parse_limit(table.get("limit", DEFAULT_LIMIT)))
+
+
+def read_baseline(path: str | Path = DEFAULT_CSV) -> list[dict[str, Any]]:
+    """Rows as dicts with the results columns (target, catalog, case,
+    realization, count_call, ...); [] when there is no baseline yet."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    lines = [line for line in p.read_text().splitlines() if not line.startswith("#")]
+    reader = csv.DictReader(io.StringIO("\n".join(lines)))
+    missing = set(FIELDS) - set(reader.fieldnames or [])
+    if missing:
+        raise BaselineError(f"{p}: missing column(s) {', '.join(sorted(missing))}", "baseline")
+    rows = []
+    for i, raw in enumerate(reader, start=2):
+        row: dict[str, Any] = {k: raw[k] for k in KEY_COLUMNS}
+        row["target"] = canonical_target(row["target"])
+        for col in COLUMNS:
+            text = raw[col.removeprefix("count_")].strip()
+            try:
+                row[col] = float(text) if text else math.nan
+            except ValueError:
+                raise BaselineError(f"{p}: line {i}: {col.removeprefix('count_')} = {text!r} "
+                                    "is not a number", col) from None
+        row["count_floor"] = float(raw["floor"]) if raw["floor"].strip() else math.nan
+        rows.append(row)
+    return rows
+
+
+def counted_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A run's counted perf rows, one per target x case x realization."""
+    out: dict[tuple[str, ...], dict[str, Any]] = {}
+    for r in rows:
+        try:
+            call = float(r.get("count_call", math.nan))
+        except (TypeError, ValueError):
+            continue
+        if not call > 0:
+            continue
+        row = {k: str(r.get(k, "")) for k in KEY_COLUMNS}
+        row["target"] = canonical_target(row["target"])
+        for col in (*COLUMNS, "count_floor"):
+            try:
+                row[col] = float(r.get(col, math.nan))
+            except (TypeError, ValueError):
+                row[col] = math.nan
+        out.setdefault(tuple(row[k] for k in KEY_COLUMNS), row)
+    return list(out.values())
+
+
+def _cell(v: float) -> str:
+    return "" if v != v else str(int(v))
+
+
+def render(rows: Iterable[Mapping[str, Any]], header: Iterable[str]) -> str:
+    buf = io.StringIO()
+    for line in header:
+        buf.write(f"# {line}\n")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(FIELDS)
+    for r in sorted(rows, key=lambda r: tuple(r[k] for k in KEY_COLUMNS)):
+        w.writerow([*(r[k] for k in KEY_COLUMNS),
+                    *(_cell(r[c]) for c in COLUMNS), _cell(r.get("count_floor", math.nan))])
+    return buf.getvalue()
+
+
+def merged(existing: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The baseline rows after writing `new`: rows of the targets `new`
+    covers are replaced, the other targets' rows kept."""
+    targets = {r["target"] for r in new}
+    return [r for r in existing if r["target"] not in targets] + new
+
+
+def header_lines(qemu: str) -> list[str]:
+    """The comment block (no date or commit: regenerating unchanged counts
+    leaves the file unchanged)."""
+    return [
+        "kbench instruction-count baseline: exact dynamic instructions of one single-threaded "
+        "call per phase,",
+        "on emulated Arm (qemu-aarch64), for the catalog and targets of baseline.toml. "
+        "Do not edit by hand:",
+        "`kbench baseline update` regenerates it; CI runs `kbench baseline check` "
+        "(kbench.results.baseline).",
+        f"Counted with qemu-aarch64 {qemu or 'unknown'}.",
+    ]
+
+
+def write_baseline(path: str | Path, rows: list[dict[str, Any]], header: list[str]) -> None:
+    p = Path(path)
+    tmp = p.with_suffix(".csv.tmp")
+    tmp.write_text(render(rows, header))
+    tmp.replace(p)

@@ -1,0 +1,164 @@
+"""The report's instruction-count tables (emulated targets): counts per
+phase with the floor and efficiency, the instruction mix per phase, the
+ratio to a baseline run, the diff against the committed baseline
+(reference/counts/baseline.csv) and the ratio to the peer anchor table
+(KleidiAI's measured counts). Emulated time never appears here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kbench.results import anchors as anc
+from kbench.results import baseline as bl
+from kbench.results.count_compare import CountComparison, canonical_target, compare_counts
+from kbench.results.counts import CLASSES, COLUMNS, parse_mix
+from kbench.results.runfolder import Run
+
+KERNEL_MIX = [f"kernel_{c}" for c in CLASSES]
+COUNT_TABLE = ["target", "count_cpu", "catalog", "case", "shape", "realization", "b_form",
+               *COLUMNS, "count_floor", "count_floor_kind", "count_efficiency", *KERNEL_MIX,
+               "count_method", "count_qemu"]
+MIX_TABLE = ["target", "catalog", "case", "realization", "phase", *CLASSES, "total"]
+DELTA_TABLE = ["target", "catalog", "case", "realization", "base_call", "call",
+               "call_ratio", "kernel_ratio", "pack_b_ratio", "grew", "verdict"]
+ANCHOR_TABLE = ["anchor", "peer_kernel", "phase", "anchor_shape", "svl", "target",
+                "realization", "case", "ours", "peer", "ratio", "ours_without_checksum",
+                "ratio_without_checksum"]
+
+
+def counted(run: Run) -> pd.DataFrame:
+    """Counted perf rows, one per target x case x realization (passes agree)."""
+    df = run.results
+    if "count_call" not in df.columns:
+        return df.iloc[0:0]
+    df = df[(df["suite"] == "perf") & (df["count_call"] > 0)]
+    return df.drop_duplicates(["target", "catalog", "case", "realization"])
+
+
+def count_table(run: Run) -> pd.DataFrame:
+    df = counted(run)
+    if df.empty:
+        return pd.DataFrame(columns=COUNT_TABLE)
+    out = df.copy()
+    mixes = [parse_mix(m).get("kernel", {}) for m in out["count_mix"]]
+    for c in CLASSES:
+        out[f"kernel_{c}"] = [float(m.get(c, 0)) if m else math.nan for m in mixes]
+    return out[COUNT_TABLE].reset_index(drop=True)
+
+
+def mix_table(run: Run) -> pd.DataFrame:
+    rows = []
+    for r in counted(run).itertuples(index=False):
+        for phase, m in parse_mix(r.count_mix).items():
+            rows.append({"target": r.target, "catalog": r.catalog, "case": r.case,
+                         "realization": r.realization, "phase": phase,
+                         **{c: m.get(c, 0) for c in CLASSES}, "total": sum(m.values())})
+    return pd.DataFrame(rows, columns=MIX_TABLE)
+
+
+def delta_table(comp: CountComparison) -> pd.DataFrame:
+    rows = []
+    for d in comp.deltas:
+        target, catalog, case, realization = d.key
+        rows.append({"target": target, "catalog": catalog, "case": case,
+                     "realization": realization,
+                     "base_call": d.base.get("count_call", math.nan),
+                     "call": d.cand.get("count_call", math.nan), "call_ratio": d.ratio(),
+                     "kernel_ratio": d.ratio("count_kernel"),
+                     "pack_b_ratio": d.ratio("count_pack_b"),
+                     "grew": ", ".join(f"{p} {c - b:+,.0f}" for p, b, c in d.grown()),
+                     "verdict": ("regression" if d in comp.regressions() else d.verdict)})
+    return pd.DataFrame(rows, columns=DELTA_TABLE)
+
+
+def vs_run(run: Run, baseline: Run | None) -> pd.DataFrame:
+    """Counts against a baseline run (kbench report --baseline)."""
+    if baseline is None:
+        return pd.DataFrame(columns=DELTA_TABLE)
+    return delta_table(compare_counts(counted(baseline).to_dict("records"),
+                                      counted(run).to_dict("records")))
+
+
+def vs_committed(run: Run, path: Path = bl.DEFAULT_CSV) -> pd.DataFrame:
+    """Counts against the committed baseline, case by case for the cases this
+    run counted on a target and catalog the baseline holds (a kernel change
+    that costs instructions shows here; cases not in the baseline are "new")."""
+    rows = bl.counted_rows(counted(run).to_dict("records"))
+    try:
+        committed = bl.read_baseline(path)
+    except bl.BaselineError:
+        committed = []
+    keys = {tuple(r[k] for k in bl.KEY_COLUMNS) for r in rows}
+    where = {(r["target"], r["catalog"]) for r in rows}
+    committed = [r for r in committed if tuple(r[k] for k in bl.KEY_COLUMNS) in keys]
+    if not any((r["target"], r["catalog"]) in where for r in bl.read_baseline(path)):
+        return pd.DataFrame(columns=DELTA_TABLE)  # a catalog or target it does not hold
+    if not committed or not rows:
+        return pd.DataFrame(columns=DELTA_TABLE)
+    return delta_table(compare_counts(committed, rows))
+
+
+def anchor_table(run: Run, path: Path = anc.DEFAULT_TABLE) -> pd.DataFrame:
+    """Our counts against the peer anchor table, on the shapes both cover."""
+    table = anc.load_anchors(path)
+    rows = []
+    for m in anc.match_anchors(table, counted(run).to_dict("records")):
+        wo = m.ours_without_checksum
+        rows.append({"anchor": m.anchor.label, "peer_kernel": m.anchor.kernel,
+                     "phase": m.anchor.phase, "anchor_shape": m.anchor.shape_str(),
+                     "svl": m.svl or "any", "target": m.target, "realization": m.realization,
+                     "case": m.case, "ours": m.ours, "peer": float(m.theirs),
+                     "ratio": m.ratio,
+                     "ours_without_checksum": wo,
+                     "ratio_without_checksum": wo / m.theirs if wo == wo else math.nan})
+    return pd.DataFrame(rows, columns=ANCHOR_TABLE)
+
+
+def summary(run: Run) -> dict[str, str]:
+    """QEMU version(s), counting method(s) and CPU(s) behind the counts."""
+    df = counted(run)
+
+    def values(col: str) -> str:
+        return ", ".join(sorted({str(v) for v in df[col] if str(v)})) if not df.empty else ""
+    return {"qemu": values("count_qemu"), "method": values("count_method"),
+            "cpu": values("count_cpu")}
+
+
+COUNT_NUMBERS = ("base_call", "call", "ours", "peer", "ours_without_checksum", "total",
+                 *CLASSES)
+PHASE_VIEW = ["catalog", "case", "shape", "realization", "b_form", "count_call",
+              "count_validate", "count_checksum", "count_pack_lhs", "count_pack_rhs",
+              "count_kernel", "count_other", "count_pack_b", "count_pack_b_checksum"]
+EFFICIENCY_VIEW = ["catalog", "case", "shape", "realization", "count_kernel", "count_floor",
+                   "count_floor_kind", "count_efficiency", *KERNEL_MIX]
+
+
+def html_context(run: Run, tables: Any, html_table: Callable[..., Any]) -> dict[str, Any]:
+    """The template's count section: one block per emulated target
+    (`tables` is the report's ReportTables, `html_table` its formatter)."""
+    counts: pd.DataFrame = tables.counts
+    vs_run: pd.DataFrame = tables.counts_vs_baseline
+    vs_committed: pd.DataFrame = tables.counts_vs_committed
+    per_target = []
+    for target, g in counts.groupby("target", sort=False):
+        canonical = canonical_target(str(target))
+        per_target.append({
+            "target": target, "cpu": ", ".join(sorted(set(map(str, g["count_cpu"])))),
+            "phases": html_table(g, PHASE_VIEW),
+            "efficiency": html_table(g, EFFICIENCY_VIEW),
+            "vs_run": html_table(vs_run[vs_run["target"] == canonical], DELTA_TABLE),
+            "vs_committed": html_table(vs_committed[vs_committed["target"] == canonical],
+                                       DELTA_TABLE),
+        })
+    anchors = tables.count_anchors
+    info = anc.load_anchors(anc.DEFAULT_TABLE)
+    return {"count_targets": per_target, "count_summary": summary(run),
+            "n_counted": len(counts),
+            "count_anchors": html_table(anchors, ANCHOR_TABLE),
+            "n_count_anchors": len(anchors), "anchor_info": info,
+            "committed_baseline": str(bl.DEFAULT_CSV.relative_to(bl.DEFAULT_CSV.parents[2]))}
