@@ -4,6 +4,7 @@ doubled), and `kbench run --db postgresql://...` end to end."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +128,25 @@ def test_kbench_run_appends_to_postgres(tmp_path: Path, pg_server) -> None:
     stored = run_results(url, int(runs["id"].iloc[0]))
     csv_rows = (out / "results.csv").read_text().count("\n") - 1
     assert len(stored) == csv_rows > 0 and set(stored["backend"]) == {"scalar"}
+
+
+def test_report_history_reads_postgres(tmp_path: Path, pg_server) -> None:
+    """`kbench report --history --db postgresql://...`: the trend charts read the
+    shared history like an SQLite one."""
+    from kbench.results.report_views import history_trends
+    url = fresh_pg_database(pg_server)
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"perf{i}"
+        res = CliRunner().invoke(main, ["run", "--suite", "perf", "--shapes", "smoke",
+                                        "--backend", "scalar", "-k", "m3_n2_k1", "--rounds", "2",
+                                        "--max-time", "0.01", "--db", url, "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        runs.append(out)
+    meta = json.loads((runs[1] / "run.json").read_text())
+    trends = history_trends(url, str(meta.get("cpu_model") or ""), str(meta.get("machine") or ""))
+    assert set(trends["run_id"]) == {1, 2} and (trends["time_median_ns"] > 0).all()
+    res = CliRunner().invoke(main, ["report", str(runs[1]), "--history", "--db", url,
+                                    "--out", str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    assert "trend" in (tmp_path / "rep" / "report.html").read_text().lower()

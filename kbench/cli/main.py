@@ -318,11 +318,15 @@ def _check_selection(targets: tuple[str, ...], backends: tuple[str, ...],
     for spec in targets:
         try:
             t = parse_target(spec, plugins)
-            if backends or realizations:
-                infos[spec] = t.info()
-            t.close()
         except KbenchError as exc:
             raise click.BadParameter(str(exc), param_hint="--target") from exc
+        try:
+            if backends or realizations:
+                infos[spec] = t.info()
+        except KbenchError:
+            pass  # unreachable: the run records it as an error verdict and goes on
+        finally:
+            t.close()
     errors = filter_errors(infos, backends, realizations) if infos else []
     if errors:
         raise click.UsageError("\n".join(errors))

@@ -26,15 +26,16 @@ def _load(path: Path, what: str) -> Run:
 @click.option("--history", "with_history", is_flag=True,
               help="Add trend charts of every case's median time per realization over the "
                    "runs of this machine in the history database.")
-@click.option("--db", "db", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="History database for --history "
-                   "[default: $XDG_DATA_HOME/kbench/history.sqlite].")
+@click.option("--db", "db", default=None,
+              help="History database for --history: an SQLite file or a "
+                   "postgresql://USER@HOST/DB URL "
+                   "[default: $KBENCH_DB, else $XDG_DATA_HOME/kbench/history.sqlite].")
 @click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False,
                                                     exists=True), default=None,
               help="Gate configuration for the verdict shown with --baseline "
                    "[default: ci/gate.toml].")
 def report(run: Path, baseline: Path | None, out: Path | None, with_history: bool,
-           db: Path | None, config: Path | None) -> None:
+           db: str | None, config: Path | None) -> None:
     """Write a self-contained HTML report and CSV tables for the run folder RUN:
     verdicts per backend and catalog, GFLOP/s and speedups, per-model totals,
     error versus K and the run's metadata. Emulated times are shown but never
@@ -51,8 +52,9 @@ def report(run: Path, baseline: Path | None, out: Path | None, with_history: boo
     history_db = None
     if with_history:
         from kbench.results.history import default_db_path
-        history_db = db if db is not None else default_db_path()
-        if not history_db.is_file():
+        from kbench.results.historydb import resolve_db
+        history_db = resolve_db(db, default_db_path())
+        if isinstance(history_db, Path) and not history_db.is_file():
             raise click.ClickException(f"--history: no history database at {history_db} "
                                        "(kbench run appends to it; --db FILE to choose)")
     try:

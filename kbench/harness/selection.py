@@ -23,8 +23,11 @@ def filter_errors(infos: Mapping[str, TargetInfo], backends: Iterable[str],
     errors: list[str] = []
     offered_b = {spec: sorted({r.backend for r in i.realizations}) for spec, i in infos.items()}
     offered_r = {spec: [r.name for r in i.realizations] for spec, i in infos.items()}
+    def offers(have: list[str], b: str) -> bool:  # "plugin" names every plugin's backend
+        return b in have or (b == "plugin" and any(x.startswith("plugin:") for x in have))
+
     for b in backends:
-        if not any(b in have for have in offered_b.values()):
+        if not any(offers(have, b) for have in offered_b.values()):
             where = "; ".join(f"{spec} has {', '.join(have) or 'none'}"
                               for spec, have in offered_b.items())
             errors.append(f"--backend {b}: no chosen target offers it ({where})")

@@ -976,7 +976,7 @@ def write_tables(tables: ReportTables, out_dir: Path) -> dict[str, Path]:
 
 
 def build_report(run: Run, baseline: Run | None, out_dir: Path, gate: Any = None,
-                 history_db: Path | None = None) -> ReportFiles:
+                 history_db: str | Path | None = None) -> ReportFiles:
     """Write report.html (self-contained) and one CSV per table into out_dir.
     gate: a kbench.results.compare.GateResult to show (its verdict and
     statistics); history_db: draw trends over that history database."""

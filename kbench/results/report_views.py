@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,8 +187,8 @@ def history_trends(db_path: str | Path, cpu_model: str, arch: str,
            "WHERE r.rounds > 0 AND coalesce(r.emulated, 0) = 0 "
            "AND coalesce(runs.cpu_model, '') = ? AND coalesce(runs.arch, '') = ? "
            "AND runs.id IN (SELECT id FROM runs ORDER BY date DESC, id DESC LIMIT ?)")
-    with closing(connect(db_path)) as con:
-        df = pd.read_sql_query(sql, con, params=[cpu_model, arch, int(limit_runs)])
+    with connect(db_path) as con:  # SQLite or PostgreSQL (kbench.results.historydb)
+        df = con.frame(sql, [cpu_model, arch, int(limit_runs)])
     if df.empty:
         return pd.DataFrame(columns=TREND_COLUMNS)
     # passes of one run: one point (their median)
