@@ -184,10 +184,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-kinds", kinds]
     if dispatch:
         try:  # each target checks the table against its machine when it loads it
-            json.loads(Path(dispatch).read_text())
-        except (OSError, ValueError) as exc:
-            raise click.BadParameter(f"{dispatch}: not a JSON dispatch table ({exc})",
-                                     param_hint="--dispatch") from exc
+            api.DispatchTable.from_file(dispatch).parse()
+        except KbenchError as exc:
+            raise click.BadParameter(f"{dispatch}: not a usable dispatch table ({exc})",
+                                     param_hint="--dispatch") from None
         args += ["--kb-dispatch", str(Path(dispatch).resolve())]
     if suite == "perf":
         run_dir.mkdir(parents=True, exist_ok=True)

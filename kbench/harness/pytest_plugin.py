@@ -8,7 +8,6 @@ folder (--kb-out) as they come, and summarized at the end."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kbench.errors import KbenchError
 from kbench.harness import contracts
 from kbench.harness.contracts import ContractCase
 from kbench.harness.perf import PERF_KIND, PerfSettings, VirtualClock, eta_line
@@ -68,7 +68,7 @@ class KbSession:
         that must run is the table's choice, or the default order's."""
         if self.table is None:
             return []
-        rules = json.loads(self.table.text)
+        rules = self.table.parse()  # checked when the session was configured
         out: list[Job] = []
         for op in ("gemm", "conv2d"):
             for cat_name, case in self.cases(op):
@@ -227,7 +227,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
     table_path = config.getoption("--kb-dispatch")
     if table_path:
-        config.stash[SESSION].table = DispatchTable.from_file(table_path)
+        try:  # a table the dispatcher would read differently, or not at all, stops here
+            table = DispatchTable.from_file(table_path)
+            table.parse()
+        except KbenchError as exc:
+            raise pytest.UsageError(f"--kb-dispatch {table_path}: {exc}") from None
+        config.stash[SESSION].table = table
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -116,3 +116,53 @@ kb_status kb_pack_b_native(int backend, size_t N, size_t K, const kb_f16 *B,
     kb_header_seal(h, layout, backend, vbits, N, K, KB_PACK_FLAG_BIAS, need - sizeof *h);
     return KB_OK;
 }
+
+/* ---- describing a packed buffer -------------------------------------- */
+
+kb_status kb_describe_packed(const void *buf, size_t size, kb_packed_header *out, kb_error *err) {
+    kb_clear_error(err);
+    if (!buf) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "B", "is NULL");
+    if (!out) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "out", "is NULL");
+    kb_packed_header h;
+    if (size < sizeof h)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.size", "%zu bytes cannot hold the %zu-byte header (truncated buffer)",
+                       size, sizeof h);
+    memcpy(&h, buf, sizeof h);
+    if (h.magic != KB_PACK_MAGIC)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.magic", "0x%08x is not a kbench packed buffer", h.magic);
+    if (h.version != KB_PACK_VERSION)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.version", "version %u, this library reads %u", h.version, KB_PACK_VERSION);
+    if (h.header_size != sizeof h)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.header_size", "%u, expected %zu", h.header_size, sizeof h);
+    kb_packed_header zeroed = h;
+    zeroed.header_checksum = 0;
+    if (kb_fnv1a64(&zeroed, sizeof zeroed) != h.header_checksum)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.header_checksum", "header checksum mismatch (corrupted header)");
+    if (h.layout < KB_LAYOUT_PORTABLE || h.layout > KB_LAYOUT_SME_X16P2VLX2B)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.layout", "unknown layout %u", h.layout);
+    if (h.backend >= KB_BACKEND_COUNT)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.backend", "unknown backend %u", h.backend);
+    if (h.flags & ~KB_PACK_FLAG_BIAS)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.flags", "unknown flag bits 0x%x", h.flags);
+    if (((h.flags & KB_PACK_FLAG_BIAS) != 0) != (kb_layout_has_bias(h.layout) != 0))
+        return kb_fail(err, KB_ERR_CONTRACT, "B.flags", "bias flag contradicts layout %u", h.layout);
+    if (h.layout == KB_LAYOUT_PORTABLE && h.vector_bits != 0)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.vector_bits", "the portable layout has no vector length, got %u", h.vector_bits);
+    if (h.n == 0 || h.k == 0 || h.n > SIZE_MAX || h.k > SIZE_MAX)
+        return kb_fail(err, KB_ERR_CONTRACT, h.n == 0 || h.n > SIZE_MAX ? "B.n" : "B.k", "N = %llu, K = %llu is not a shape",
+                       (unsigned long long)h.n, (unsigned long long)h.k);
+    uint32_t bn = kb_layout_block_n(h.layout, h.vector_bits);
+    if (bn == 0 || h.block_n != bn)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.block_n", "%u does not match the layout (%u)", h.block_n, bn);
+    size_t payload;
+    if (!kb_layout_payload_size(h.layout, (size_t)h.n, (size_t)h.k, h.vector_bits, &payload) || h.payload_size != payload)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.payload_size", "%llu bytes, the layout needs %zu",
+                       (unsigned long long)h.payload_size, payload);
+    if (size - sizeof h < payload)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.size", "%zu bytes, header and payload need %zu (truncated buffer)", size,
+                       payload + sizeof h);
+    if (kb_fnv1a64((const unsigned char *)buf + sizeof h, payload) != h.payload_checksum)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.payload_checksum", "payload checksum mismatch (corrupted payload)");
+    *out = h;
+    return KB_OK;
+}
