@@ -7,6 +7,8 @@
 # on emulated Arm64: kbench's aarch64 cffi module inside an aarch64 CPython
 # under QEMU (our backends on the emulation catalog, the onnxruntime peer on
 # its case classes with KleidiAI on and off, with accumulation fingerprints).
+# The libFuzzer targets (ci/fuzz.sh) run 15 s each under ASan + UBSan.
+# The fuzz targets (ci/fuzz.sh) run 15 s each.
 # Assumes `pip install -e '.[test,ort]'` in the active Python; installs the
 # cross toolchain, QEMU and the emulated Python (idempotent) and builds the
 # aarch64 worker.
@@ -36,6 +38,9 @@ step "suites on the host"
 
 step "contracts under AddressSanitizer + UBSan"
 bash ci/sanitize.sh
+
+step "fuzz targets: the C API and the worker's frame decoder, 15 s each (ASan + UBSan)"
+bash ci/fuzz.sh run 15
 
 step "perf suite, report and gate, end to end (smoke catalog; no timing is judged)"
 perf="$(mktemp -d)"

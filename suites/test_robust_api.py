@@ -269,3 +269,28 @@ def test_selector_fields_of_the_wrong_type_are_refused(selector, field):
     with pytest.raises(InvalidArgument) as exc:
         kbench.gemm(f16(2, 2), f16(2, 2), selector=selector)
     assert exc.value.field == field
+
+
+# ---- misaligned operands ------------------------------------------------------------
+
+
+def test_misaligned_operands_are_refused_by_the_library():
+    """Found by fuzz_worker: an FP16 operand at an odd address (or a packed
+    buffer off its 8-byte header alignment) was read through a misaligned
+    pointer, undefined behaviour (UBSan). Every entry point now refuses it."""
+    raw = np.zeros(2 * 64 + 1, np.uint8)
+    odd = raw[1:].view(np.float16)[:64]  # numpy allows an unaligned view
+    assert odd.__array_interface__["data"][0] % 2 == 1
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.gemm(odd.reshape(8, 8), f16(8, 8))
+    assert exc.value.field == "problems[0].A" and "aligned" in exc.value.message
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.conv2d(odd[:16].reshape(1, 2, 2, 4), f16(1, 1, 4, 4))
+    assert exc.value.field == "input"
+    packed = kbench.pack_b(f16(8, 24))
+    shifted = np.zeros(packed.data.size + 4, np.uint8)[4:]
+    shifted[:] = packed.data
+    bad = kbench.PackedB(shifted, packed.n, packed.k, False, packed.backend, packed.layout, 0)
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.gemm(f16(3, 8), bad)
+    assert exc.value.field == "problems[0].B" and "8 bytes" in exc.value.message

@@ -285,3 +285,17 @@ def test_set_svl(target):
     assert target.engine.set_svl(512) == 512
     assert target.engine.info("again").sme_vector_bits == 512
     assert target.engine.set_svl(128) == 128
+
+
+def test_an_operand_at_an_odd_offset_is_refused(target):
+    """Found by fuzz_worker: a pointer at an odd byte offset into its buffer
+    reached the kernels as a misaligned kb_f16 pointer (UBSan)."""
+    from kbench.errors import InvalidArgument
+    from kbench.native.api import RawProblem
+    raw = np.zeros(70, np.uint8)
+    a = raw[1:65].view(np.float16)
+    b = np.ones(16, np.float16)
+    c = np.zeros(16, np.float16)
+    with pytest.raises(InvalidArgument, match=r"problems\[0\]\.A: is not aligned"):
+        target.engine.gemm_raw(4, 4, 4, [RawProblem(a, 4, b, 4, c, 4)])
+    assert (c == 0).all() and target.engine.restarts == 0
