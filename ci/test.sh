@@ -8,7 +8,6 @@
 # under QEMU (our backends on the emulation catalog, the onnxruntime peer on
 # its case classes with KleidiAI on and off, with accumulation fingerprints).
 # The libFuzzer targets (ci/fuzz.sh) run 15 s each under ASan + UBSan.
-# The fuzz targets (ci/fuzz.sh) run 15 s each.
 # Assumes `pip install -e '.[test,ort]'` in the active Python; installs the
 # cross toolchain, QEMU and the emulated Python (idempotent) and builds the
 # aarch64 worker.

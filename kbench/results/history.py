@@ -25,6 +25,7 @@ from kbench.results.store import COLUMNS
 
 DB_NAME = "history.sqlite"
 FAILED = ("fail", "error")
+OK_STATUSES = ("pass", "mistrusted", "skip")
 
 _RUN_COLUMNS: dict[str, str] = {
     "path": "TEXT NOT NULL",
@@ -144,7 +145,7 @@ def _run_row(run: Run) -> dict[str, Any]:
         "targets": json.dumps(targets, default=str),
         "meta": json.dumps(meta, default=str),
         "n_results": len(df),
-        "n_failed": int(df["status"].isin(FAILED).sum()),
+        "n_failed": int((~df["status"].isin(OK_STATUSES)).sum()),  # unknown statuses too
         "n_timed": int((df["rounds"] > 0).sum()),
     }
 

@@ -26,7 +26,9 @@ class Run:
 
     @property
     def complete(self) -> bool:
-        return bool(self.meta.get("complete"))
+        """Did the run say it completed? Only a JSON true counts ("no", 1 or a
+        missing key do not)."""
+        return self.meta.get("complete") is True
 
     @property
     def name(self) -> str:
