@@ -19,6 +19,10 @@ layer or those before it (suites/test_layout.py checks it):
     cli       the click commands
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from kbench.errors import (
     ContractViolation,
     InvalidArgument,
@@ -27,22 +31,24 @@ from kbench.errors import (
     SizeOverflow,
     Unsupported,
 )
-from kbench.native import api
-from kbench.native.api import (
-    ConvParams,
-    GemmOperands,
-    PackedB,
-    Realization,
-    Selector,
-    backends,
-    conv2d,
-    cpu_info,
-    gemm,
-    gemm_batch,
-    pack_b,
-    realizations,
-    version,
-)
+
+# The API (numpy, the native module) loads on first use, so that `import
+# kbench` (and the command line, which imports much more) starts light and
+# Ctrl-C during start-up ends the command without a traceback.
+_API_NAMES = ("ConvParams", "GemmOperands", "PackedB", "Realization", "Selector", "backends",
+              "conv2d", "cpu_info", "gemm", "gemm_batch", "pack_b", "realizations", "version")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "api" or name in _API_NAMES:
+        from kbench.native import api
+        return api if name == "api" else getattr(api, name)
+    raise AttributeError(f"module 'kbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ContractViolation", "ConvParams", "GemmOperands", "InvalidArgument", "KbenchError",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import sqlite3
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,7 +18,7 @@ import click
 import pandas as pd
 
 from kbench.results.compare import Comparison, GateResult, compare_runs, gate, markdown
-from kbench.results.history import append_run, default_db_path, query_runs
+from kbench.results.history import HistoryError, append_run, default_db_path, query_runs
 from kbench.results.runfolder import Run, RunFolderError, load_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,11 +88,21 @@ def _config(config: str | None, max_slowdown: str | None, alpha: float | None) -
     return cfg
 
 
+class BadRunFolder(click.ClickException):
+    """A run folder that cannot be read: one line naming the file and what is
+    wrong, exit status 2 (bad input), no usage text."""
+
+    exit_code = 2
+
+
 def _load(path: str, hint: str) -> Run:
     try:
-        return load_run(path)
+        run = load_run(path)
     except RunFolderError as exc:
-        raise click.BadParameter(str(exc), param_hint=hint) from exc
+        raise BadRunFolder(f"{hint}: {exc}") from None
+    if not run.has_results:
+        click.echo(f"note: {path}: {run.state()}", err=True)
+    return run
 
 
 def _fmt_ns(ns: float) -> str:
@@ -178,15 +189,20 @@ def _listing(df: pd.DataFrame) -> str:
 def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: str | None,
             commit: str | None, limit: int) -> None:
     """List recorded runs (newest first); --add records run folders."""
-    db_path = Path(db) if db else default_db_path()
-    for folder in add:
-        run_id = append_run(db_path, _load(folder, "--add"))
-        click.echo(f"recorded {folder} as run {run_id} in {db_path}")
-    if not db_path.exists():
-        click.echo(f"no history yet at {db_path}")
-        return
-    click.echo(_listing(query_runs(db_path, machine=machine, backend=backend, commit=commit,
-                                   limit=limit)))
+    try:
+        db_path = Path(db) if db else default_db_path()
+        for folder in add:
+            run_id = append_run(db_path, _load(folder, "--add"),
+                                on_wait=lambda msg: click.echo(msg, err=True))
+            click.echo(f"recorded {folder} as run {run_id} in {db_path}")
+        if not db_path.exists():
+            click.echo(f"no history yet at {db_path}")
+            return
+        listing = query_runs(db_path, machine=machine, backend=backend, commit=commit,
+                             limit=limit)
+    except (HistoryError, sqlite3.Error) as exc:
+        raise click.ClickException(f"history: {exc}") from None
+    click.echo(_listing(listing))
 
 
 @click.command("compare")

@@ -26,7 +26,7 @@ from kbench.native.api import DispatchTable, Realization
 from kbench.native.calls import TargetInfo
 from kbench.problems import catalog as catalogs
 from kbench.problems.cases import Case, ConvCase, GemmCase
-from kbench.results.store import RunWriter, machine_metadata
+from kbench.results.store import RunDirError, RunWriter, machine_metadata
 from kbench.results.summary import summary_dict, summary_text
 from kbench.targets.spec import Target, parse_target
 
@@ -225,6 +225,12 @@ def pytest_configure(config: pytest.Config) -> None:
         fingerprint_all=config.getoption("--kb-fingerprint"),
     )
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
+    kb = config.stash[SESSION]
+    if kb.out is not None:  # created here, where a refusal is a one-line usage error
+        try:
+            kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
+        except RunDirError as exc:
+            raise pytest.UsageError(f"--kb-out: {exc}") from None
     table_path = config.getoption("--kb-dispatch")
     if table_path:
         try:  # a table the dispatcher would read differently, or not at all, stops here
@@ -268,12 +274,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("kb_job", jobs, ids=[j.id for j in jobs])
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    kb = session.config.stash[SESSION]
-    if kb.out is not None:
-        kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     kb = session.config.stash[SESSION]
     if kb.writer is not None:
@@ -281,6 +281,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         kb.writer.metadata["pytest_exit_status"] = int(exitstatus)
         complete = int(exitstatus) in (0, 1) and not session.shouldstop
         kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
+        if kb.writer.error is not None and int(exitstatus) == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run folder is not whole
     for t in kb.targets.values():
         t.close()
 
@@ -305,6 +307,12 @@ class _ProgressPrinter:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     kb = terminalreporter.config.stash[SESSION]
+    writer = kb.writer
+    if writer is not None and writer.error is not None:
+        terminalreporter.write_line(
+            f"run folder: cannot write {kb.out}: {writer.error.strerror or writer.error}; "
+            f"{writer.lost} verdict(s) after the first {writer.count} were not written",
+            red=True)
     if not kb.verdicts:
         return
     terminalreporter.section("kbench verdicts")

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -61,12 +62,52 @@ LISTING = ["id", "date", "host", "cpu_model", "arch", "git_commit", "git_dirty",
            "emulated", "target_names", "backends", "n_results", "n_failed", "n_timed", "path"]
 
 
+KBENCH_APP_ID = 0x6B62656E  # "kben": PRAGMA application_id of a kbench history
+DEFAULT_WAIT_S = 60.0  # how long an append waits for a busy database (KBENCH_HISTORY_WAIT)
+
+
+class HistoryError(Exception):
+    """The history database cannot be used (one line: the file and why)."""
+
+
+class HistoryBusy(HistoryError):
+    """Another process kept the database locked for longer than the wait."""
+
+
+def _home(environ: Mapping[str, str]) -> Path:
+    """$HOME when it is an absolute path, else the account's home folder."""
+    home = environ.get("HOME") or ""
+    if home and Path(home).is_absolute() and Path(home) != Path("/"):
+        return Path(home)
+    try:
+        import pwd
+        account = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError, OSError):
+        account = ""
+    if account and Path(account).is_absolute() and Path(account) != Path("/"):
+        return Path(account)
+    raise HistoryError("no home folder for the history: $HOME is empty or not an absolute "
+                       "path; set XDG_DATA_HOME or pass --db FILE")
+
+
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
-    """$XDG_DATA_HOME/kbench/history.sqlite, or ~/.local/share/kbench/history.sqlite."""
+    """$XDG_DATA_HOME/kbench/history.sqlite, or ~/.local/share/kbench/history.sqlite
+    (~: $HOME if it is absolute, else the account's home; never the root
+    folder). HistoryError if there is no usable home."""
     environ = os.environ if env is None else env
     base = environ.get("XDG_DATA_HOME") or ""
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    root = Path(base) if base and Path(base).is_absolute() else _home(environ) / ".local" / "share"
     return root / "kbench" / DB_NAME
+
+
+def history_wait(env: Mapping[str, str] | None = None) -> float:
+    """Seconds an append waits for a busy database: KBENCH_HISTORY_WAIT or 60."""
+    raw = (os.environ if env is None else env).get("KBENCH_HISTORY_WAIT", "")
+    try:
+        value = float(raw) if raw else DEFAULT_WAIT_S
+    except ValueError:
+        return DEFAULT_WAIT_S
+    return value if 0 <= value < float("inf") else DEFAULT_WAIT_S
 
 
 def _result_type(column: str) -> str:
@@ -81,24 +122,92 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def connect(db_path: str | Path) -> sqlite3.Connection:
-    """Open (creating if needed) the history database with its schema."""
+def _check_kbench_db(con: sqlite3.Connection, path: Path) -> bool:
+    """Is this a kbench history (True) or an empty database (False)? Anything
+    else is refused before it is changed in any way."""
+    tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = "
+                                            "'table'")}
+    app_id = con.execute("PRAGMA application_id").fetchone()[0]
+    if not tables and app_id in (0, KBENCH_APP_ID):
+        return False
+    if app_id not in (0, KBENCH_APP_ID):
+        raise HistoryError(f"{path}: an SQLite database of another application "
+                           f"(application_id {app_id:#x}), not a kbench history")
+    if "runs" not in tables or "results" not in tables:
+        listed = ", ".join(sorted(tables)[:5]) or "none"
+        raise HistoryError(f"{path}: an SQLite database but not a kbench history (its tables: "
+                           f"{listed})")
+    have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+    missing = [c for c in ("id", "path", "date", "complete") if c not in have]
+    if missing:
+        raise HistoryError(f"{path}: its runs table is not kbench's (no {', '.join(missing)} "
+                           "column)")
+    return True
+
+
+def connect(db_path: str | Path, timeout: float = 5.0) -> sqlite3.Connection:
+    """Open (creating if needed) the history database with its schema. A file
+    that is not a kbench history is refused (HistoryError) without being
+    changed; sqlite3.OperationalError "database is locked" passes through
+    (append_run waits and retries)."""
     path = Path(db_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA foreign_keys = ON")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot create its folder ({exc.strerror or exc})") from None
+    if path.is_dir():
+        raise HistoryError(f"{path}: is a folder, not a history database")
+    try:
+        con = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise HistoryError(f"{path}: cannot open ({exc})") from None
+    try:
+        con.execute("PRAGMA foreign_keys = ON")
+        if not _check_kbench_db(con, path) or _missing_result_columns(con):
+            # create or extend the schema in one write transaction: several
+            # processes opening a new database at once must not each add columns
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                _create_schema(con, known=_check_kbench_db(con, path))
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+    except HistoryError:
+        con.close()
+        raise
+    except sqlite3.OperationalError as exc:
+        con.close()
+        if _busy(exc):
+            raise
+        raise HistoryError(f"{path}: {exc}") from None
+    except sqlite3.DatabaseError as exc:  # "file is not a database", a damaged file
+        con.close()
+        raise HistoryError(f"{path}: not a usable history database ({exc})") from None
+    return con
+
+
+def _missing_result_columns(con: sqlite3.Connection) -> list[str]:
+    have = {row[1] for row in con.execute("PRAGMA table_info(results)")}
+    return [c for c in COLUMNS if c not in have]
+
+
+def _create_schema(con: sqlite3.Connection, known: bool) -> None:
+    if not known:
+        con.execute(f"PRAGMA application_id = {KBENCH_APP_ID}")
     run_cols = ", ".join(f"{name} {decl}" for name, decl in _RUN_COLUMNS.items())
     con.execute(f"CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, {run_cols}, "
                 "added TEXT DEFAULT CURRENT_TIMESTAMP, UNIQUE (path, date))")
     con.execute("CREATE TABLE IF NOT EXISTS results (run_id INTEGER NOT NULL "
                 "REFERENCES runs(id) ON DELETE CASCADE)")
-    have = {row[1] for row in con.execute("PRAGMA table_info(results)")}
-    for column in COLUMNS:  # columns added to the results schema since the database was made
-        if column not in have:
-            con.execute(f"ALTER TABLE results ADD COLUMN {_quote(column)} {_result_type(column)}")
+    for column in _missing_result_columns(con):  # added to the schema since the file was made
+        con.execute(f"ALTER TABLE results ADD COLUMN {_quote(column)} {_result_type(column)}")
     con.execute("CREATE INDEX IF NOT EXISTS results_run ON results (run_id, backend)")
-    con.commit()
-    return con
+
+
+def _busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 def _sql_value(value: Any) -> Any:
@@ -122,7 +231,7 @@ def _run_row(run: Run) -> dict[str, Any]:
     targets = meta.get("targets") or {}
     versions = sorted({str(t.get("library_version", "")) for t in targets.values()
                        if isinstance(t, dict)} - {""})
-    backends = sorted({b for b in df["backend"].astype(str) if b and b != "-"})
+    backends = sorted({str(b) for b in df["backend"] if isinstance(b, str) and b and b != "-"})
     dirty = meta.get("git_dirty")
     return {
         "path": str(run.path.resolve()),
@@ -150,33 +259,74 @@ def _run_row(run: Run) -> dict[str, Any]:
     }
 
 
-def append_run(db_path: str | Path, run: Run) -> int:
+def append_run(db_path: str | Path, run: Run, wait: float | None = None,
+               on_wait: Callable[[str], None] | None = None) -> int:
     """Add a run (and all its result rows) to the history; return its id.
 
     The same run folder with the same date gets the same id: its run row
-    and results are replaced, never duplicated."""
+    and results are replaced, never duplicated. While another process holds
+    the database, the append waits and retries for up to `wait` seconds
+    (default: history_wait()), calling on_wait with a message when it starts
+    waiting; then HistoryBusy. Every other failure is a HistoryError."""
+    wait = history_wait() if wait is None else wait
+    deadline = time.monotonic() + wait
+    pause = 0.05
+    told = False
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return _append_once(Path(db_path), run, timeout=max(0.01, min(2.0, left)))
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                raise HistoryError(f"{db_path}: {exc}") from None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HistoryBusy(f"{db_path}: locked by another process for {wait:g} s") from None
+            if on_wait is not None and not told:
+                on_wait(f"history: {db_path} is busy (another kbench is writing to it); "
+                        f"retrying for up to {left:.0f} s")
+                told = True
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 1.0)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{db_path}: {exc}") from None
+
+
+def _append_once(db_path: Path, run: Run, timeout: float) -> int:
     row = _run_row(run)
     names = list(row)
-    with closing(connect(db_path)) as con, con:
-        found = con.execute("SELECT id FROM runs WHERE path = ? AND date = ?",
-                            (row["path"], row["date"])).fetchone()
-        if found is None:
-            cur = con.execute(f"INSERT INTO runs ({', '.join(names)}) VALUES "
-                              f"({', '.join('?' * len(names))})",
-                              [_sql_value(row[n]) for n in names])
-            run_id = int(cur.lastrowid or 0)
-        else:
-            run_id = int(found[0])
-            con.execute(f"UPDATE runs SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
-                        [*(_sql_value(row[n]) for n in names), run_id])
-            con.execute("DELETE FROM results WHERE run_id = ?", (run_id,))
-        columns = [c for c in COLUMNS if c in run.results.columns]
-        frame = run.results[columns]
-        con.executemany(
-            f"INSERT INTO results (run_id, {', '.join(map(_quote, columns))}) "
-            f"VALUES (?, {', '.join('?' * len(columns))})",
-            ([run_id, *(_sql_value(v) for v in values)]
-             for values in frame.itertuples(index=False, name=None)))
+    with closing(connect(db_path, timeout)) as con:
+        con.isolation_level = None  # one explicit transaction, the write lock taken first
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            run_id = _write_run(con, run, row, names)
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    return run_id
+
+
+def _write_run(con: sqlite3.Connection, run: Run, row: dict[str, Any], names: list[str]) -> int:
+    found = con.execute("SELECT id FROM runs WHERE path = ? AND date = ?",
+                        (row["path"], row["date"])).fetchone()
+    if found is None:
+        cur = con.execute(f"INSERT INTO runs ({', '.join(names)}) VALUES "
+                          f"({', '.join('?' * len(names))})",
+                          [_sql_value(row[n]) for n in names])
+        run_id = int(cur.lastrowid or 0)
+    else:
+        run_id = int(found[0])
+        con.execute(f"UPDATE runs SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
+                    [*(_sql_value(row[n]) for n in names), run_id])
+        con.execute("DELETE FROM results WHERE run_id = ?", (run_id,))
+    columns = [c for c in COLUMNS if c in run.results.columns]
+    frame = run.results[columns]
+    con.executemany(
+        f"INSERT INTO results (run_id, {', '.join(map(_quote, columns))}) "
+        f"VALUES (?, {', '.join('?' * len(columns))})",
+        ([run_id, *(_sql_value(v) for v in values)]
+         for values in frame.itertuples(index=False, name=None)))
     return run_id
 
 

@@ -13,6 +13,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,23 +84,45 @@ def object_path(src: Path, out: Path) -> Path:
     return out.parent / "obj" / (str(src.relative_to(NATIVE)).replace("/", "_")[:-2] + ".o")
 
 
+@contextmanager
+def _build_lock(folder: Path) -> Iterator[None]:
+    """Holds an exclusive lock on the build folder: processes that find the
+    worker stale at once (several `kbench run`s starting together) build it
+    one after another, never into the same object files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".build.lock", "a") as fh:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock
+            yield
+            return
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def build(arch: str = "aarch64", force: bool = False, quiet: bool = True) -> Path:
     """Builds (if stale) and returns the worker executable."""
     tc = toolchain(arch)
     out = tc.output
     if not force and not _stale(out):
         return out
-    objdir = out.parent / "obj"
-    objdir.mkdir(parents=True, exist_ok=True)
-    objects = []
-    for src in sources(arch):
-        obj = object_path(src, out)
-        cmd = [*tc.cc, *COMMON, *isa_flags(src, arch), "-c", str(src), "-o", str(obj)]
-        _run(cmd, quiet)
-        objects.append(str(obj))
-    tmp = out.with_suffix(".tmp")
-    _run([*tc.cc, *tc.link, *objects, "-o", str(tmp)], quiet)
-    tmp.replace(out)
+    with _build_lock(out.parent):
+        if not force and not _stale(out):  # another process built it while we waited
+            return out
+        objdir = out.parent / "obj"
+        objdir.mkdir(parents=True, exist_ok=True)
+        objects = []
+        for src in sources(arch):
+            obj = object_path(src, out)
+            cmd = [*tc.cc, *COMMON, *isa_flags(src, arch), "-c", str(src), "-o", str(obj)]
+            _run(cmd, quiet)
+            objects.append(str(obj))
+        tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+        _run([*tc.cc, *tc.link, *objects, "-o", str(tmp)], quiet)
+        tmp.replace(out)
     return out
 
 

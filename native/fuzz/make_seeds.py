@@ -9,6 +9,7 @@ variants; and worker frames recorded from the worker engine's own encoder
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 import sys
@@ -164,10 +165,8 @@ def worker_seeds(rng: np.random.Generator) -> None:
 
     def record(fn, *args, **kwargs) -> bytes:
         frames.clear()
-        try:
+        with contextlib.suppress(StopIteration):  # raised once the request is recorded
             fn(*args, **kwargs)
-        except StopIteration:
-            pass
         return b"".join(struct.pack("<IIQ", worker.MAGIC, t, len(p)) + p for t, p in frames)
 
     a = rng.integers(-3, 4, 4 * 7).astype(np.float16)
