@@ -39,16 +39,26 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth of a parsed JSON value (a scalar is 1, as in the native parser)."""
+    """Nesting depth of a parsed JSON value (a scalar is 1, as in the native
+    parser); InvalidArgument for a string the native parser refuses (a NUL
+    character, an unpaired surrogate)."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         v, d = stack.pop()
         deepest = max(deepest, d)
         if isinstance(v, dict):
             stack.extend((x, d + 1) for x in v.values())
+            stack.extend((k, d + 1) for k in v)
         elif isinstance(v, list):
             stack.extend((x, d + 1) for x in v)
+        elif isinstance(v, str) and ("\0" in v or any("\ud800" <= ch <= "\udfff" for ch in v)):
+            raise InvalidArgument("table: a string holds a NUL character or an unpaired "
+                                  "surrogate", "table")
     return deepest
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def decode(data: bytes | str, source: str = "table") -> str:
@@ -81,7 +91,7 @@ def parse(data: bytes | str) -> dict[str, Any]:
     text = decode(data)
     deep = InvalidArgument(f"table: nested more than {MAX_DEPTH} levels deep", "table")
     try:
-        table = json.loads(text, object_pairs_hook=_no_duplicates)
+        table = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except RecursionError:
         raise deep from None
     except ValueError as exc:
