@@ -272,3 +272,35 @@ def test_a_refused_table_is_sent_to_a_worker_once():
         assert v.status == ERROR and "table.library_version" in v.message
     target.close()
     assert len(sent) == 1 and sent[0] > 2_000_000
+
+
+def test_a_table_travels_to_the_emulated_python_once(monkeypatch):
+    """The emulated-Python target pickled the table's whole text into every
+    call; now it goes once per guest (by digest afterwards), refused or not.
+    The guest here is this machine's Python (the protocol without QEMU)."""
+    import os
+
+    from kbench.targets import pyworker
+    from kbench.targets.spec import Target
+    engine = pyworker.PyWorkerEngine(pyworker.PySpec([sys.executable], dict(os.environ),
+                                                     cpu="host"))
+    target = Target("qemu-python:local", engine)
+    sizes: list[int] = []
+    real_write = pyworker._write_frame
+
+    def write(out, kind, parts):
+        sizes.append(sum(len(p) for p in parts))
+        return real_write(out, kind, parts)
+
+    monkeypatch.setattr(pyworker, "_write_frame", write)
+    table = DispatchTable(json.dumps(table_for_host(library_version="0.0.0-other",
+                                                    padding="x" * 1_000_000)))
+    want = [r for r in target.info().realizations if r.name == "gemm_scalar_f32acc"][0]
+    sizes.clear()
+    for i in range(3):
+        v = runner.run_job(target, runner.Job(GemmCase(f"py{i}", 4, 4, 4), "exact", want,
+                                              target.name), Selector(table=table), force=False)
+        assert v.status == ERROR and "table.library_version" in v.message
+    target.close()
+    big = [s for s in sizes if s > 1_000_000]
+    assert len(big) == 1, sizes
