@@ -141,7 +141,9 @@ def perf_run(s: Settings, out: Path, realization: str | None, slowdown: float) -
         kept = load_run(out)
         if kept.complete:
             return kept
-    cmd = [*s.command, "run", "--suite", "perf", "--target", s.target, "--out", str(out)]
+    # --force: an incomplete run left in `out` by an earlier attempt is replaced
+    cmd = [*s.command, "run", "--suite", "perf", "--target", s.target, "--out", str(out),
+           "--force"]
     for shapes in s.shapes:
         cmd += ["--shapes", shapes]
     if realization and not s.all_realizations:

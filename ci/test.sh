@@ -12,6 +12,7 @@
 # The host suites include the remote targets (real ssh on loopback into an
 # emulated aarch64 box, a stand-in adb) and the history on a throwaway
 # PostgreSQL server; the emulated targets run through `kbench run --jobs`.
+# The libFuzzer targets (ci/fuzz.sh) run 15 s each under ASan + UBSan.
 # Assumes `pip install -e '.[test,ort,postgres]'` (and examples/plugins/python_peer)
 # in the active Python; installs the
 # cross toolchain, QEMU and the emulated Python (idempotent) and builds the
@@ -47,6 +48,9 @@ step "suites on the host"
 
 step "contracts under AddressSanitizer + UBSan"
 bash ci/sanitize.sh
+
+step "fuzz targets: the C API and the worker's frame decoder, 15 s each (ASan + UBSan)"
+bash ci/fuzz.sh run 15
 
 step "perf suite, report and gate, end to end (smoke catalog; no timing is judged)"
 perf="$(mktemp -d)"

@@ -24,7 +24,7 @@ from kbench.results.history import (
     run_results,
 )
 from kbench.results.runfolder import Run, load_run
-from kbench.results.store import RunWriter
+from kbench.results.store import RunWriter, claim_out_dir
 
 
 def verdict(case: str, backend: str = "scalar", status: str = "pass",
@@ -47,6 +47,7 @@ def make_run(folder: Path, rows: list[Verdict], complete: bool | None = True,
                 "date": "2025-03-01T10:00:00+00:00", "command_line": "kbench run",
                 "c_flags": ["-O2", "-march=armv8.2-a+fp16"],
                 "targets": {"host": {"emulated": False, "library_version": "0.3.0"}}, **meta}
+    claim_out_dir(folder, force=True)  # a folder used again is replaced, as `--force` does
     w = RunWriter(folder, metadata)
     w.add_all(rows)
     if complete is not None:

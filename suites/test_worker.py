@@ -143,20 +143,95 @@ def test_pointer_outside_its_buffer_is_refused(target):
     assert target.info().library_version  # still alive
 
 
-def test_a_crashing_kernel_fails_its_case_and_the_next_case_runs(target):
-    eng = target.engine
-    eng.info("x")
+def test_a_crashing_worker_fails_its_case_and_the_next_case_runs(target, tmp_path):
+    """A worker killed by SIGSEGV in the middle of a call (as a faulting kernel
+    would be): that call raises WorkerCrashed, the next one gets a fresh worker."""
+    flag = tmp_path / "crashed-once"
+    script = 'if [ -e "$0" ]; then exec "$@"; fi; : > "$0"; head -c 16 > /dev/null; kill -SEGV $$'
+    spec = worker.WorkerSpec(["sh", "-c", script, str(flag), *target.engine.spec.command], {},
+                             emulated=target.emulated)
+    from kbench.targets.spec import Target
+    crashing = Target(target.name, worker.WorkerEngine(spec))
     a = np.ones(4, np.float16)
     c = np.zeros(4, np.float16)
     from kbench.native.api import RawProblem
-    # M is a lie the library cannot see: the kernel reads far past A and dies
-    with pytest.raises(WorkerCrashed, match="signal|died"):
-        eng.gemm_raw(2**40, 1, 1, [RawProblem(a, 1, a, 1, c, 1)])
+    with pytest.raises(WorkerCrashed, match="signal SIGSEGV"):
+        crashing.engine.gemm_raw(1, 1, 1, [RawProblem(a, 1, a, 1, c, 1)])
     case = GemmCase("after_crash", 4, 4, 4)
-    r = _general_gemm(target)
-    v = runner.run_job(target, runner.Job(case, "exact", r, target.name))
+    r = _general_gemm(crashing)
+    v = runner.run_job(crashing, runner.Job(case, "exact", r, target.name))
     assert v.status == PASS
-    assert eng.restarts >= 1
+    assert crashing.engine.restarts == 1
+    crashing.close()
+
+
+@pytest.mark.parametrize("lie", ["M", "N", "K", "lda", "ldc", "b_size"])
+def test_dimensions_beyond_the_buffers_sent_are_refused(target, lie):
+    """A well-formed GEMM request whose M/N/K (or leading dimensions, or
+    packed size) exceed the buffers sent with it: before, the worker read and
+    wrote past them (ASan: heap-buffer-overflow; here it died or returned
+    garbage); now it refuses, naming the operand, and keeps running."""
+    from kbench.errors import InvalidArgument
+    from kbench.native.api import RawProblem
+    eng = target.engine
+    a = np.ones(16, np.float16)
+    b = np.ones(16, np.float16)
+    c = np.zeros(16, np.float16)
+    m = n = k = 4
+    p = RawProblem(a, 4, b, 4, c, 4)
+    if lie in ("M", "N", "K"):
+        m, n, k = {"M": (2**40, 4, 4), "N": (4, 2**40, 4), "K": (4, 4, 2**40)}[lie]
+        p.lda, p.ldb, p.ldc = k, n, n
+    elif lie == "lda":
+        p.lda = 2**30
+    elif lie == "ldc":
+        p.ldc = 2**30
+    else:
+        packed = pack(eng, np.ones((4, 4), np.float16), None, None)
+        p = RawProblem(a, 4, packed, 0, c, 4, b_size=packed.size + 2**20, b_is_packed=True)
+    field = {"M": "A", "N": "B", "K": "A", "lda": "A", "ldc": "C", "b_size": "b_size"}[lie]
+    with pytest.raises(InvalidArgument, match=rf"problems\[0\]\.{field}: the call reads"):
+        eng.gemm_raw(m, n, k, [p])
+    assert (c == 0).all()
+    assert eng.restarts == 0
+    assert target.info().library_version
+
+
+@pytest.mark.parametrize("what", ["conv_input", "conv_output", "conv_filter", "pack_b", "bias"])
+def test_conv_and_pack_dimensions_beyond_the_buffers_are_refused(target, what):
+    from kbench.errors import InvalidArgument
+    eng = target.engine
+    x = np.ones(1 * 6 * 6 * 4, np.float16)
+    w = np.ones(3 * 3 * 4 * 4, np.float16)
+    out = np.zeros(1 * 4 * 4 * 4, np.float16)
+    desc = ConvDesc(n=1, h=6, w=6, c_in=4, c_out=4, kh=3, kw=3)
+    if what == "pack_b":
+        with pytest.raises(InvalidArgument, match=r"^B: the call reads"):
+            eng.pack_raw(None, 4096, 4096, np.ones(16, np.float16), 4096)
+    elif what == "bias":
+        with pytest.raises(InvalidArgument, match=r"^bias: the call reads"):
+            eng.conv_raw(desc, x, w, np.ones(1, np.float16), out)
+    else:
+        field = what.split("_")[1]
+        big = {"input": {"h": 600, "w": 600}, "output": {}, "filter": {"c_out": 4096}}[field]
+        desc = ConvDesc(**{**desc.__dict__, **big})
+        out = {"input": out, "output": np.zeros(8, np.float16),
+               "filter": np.zeros(1 * 4 * 4 * 4096, np.float16)}[field]
+        with pytest.raises(InvalidArgument, match=rf"^{field}: the call reads"):
+            eng.conv_raw(desc, x, w, None, out)
+    assert eng.restarts == 0
+    assert target.info().library_version
+
+
+def test_a_pack_reply_never_exceeds_the_frame_limit(target):
+    """A pack whose reply (the packed bytes plus status, strings and times)
+    would exceed the protocol's frame limit is refused before the worker
+    allocates it; before, it packed 1 GiB and sent a frame over the limit."""
+    eng = target.engine
+    with pytest.raises(ProtocolError, match="exceed the frame limit"):
+        eng.pack_raw(None, 4, 4, np.ones(16, np.float16), 4, None, worker.MAX_PAYLOAD - 8)
+    assert eng.restarts == 0
+    assert target.info().library_version
 
 
 def test_killed_worker_is_an_error_verdict_and_results_survive(target, tmp_path):
@@ -210,3 +285,17 @@ def test_set_svl(target):
     assert target.engine.set_svl(512) == 512
     assert target.engine.info("again").sme_vector_bits == 512
     assert target.engine.set_svl(128) == 128
+
+
+def test_an_operand_at_an_odd_offset_is_refused(target):
+    """Found by fuzz_worker: a pointer at an odd byte offset into its buffer
+    reached the kernels as a misaligned kb_f16 pointer (UBSan)."""
+    from kbench.errors import InvalidArgument
+    from kbench.native.api import RawProblem
+    raw = np.zeros(70, np.uint8)
+    a = raw[1:65].view(np.float16)
+    b = np.ones(16, np.float16)
+    c = np.zeros(16, np.float16)
+    with pytest.raises(InvalidArgument, match=r"problems\[0\]\.A: is not aligned"):
+        target.engine.gemm_raw(4, 4, 4, [RawProblem(a, 4, b, 4, c, 4)])
+    assert (c == 0).all() and target.engine.restarts == 0

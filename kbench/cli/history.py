@@ -20,7 +20,7 @@ from kbench.resources import resource_dir
 from kbench.results.compare import Comparison, GateResult, compare_runs, gate, markdown
 from kbench.results.count_compare import DEFAULT_LIMIT, fmt_count
 from kbench.results.history import append_run, default_db_path, query_runs
-from kbench.results.historydb import describe, driver_errors, is_postgres, resolve_db
+from kbench.results.historydb import HistoryError, describe, driver_errors, is_postgres, resolve_db
 from kbench.results.runfolder import Run, RunFolderError, load_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,11 +99,21 @@ def _config(config: str | None, max_slowdown: str | None, alpha: float | None,
     return cfg
 
 
+class BadRunFolder(click.ClickException):
+    """A run folder that cannot be read: one line naming the file and what is
+    wrong, exit status 2 (bad input), no usage text."""
+
+    exit_code = 2
+
+
 def _load(path: str, hint: str) -> Run:
     try:
-        return load_run(path)
+        run = load_run(path)
     except RunFolderError as exc:
-        raise click.BadParameter(str(exc), param_hint=hint) from exc
+        raise BadRunFolder(f"{hint}: {exc}") from None
+    if not run.has_results:
+        click.echo(f"note: {path}: {run.state()}", err=True)
+    return run
 
 
 def _fmt_ns(ns: float) -> str:
@@ -218,19 +228,21 @@ def _listing(df: pd.DataFrame) -> str:
 def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: str | None,
             commit: str | None, limit: int) -> None:
     """List recorded runs (newest first); --add records run folders."""
-    db_path = resolve_db(db, default_db_path())
     try:
+        db_path = resolve_db(db, default_db_path())
         for folder in add:
-            run_id = append_run(db_path, _load(folder, "--add"))
+            run_id = append_run(db_path, _load(folder, "--add"),
+                                on_wait=lambda msg: click.echo(msg, err=True))
             click.echo(f"recorded {folder} as run {run_id} in {describe(db_path)}")
         if not is_postgres(db_path) and not Path(db_path).exists():
             click.echo(f"no history yet at {db_path}")
             return
         listing = query_runs(db_path, machine=machine, backend=backend, commit=commit,
                              limit=limit)
-    except driver_errors() as exc:
-        raise click.ClickException(f"history {describe(db_path)}: "
-                                   f"{str(exc).strip().splitlines()[0]}") from None
+    except (HistoryError, *driver_errors()) as exc:
+        where = describe(db_path) if "db_path" in locals() else "(no database)"
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise click.ClickException(f"history {where}: {text}") from None
     click.echo(_listing(listing))
 
 

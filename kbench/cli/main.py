@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
+import math
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -17,7 +20,25 @@ from kbench.resources import is_checkout, resource_dir
 # Start-up stays fast (`kbench --version`, `--help`): numpy, pandas, scipy,
 # matplotlib and the native library are imported inside the commands that use them.
 REPO = Path(__file__).resolve().parents[2]
-PEER_BACKENDS = ("ort",)
+
+
+class FiniteFloat(click.ParamType):
+    """A finite float >= minimum (click.FloatRange lets nan and inf through)."""
+
+    name = "float"
+
+    def __init__(self, minimum: float = 0.0) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        try:
+            x = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x) or x < self.minimum:
+            self.fail(f"{value!r} is not a finite number >= {self.minimum:g}", param, ctx)
+        return x
 SUITES = {
     "correctness": ["test_targets.py", "test_correctness.py", "test_determinism.py"],
     "contracts": ["test_targets.py", "test_contracts.py", "test_plugin_probes.py"],
@@ -156,13 +177,17 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
                    "-k '^resnet50_small/', -k '/m1_n4096'.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run folder for results.csv, run.json and verdicts.txt "
-                   "[default: runs/<date>-<time>-<host>].")
+                   "[default: a new runs/<date>-<time>-<host>[-N]]. A folder that already "
+                   "holds a run is refused unless --force.")
+@click.option("--force", is_flag=True,
+              help="Replace the run in --out (its files are removed first, so nothing of "
+                   "the old run is mixed into the new one).")
 @click.option("--rounds", type=click.IntRange(1), default=10, show_default=True,
               help="perf: timed rounds per case (in-process: at least this many; "
                    "pytest-benchmark calibrates more within --max-time).")
-@click.option("--max-time", type=click.FloatRange(0.0), default=0.5, show_default=True,
+@click.option("--max-time", type=FiniteFloat(0.0), default=0.5, show_default=True,
               help="perf, in-process: seconds of kernel time per case for pytest-benchmark.")
-@click.option("--min-round-ms", type=click.FloatRange(0.0), default=2.0, show_default=True,
+@click.option("--min-round-ms", type=FiniteFloat(0.0), default=2.0, show_default=True,
               help="perf, workers: calls per round calibrated to last at least this long.")
 @click.option("--cold", is_flag=True, help="perf: flush caches before every round.")
 @click.option("--warmup", type=click.IntRange(0), default=2, show_default=True,
@@ -206,7 +231,7 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
                    "run; by default they are recorded as findings about the plugin.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, case_expr: str,
-        out: str | None,
+        out: str | None, force: bool,
         rounds: int, max_time: float, min_round_ms: float, cold: bool, warmup: int,
         passes: int, threads: int, count_method: str,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
@@ -216,7 +241,6 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     import pytest
 
     from kbench.problems.catalog import CatalogError, load_catalog, resolve_catalog
-    from kbench.results.store import default_run_dir
 
     fleet_meta: dict[str, str] = {}
     if fleet:
@@ -241,7 +265,14 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         catalogs.append(str(path))
     _check_selection(targets, backends, realizations, case_expr, plugins)
-    run_dir = Path(out) if out else default_run_dir(Path.cwd() / "runs")
+    if dispatch:
+        from kbench.native import api
+        try:  # each target checks the table against its machine when it loads it
+            api.DispatchTable.from_file(dispatch).parse()
+        except KbenchError as exc:
+            raise click.BadParameter(f"{dispatch}: not a usable dispatch table ({exc})",
+                                     param_hint="--dispatch") from None
+    run_dir = _run_dir(out, force)
     args = [str(suites_dir / f) for f in SUITES[suite]]
     # pytest's configuration: the checkout's pyproject.toml, or (installed wheel) none, the
     # suites' conftest.py registering what they need
@@ -268,15 +299,9 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if strict_plugins:
         args.append("--kb-strict-plugins")
     if dispatch:
-        try:  # each target checks the table against its machine when it loads it
-            json.loads(Path(dispatch).read_text())
-        except (OSError, ValueError) as exc:
-            raise click.BadParameter(f"{dispatch}: not a JSON dispatch table ({exc})",
-                                     param_hint="--dispatch") from exc
         args += ["--kb-dispatch", str(Path(dispatch).resolve()),
                  str(suites_dir / "test_dispatch_table.py")]
     if suite == "perf":
-        run_dir.mkdir(parents=True, exist_ok=True)
         per_pass = max(2, -(-rounds // passes))
         args += ["--kb-perf", "--kb-rounds", str(rounds), "--kb-min-round-ms", str(min_round_ms),
                  "--kb-threads", str(threads), "--kb-passes", str(passes),
@@ -293,13 +318,58 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if fleet_meta:
         args += ["--kb-fleet", json.dumps(fleet_meta)]
     click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}")
-    code = pytest.main(args)
-    if not no_history:
-        _append_history(run_dir, db)
-    if int(code) == int(pytest.ExitCode.NO_TESTS_COLLECTED):
+    terminated = False
+    with sigterm_as_interrupt() as term:
+        try:
+            code = int(pytest.main(args))
+        finally:
+            terminated = term.received
+        if not no_history:
+            _append_history(run_dir, db)
+    if code == int(pytest.ExitCode.NO_TESTS_COLLECTED):
         click.echo("kbench run: the filters selected no case (see above); nothing was "
                    "verified or timed", err=True)
-    sys.exit(int(code))
+    sys.exit(128 + signal.SIGTERM if terminated else code)
+
+
+def _run_dir(out: str | None, force: bool, suffix: str = "") -> Path:
+    """The run folder: --out (refused if it holds a run, unless force), or a
+    new uniquely named folder under ./runs."""
+    from kbench.results.store import RunDirError, claim_out_dir, reserve_run_dir
+    try:
+        if out:
+            return claim_out_dir(out, force)
+        return reserve_run_dir(Path.cwd() / "runs", suffix)
+    except RunDirError as exc:
+        raise click.ClickException(f"--out: {exc}" if out else str(exc)) from None
+
+
+class _Term:
+    received = False
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[_Term]:
+    """SIGTERM does what Ctrl-C does: the suites stop, the run folder is
+    finalised (run.json says incomplete) and the run is still appended to
+    the history. A second SIGTERM while finishing is ignored."""
+    state = _Term()
+
+    def handler(signum: int, frame: object) -> None:
+        if state.received:
+            return
+        state.received = True
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield state
+        return
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _check_selection(targets: tuple[str, ...], backends: tuple[str, ...],
@@ -403,29 +473,23 @@ def _fleet_targets(path: str, targets: tuple[str, ...], jobs: int | None
 
 
 def _append_history(run_dir: Path, db: str | None) -> None:
-    """Adds the run folder (complete or not) to the history database."""
-    from kbench.results.history import append_run, default_db_path
+    """Adds the run folder (complete or not) to the history database; if it
+    cannot, says why and how to add it later."""
+    from kbench.results.history import HistoryError, append_run, default_db_path
     from kbench.results.historydb import describe, driver_errors, resolve_db
     from kbench.results.runfolder import RunFolderError, load_run
-    path = resolve_db(db, default_db_path())
+    later = f"kbench history --add {run_dir}" + (f" --db {db}" if db else "")
     try:
-        run_id = append_run(path, load_run(run_dir))
-    except (RunFolderError, OSError, ValueError, sqlite3.Error, *driver_errors()) as exc:
-        click.echo(f"history: not appended ({exc})", err=True)
+        path = resolve_db(db, default_db_path())
+        run_id = append_run(path, load_run(run_dir),
+                            on_wait=lambda msg: click.echo(msg, err=True))
+    except (RunFolderError, HistoryError, OSError, *driver_errors()) as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        click.echo(f"history: run not appended ({text}); add it later with: {later}", err=True)
         return
-    click.echo(f"history: run #{run_id} in {describe(path)}")
-
-
-def _append_history(run_dir: Path, db: str | None) -> None:
-    """Adds the run folder (complete or not) to the history database."""
-    from kbench.results.history import append_run, default_db_path
-    from kbench.results.historydb import describe, driver_errors, resolve_db
-    from kbench.results.runfolder import RunFolderError, load_run
-    path = resolve_db(db, default_db_path())
-    try:
-        run_id = append_run(path, load_run(run_dir))
-    except (RunFolderError, OSError, ValueError, sqlite3.Error, *driver_errors()) as exc:
-        click.echo(f"history: not appended ({exc})", err=True)
+    except KeyboardInterrupt:
+        click.echo(f"history: interrupted, run not appended; add it later with: {later}",
+                   err=True)
         return
     click.echo(f"history: run #{run_id} in {describe(path)}")
 
@@ -477,26 +541,28 @@ def list_realizations(targets: tuple[str, ...], as_json: bool, plugins: tuple[st
               help="Catalog(s) to tune over (file or name in reference/).")
 @click.option("--target", "target_spec", default="host", show_default=True,
               help="The machine to tune for.")
-@click.option("--budget", type=click.FloatRange(0.0), default=None,
+@click.option("--budget", type=FiniteFloat(0.0), default=None,
               help="Stop timing new shapes after this many seconds (the rest stay untuned).")
 @click.option("--rounds", type=click.IntRange(1), default=5, show_default=True,
               help="Timed rounds per candidate realization and shape.")
-@click.option("--min-round-ms", type=click.FloatRange(0.0), default=1.0, show_default=True,
+@click.option("--min-round-ms", type=FiniteFloat(0.0), default=1.0, show_default=True,
               help="Calls per round calibrated so that a round lasts at least this long.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Threads per call (the table is tuned for this thread count).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run folder for dispatch.json, results.csv and run.json "
-                   "[default: runs/<date>-<time>-<host>-tune].")
+                   "[default: a new runs/<date>-<time>-<host>-tune[-N]]. A folder that "
+                   "already holds a run is refused unless --force.")
+@click.option("--force", is_flag=True, help="Replace the run in --out.")
 @cli_plugins.plugin_option
 def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds: int,
-         min_round_ms: float, threads: int, out: str | None,
+         min_round_ms: float, threads: int, out: str | None, force: bool,
          plugins: tuple[str, ...] = ()) -> None:
     """Verify and time every candidate realization per shape; write a dispatch table."""
     from kbench.harness.perf import PerfSettings
     from kbench.harness.tune import tune as run_tune
     from kbench.problems.catalog import CatalogError, load_catalog, resolve_catalog
-    from kbench.results.store import RunWriter, default_run_dir, machine_metadata
+    from kbench.results.store import RunDirError, RunWriter, machine_metadata
     from kbench.targets.spec import parse_target
 
     cases = []
@@ -512,16 +578,21 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     except KbenchError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from exc
     cli_plugins.report_plugin_errors([info])
-    run_dir = Path(out) if out else Path(str(default_run_dir(Path.cwd() / "runs")) + "-tune")
-    writer = RunWriter(run_dir, {"kind": "tune", **machine_metadata(),
-                                 "targets": {target_spec: info.to_dict()}})
+    run_dir = _run_dir(out, force, "-tune")
+    try:
+        writer = RunWriter(run_dir, {"kind": "tune", **machine_metadata(),
+                                     "targets": {target_spec: info.to_dict()}})
+    except RunDirError as exc:
+        target.close()
+        raise click.ClickException(str(exc)) from None
     settings = PerfSettings(warmup=1, rounds=rounds, min_round_ns=int(min_round_ms * 1e6),
                             threads=threads)
     if target.emulated:
         click.echo("note: the target is emulated; its times are not speeds, so the table "
                    "only exercises the mechanism")
     try:
-        result = run_tune(target, cases, settings, budget, progress=click.echo)
+        with sigterm_as_interrupt():
+            result = run_tune(target, cases, settings, budget, progress=click.echo)
     except KeyboardInterrupt:
         writer.close(complete=False)
         raise

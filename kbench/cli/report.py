@@ -14,7 +14,7 @@ def _load(path: Path, what: str) -> Run:
     try:
         return load_run(path)
     except RunFolderError as exc:
-        raise click.ClickException(f"{what}: {exc}") from exc
+        raise click.ClickException(f"{what}: {exc}") from None
 
 
 @click.command("report")
@@ -62,6 +62,9 @@ def report(run: Path, baseline: Path | None, out: Path | None, with_history: boo
     except OSError as exc:
         raise click.ClickException(f"cannot write the report to {out_dir}: {exc}") from exc
     if not current.complete:
-        click.echo(f"note: {run} is an incomplete run", err=True)
+        click.echo(f"note: {run} is an incomplete run"
+                   + ("" if current.has_results else ", with no results"), err=True)
+    elif not current.has_results:
+        click.echo(f"note: {run} recorded no results", err=True)
     click.echo(f"report: {files.html}")
     click.echo(f"tables: {', '.join(p.name for p in files.tables.values())} in {out_dir}")

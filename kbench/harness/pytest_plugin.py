@@ -44,7 +44,7 @@ from kbench.native.calls import TargetInfo
 from kbench.problems import catalog as catalogs
 from kbench.problems.cases import Case, ConvCase, GemmCase
 from kbench.results.counts import summary_text as count_summary_text
-from kbench.results.store import RunWriter, machine_metadata
+from kbench.results.store import RunDirError, RunWriter, machine_metadata
 from kbench.results.summary import summary_dict, summary_text
 from kbench.targets.spec import Target, parse_target
 
@@ -104,7 +104,7 @@ class KbSession:
         that must run is the table's choice, or the default order's."""
         if self.table is None:
             return []
-        rules = json.loads(self.table.text)
+        rules = self.table.parse()  # checked when the session was configured
         out: list[Job] = []
         for op in ("gemm", "conv2d"):
             for cat_name, case in self.cases(op):
@@ -398,9 +398,19 @@ def pytest_configure(config: pytest.Config) -> None:
     kb.worker = is_worker(config)
     if kb.worker and PROBES_KEY in config.workerinput:  # type: ignore[attr-defined]
         kb.probes = decode_probes(config.workerinput[PROBES_KEY])  # type: ignore[attr-defined]
+    if kb.out is not None and not kb.worker:  # workers send their verdicts to the controller
+        try:  # created here, where a refusal is a one-line usage error
+            kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
+        except RunDirError as exc:
+            raise pytest.UsageError(f"--kb-out: {exc}") from None
     table_path = config.getoption("--kb-dispatch")
     if table_path:
-        config.stash[SESSION].table = DispatchTable.from_file(table_path)
+        try:  # a table the dispatcher would read differently, or not at all, stops here
+            table = DispatchTable.from_file(table_path)
+            table.parse()
+        except KbenchError as exc:
+            raise pytest.UsageError(f"--kb-dispatch {table_path}: {exc}") from None
+        config.stash[SESSION].table = table
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -468,11 +478,9 @@ def _parametrize(metafunc: pytest.Metafunc, name: str, values: list[Any], ids: l
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     kb = session.config.stash[SESSION]
-    if kb.out is not None and not kb.worker:  # workers send their verdicts to the controller
-        kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
-        if kb.perf_enabled:  # what else ran on the machine: load, governor (and at the end)
-            from kbench.results.machine import machine_state
-            kb.writer.metadata["machine_state"] = {"start": machine_state()}
+    if kb.writer is not None and kb.perf_enabled:  # what else ran on the machine: load,
+        from kbench.results.machine import machine_state  # governor (and at the end)
+        kb.writer.metadata["machine_state"] = {"start": machine_state()}
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -540,6 +548,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             kb.writer.metadata["noise"] = _noise(kb.verdicts)
         complete = int(exitstatus) in (0, 1) and not session.shouldstop
         kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
+        if kb.writer.error is not None and int(exitstatus) == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run folder is not whole
     kb.close_targets()
 
 
@@ -650,6 +660,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if kb.case_tests and not kb.selected_jobs:
         terminalreporter.section("kbench: nothing selected")
         terminalreporter.write_line(kb.nothing_selected("") + ": exit status 5, not a pass")
+    writer = kb.writer
+    if writer is not None and writer.error is not None:
+        terminalreporter.write_line(
+            f"run folder: cannot write {kb.out}: {writer.error.strerror or writer.error}; "
+            f"{writer.lost} verdict(s) after the first {writer.count} were not written",
+            red=True)
     if not kb.verdicts:
         return
     terminalreporter.section("kbench verdicts")

@@ -98,15 +98,22 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
     case, want = job.case, job.realization
     if not applicable(case, want):
         return _verdict(job, SKIP, f"{want.name} does not take this case")
+    try:  # a case whose inputs cannot be made (too large, ...) is an error, not a lost row
+        made = cache.get(case, job.kind) if cache else (
+            inputs.gemm_inputs(case, job.kind) if isinstance(case, GemmCase)
+            else inputs.conv_inputs(case, job.kind))  # type: ignore[arg-type]
+    except Exception as exc:  # noqa: BLE001 - recorded as the verdict
+        return _verdict(job, ERROR, f"inputs: cannot generate the {job.kind} inputs of "
+                                    f"{case.shape_str()}: {type(exc).__name__}: {exc}")
     if isinstance(case, GemmCase):
-        inp = cache.get(case, job.kind) if cache else inputs.gemm_inputs(case, job.kind)
+        inp = made
         assert isinstance(inp, inputs.GemmInputs)
         outcome = target.run_gemm(case, inp, want.name, selector, force)
         refs = inp.refs
         has_bias = case.bias
     else:
         assert isinstance(case, ConvCase)
-        cinp = cache.get(case, job.kind) if cache else inputs.conv_inputs(case, job.kind)
+        cinp = made
         assert isinstance(cinp, inputs.ConvInputs)
         outcome = target.run_conv(case, cinp, want.name, selector, force)
         refs = [cinp.ref]
@@ -131,8 +138,8 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
         gemm_class = combine([judge(out, ref, model, k, has_bias, False)
                               for out, ref in zip(outcome.outputs, refs, strict=True)])
         s_w = winograd.magnitude_sum(cinp.x, cinp.w, cinp.bias, case.pad, case.groups)
-        refs = [Reference(r.exact, s_w, r.rounded, np.where(np.isfinite(s_w), s_w, 0.0))
-                for r in refs]
+        refs = [Reference(r.exact, s_w, r.rounded, np.where(np.isfinite(s_w), s_w, 0.0),
+                          r.clamp) for r in refs]
         model = AccumModel(ran.accum, ran.k_per_rounding, winograd.EXTRA_ROUNDINGS, True)
         k = case.c_in // case.groups
     j = combine([judge(out, ref, model, k, has_bias, job.kind == "exact")

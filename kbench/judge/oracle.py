@@ -19,6 +19,7 @@ class Reference:
     s: np.ndarray  # float64, sum |a*b| + |bias|
     rounded: np.ndarray  # float16, exact rounded once
     s_finite: np.ndarray | None = None  # the same sum over finite terms only (None: = s)
+    clamp: tuple[float, float] | None = None  # the clamp applied to `exact`, if any
 
     @property
     def finite_sum(self) -> np.ndarray:
@@ -69,7 +70,7 @@ def gemm_reference(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None,
         if bias is not None:
             s = s + np.abs(bias.astype(np.float64))[None, :]
             s_fin = s_fin + _finite_abs(bias)[None, :]
-    return Reference(exact, s, round16(exact), s_fin)
+    return Reference(exact, s, round16(exact), s_fin, clamp)
 
 
 def im2col(x: np.ndarray, kh: int, kw: int, stride: tuple[int, int],
@@ -121,10 +122,10 @@ def conv_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
             s_fin = s_fin + _finite_abs(bias)[None, :]
     shape = (n, out_h, out_w, c_out)
     exact = clamp64(exact, clamp).reshape(shape)
-    return Reference(exact, s.reshape(shape), round16(exact), s_fin.reshape(shape))
+    return Reference(exact, s.reshape(shape), round16(exact), s_fin.reshape(shape), clamp)
 
 
 def with_clamp(ref: Reference, clamp: tuple[float, float] | None) -> Reference:
     """The same reference with a clamp applied (s is unchanged)."""
     exact = clamp64(ref.exact, clamp)
-    return Reference(exact, ref.s, round16(exact), ref.s_finite)
+    return Reference(exact, ref.s, round16(exact), ref.s_finite, clamp)

@@ -67,6 +67,11 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
         # output (or the clamp bound it was clamped to)
         touched = ~np.isfinite(ref.s)
         ok = np.where(touched, nonfinite | (impl == ref.rounded.astype(np.float64)), ok)
+    # A clamp bound that is finite in FP16 caps that side: min(x, hi) rounds to
+    # at most fl16(hi), whatever the accumulator did (an overflowed sum is
+    # clamped to the bound too), so an infinity on a capped side is never
+    # right, however large the error bound there.
+    ok &= ~_clamp_forbids(impl, ref.clamp)
 
     rounded = ref.rounded.astype(np.float64)
     both_nan = ref_nan & impl_nan
@@ -111,6 +116,16 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
         rms_rel=float(np.sqrt(np.mean(rel**2))) if total else 0.0,
         mistrusted=mistrusted, detail=detail,
     )
+
+
+def _clamp_forbids(impl: np.ndarray, clamp: tuple[float, float] | None) -> np.ndarray:
+    """Elements that are an infinity on a side the clamp caps in FP16."""
+    if clamp is None:
+        return np.zeros(impl.shape, dtype=bool)
+    with np.errstate(over="ignore"):
+        lo_capped = bool(np.isfinite(np.float16(clamp[0])))
+        hi_capped = bool(np.isfinite(np.float16(clamp[1])))
+    return ((impl == np.inf) & hi_capped) | ((impl == -np.inf) & lo_capped)
 
 
 @dataclass

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from kbench.errors import InvalidArgument
+from kbench.errors import InvalidArgument, KbenchError, OutOfMemory, SizeOverflow
+from kbench.native import table as table_rules
 from kbench.native.loader import Native, load
 
 BACKENDS = ("scalar", "neon", "sme")
@@ -40,23 +41,41 @@ class DispatchTable:
         self.text = text
         self.path = path
         self._loaded: dict[int, Any] = {}
+        self._refused: dict[int, KbenchError] = {}  # per library: why it was refused
+        self._parsed: dict[str, Any] | None = None
 
     @classmethod
     def from_file(cls, path: str) -> DispatchTable:
         from pathlib import Path
         try:
-            return cls(Path(path).read_text(), str(path))
+            data = Path(path).read_bytes()
         except OSError as exc:
             raise InvalidArgument(f"table: cannot read {path}: {exc}", "table") from exc
+        return cls(table_rules.decode(data, str(path)), str(path))
+
+    def parse(self) -> dict[str, Any]:
+        """The table as a dict, read by the native loader's rules
+        (kbench.native.table): InvalidArgument naming the field otherwise."""
+        if self._parsed is None:
+            self._parsed = table_rules.parse(self.text)
+        return self._parsed
 
     def native(self, nat: Native) -> Any:
-        """The loaded kb_dispatch_table* for this library (loaded once)."""
+        """The loaded kb_dispatch_table* for this library (loaded once; a
+        refusal is remembered and raised again without reloading)."""
         key = id(nat)
+        if key in self._refused:
+            exc = self._refused[key]
+            raise type(exc)(exc.message, exc.field)
         if key not in self._loaded:
             data = self.text.encode()
             out = nat.ffi.new("kb_dispatch_table **")
             err = nat.new_error()
-            nat.check(nat.lib.kb_load_dispatch_table(data, len(data), out, err), err)
+            try:
+                nat.check(nat.lib.kb_load_dispatch_table(data, len(data), out, err), err)
+            except KbenchError as exc:
+                self._refused[key] = exc
+                raise
             self._loaded[key] = nat.ffi.gc(out[0], nat.lib.kb_free_dispatch_table)
         return self._loaded[key]
 
@@ -79,6 +98,7 @@ class Selector:
 
     def to_c(self, nat: Native) -> tuple[Any, list[Any]]:
         """Returns the kb_selector* and the objects that must outlive it."""
+        self.checked()
         sel = nat.ffi.new("kb_selector *")
         nat.lib.kb_selector_default(sel)
         keep: list[Any] = []
@@ -95,9 +115,7 @@ class Selector:
             name = nat.ffi.new("char[]", self.force.encode())
             keep.append(name)
             sel.force = name
-        if self.threads < 0:
-            raise InvalidArgument("selector.threads: must not be negative", "selector.threads")
-        sel.threads = self.threads
+        sel.threads = int(self.threads)
         sel.verify_payload = int(self.verify_payload)
         if self.table is not None:
             ptr = self.table.native(nat)
@@ -105,6 +123,38 @@ class Selector:
             sel.table = ptr
         sel.plugins = int(self.plugins)
         return sel, keep
+
+
+    def checked(self) -> Selector:
+        """Raises InvalidArgument naming the field for a value of the wrong type
+        or range (the C selector holds an int for threads, a string for force)."""
+        if isinstance(self.disabled, str) or not all(isinstance(b, str) for b in self.disabled):
+            raise InvalidArgument(f"selector.disabled: must be a set of backend names, got "
+                                  f"{self.disabled!r}", "selector.disabled")
+        for b in self.disabled:
+            if b not in BACKENDS:
+                raise InvalidArgument(f"selector.disabled: {b!r} is not one of "
+                                      f"{', '.join(BACKENDS)}", "selector.disabled")
+        if self.force is not None and not isinstance(self.force, str):
+            raise InvalidArgument(f"selector.force: must be a realization name, got "
+                                  f"{self.force!r}", "selector.force")
+        if self.force is not None and ("\0" in self.force or len(self.force.encode()) > 255):
+            raise InvalidArgument("selector.force: not a realization name (NUL byte or longer "
+                                  "than 255 bytes)", "selector.force")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int | np.integer):
+            raise InvalidArgument(f"selector.threads: must be an integer, got {self.threads!r}",
+                                  "selector.threads")
+        if not 0 <= self.threads <= INT_MAX:
+            what = "must not be negative" if self.threads < 0 else f"must be at most {INT_MAX}"
+            raise InvalidArgument(f"selector.threads: {what}, got {self.threads}",
+                                  "selector.threads")
+        if self.table is not None and not isinstance(self.table, DispatchTable):
+            raise InvalidArgument(f"selector.table: must be a kbench DispatchTable, got "
+                                  f"{type(self.table).__name__}", "selector.table")
+        return self
+
+
+INT_MAX = 2**31 - 1  # the C int fields of kb_selector
 
 
 @dataclass(frozen=True)
@@ -265,11 +315,52 @@ def _vector(x: np.ndarray | None, n: int, name: str) -> np.ndarray | None:
     return np.ascontiguousarray(x)
 
 
-def _clamp(clamp: tuple[float, float] | None) -> tuple[float, float]:
+def _clamp(clamp: tuple[float, float] | None, name: str = "clamp") -> tuple[float, float]:
+    """(lo, hi) as floats; None is no clamp. NaN and lo > hi are the library's
+    to refuse (it names the field)."""
     if clamp is None:
         return float("-inf"), float("inf")
-    lo, hi = clamp
-    return float(lo), float(hi)
+    if isinstance(clamp, str | bytes) or not hasattr(clamp, "__len__") or len(clamp) != 2:
+        raise InvalidArgument(f"{name}: must be None or a (lo, hi) pair, got {clamp!r}", name)
+    out = []
+    for value in clamp:
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer
+                                                     | np.floating):
+            raise InvalidArgument(f"{name}: bounds must be numbers, got {value!r}", name)
+        try:
+            out.append(float(value))
+        except OverflowError:  # an int beyond float range: the clamp does nothing there
+            out.append(float("inf") if value > 0 else float("-inf"))
+    return out[0], out[1]
+
+
+def _empty(shape: tuple[int, ...], name: str) -> np.ndarray:
+    """A new FP16 output array; OutOfMemory naming the field if it cannot be had."""
+    try:
+        return np.empty(shape, dtype=np.float16)
+    except (MemoryError, ValueError, OverflowError) as exc:
+        raise OutOfMemory(f"{name}: cannot allocate a float16 array of shape {shape} "
+                          f"({exc})", name) from None
+
+
+def _overlaps(x: np.ndarray, y: np.ndarray) -> bool:
+    """Do two arrays share any byte? (Undecided cases count as sharing.)"""
+    try:
+        return bool(np.shares_memory(x, y, max_work=1 << 16))
+    except np.exceptions.TooHardError:
+        return True
+
+
+def _no_aliasing(outputs: list[tuple[str, np.ndarray]],
+                 inputs: list[tuple[str, np.ndarray]]) -> None:
+    """Refuses an output that shares memory with an input or another output:
+    kernels read their inputs while they write, so such a call would compute
+    a wrong result."""
+    for i, (oname, out) in enumerate(outputs):
+        for iname, other in inputs + outputs[:i]:
+            if _overlaps(out, other):
+                raise InvalidArgument(f"{oname}: shares memory with {iname}; the output "
+                                      "must not overlap any operand", oname)
 
 
 # ---- public API ---------------------------------------------------------------
@@ -341,28 +432,40 @@ def pack_b(b: np.ndarray, *, backend: str | None = None, bias: np.ndarray | None
     return describe_packed(out, nat)
 
 
+def _packed_bytes(data: Any, name: str) -> np.ndarray:
+    """A packed buffer as the library reads it: one contiguous run of bytes
+    from its first element (a view with negative or gapped strides is not)."""
+    if (not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 1
+            or not data.flags.c_contiguous):
+        what = (type(data).__name__ if not isinstance(data, np.ndarray)
+                else f"{data.ndim}-D {data.dtype} array with strides {data.strides}")
+        raise InvalidArgument(f"{name}: a packed buffer must be a contiguous 1-D uint8 array, "
+                              f"got a {what}", name)
+    return data
+
+
 def verify_packed(b: PackedB | np.ndarray, nat: Native | None = None) -> PackedB:
     """Verifies a packed buffer on its own, payload checksum included (O(size)):
     do it once where a buffer is loaded or received. Calls check the header
     only (O(1)) unless the selector sets verify_payload. Returns the buffer's
     description; raises ContractViolation naming the field."""
     nat = nat or load()
-    data = b.data if isinstance(b, PackedB) else b
-    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 1:
-        raise InvalidArgument("B: not a packed buffer (a 1-D uint8 array)", "B")
-    data = np.ascontiguousarray(data)
+    data = _packed_bytes(b.data if isinstance(b, PackedB) else b, "B")
     err = nat.new_error()
     nat.check(nat.lib.kb_verify_packed_b(_ptr(nat, data, "void *"), data.size, err), err)
     return describe_packed(data, nat)
 
 
 def describe_packed(data: np.ndarray, nat: Native | None = None) -> PackedB:
-    """Reads the header of a packed buffer (no validation)."""
+    """Reads and checks the header of a packed buffer (kb_describe_packed:
+    magic, version, checksums, layout, sizes); ContractViolation naming the
+    header field if it is not a sound packed buffer."""
     nat = nat or load()
-    hsize = nat.ffi.sizeof("kb_packed_header")
-    if data.dtype != np.uint8 or data.ndim != 1 or data.size < hsize:
-        raise InvalidArgument("B: not a packed buffer (uint8, at least the header)", "B")
-    h = nat.ffi.cast("kb_packed_header *", data.__array_interface__["data"][0])
+    data = _packed_bytes(data, "B")
+    h = nat.ffi.new("kb_packed_header *")
+    err = nat.new_error()
+    nat.check(nat.lib.kb_describe_packed(_ptr(nat, data, "void *") if data.size else nat.ffi.NULL,
+                                         data.size, h, err), err)
     return PackedB(
         data=data, n=int(h.n), k=int(h.k), native=int(h.layout) != 1,
         backend=BACKENDS[h.backend] if h.backend < len(BACKENDS) else str(int(h.backend)),
@@ -388,6 +491,10 @@ def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None
     nat = nat or load()
     if not problems:
         raise InvalidArgument("problems: the batch is empty", "problems")
+    for i, p in enumerate(problems):
+        if not isinstance(p, GemmOperands):
+            raise InvalidArgument(f"problems[{i}]: expected kbench.GemmOperands, got "
+                                  f"{type(p).__name__}", f"problems[{i}]")
     first_a, _ = _matrix(problems[0].a, "problems[0].a")
     m, k = first_a.shape
     n = problems[0].b.n if isinstance(problems[0].b, PackedB) else _matrix(problems[0].b,
@@ -395,6 +502,8 @@ def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None
     arr = nat.ffi.new("kb_gemm_problem[]", len(problems))
     keep: list[Any] = []
     outs: list[np.ndarray] = []
+    read: list[tuple[str, np.ndarray]] = []  # every operand the call reads
+    written: list[tuple[str, np.ndarray]] = []
     for i, p in enumerate(problems):
         a, lda = _matrix(p.a, f"problems[{i}].a")
         if a.shape != (m, k):
@@ -403,12 +512,18 @@ def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None
         q = arr[i]
         q.A = _ptr(nat, a)
         q.lda = lda
+        read.append((f"problems[{i}].a", a))
         if isinstance(p.b, PackedB):
-            q.B = _ptr(nat, p.b.data, "void *")
-            q.b_size = p.b.data.size
+            data = _packed_bytes(p.b.data, f"problems[{i}].b.data")
+            if data.size == 0:
+                raise InvalidArgument(f"problems[{i}].b.data: the packed buffer is empty",
+                                      f"problems[{i}].b.data")
+            q.B = _ptr(nat, data, "void *")
+            q.b_size = data.size
             q.b_is_packed = 1
-            q.b_is_backend_native_packed = int(p.b.native)
-            keep.append(p.b.data)
+            q.b_is_backend_native_packed = int(bool(p.b.native))
+            keep.append(data)
+            read.append((f"problems[{i}].b", data))
         else:
             b, ldb = _matrix(p.b, f"problems[{i}].b")
             if b.shape != (k, n):
@@ -417,7 +532,8 @@ def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None
             q.B = _ptr(nat, b, "void *")
             q.ldb = ldb
             keep.append(b)
-        c = p.c if p.c is not None else np.empty((m, n), dtype=np.float16)
+            read.append((f"problems[{i}].b", b))
+        c = p.c if p.c is not None else _empty((m, n), f"problems[{i}].c")
         c, ldc = _matrix(c, f"problems[{i}].c", writable=True)
         if c.shape != (m, n):
             raise InvalidArgument(f"problems[{i}].c: shape {c.shape}, expected ({m}, {n})",
@@ -425,12 +541,15 @@ def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None
         q.C = _ptr(nat, c)
         q.ldc = ldc
         outs.append(c)
+        written.append((f"problems[{i}].c", c))
         bias = _vector(p.bias, n, f"problems[{i}].bias")
         if bias is not None:
             keep.append(bias)
             q.bias = _ptr(nat, bias)
-        q.clamp_min, q.clamp_max = _clamp(p.clamp)
+            read.append((f"problems[{i}].bias", bias))
+        q.clamp_min, q.clamp_max = _clamp(p.clamp, f"problems[{i}].clamp")
         keep.append(a)
+    _no_aliasing(written, read)
     sel, sel_keep = (selector or Selector()).to_c(nat)
     ran = nat.ffi.new("kb_realization *")
     err = nat.new_error()
@@ -456,9 +575,29 @@ class ConvParams:
     clamp: tuple[float, float] | None = None
 
 
+def _conv_params(params: Any) -> ConvParams:
+    """The parameters, checked for type and arity (values are checked with
+    the descriptor): InvalidArgument naming params.<field> otherwise."""
+    if params is None:
+        return ConvParams()
+    if not isinstance(params, ConvParams):
+        raise InvalidArgument(f"params: expected kbench.ConvParams, got {type(params).__name__}",
+                              "params")
+    for name, size, what in (("stride", 2, "(h, w)"), ("pad", 4, "(top, bottom, left, right)"),
+                             ("dilation", 2, "(h, w)")):
+        value = getattr(params, name)
+        if (isinstance(value, str | bytes) or not hasattr(value, "__len__")
+                or len(value) != size):
+            raise InvalidArgument(f"params.{name}: must be {size} integers {what}, got {value!r}",
+                                  f"params.{name}")
+    _clamp(params.clamp, "params.clamp")
+    return params
+
+
 def conv_desc(nat: Native, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
               p: ConvParams) -> Any:
     """Fills a kb_conv_desc from NHWC / HWIO shapes."""
+    p = _conv_params(p)
     d = nat.ffi.new("kb_conv_desc *")
     vals = {
         "n": x_shape[0], "h": x_shape[1], "w": x_shape[2], "c_in": x_shape[3],
@@ -468,17 +607,22 @@ def conv_desc(nat: Native, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
         "dil_h": p.dilation[0], "dil_w": p.dilation[1], "groups": p.groups,
     }
     for key, v in vals.items():
-        if not isinstance(v, (int, np.integer)) or v < 0:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise InvalidArgument(f"desc.{key}: must be a non-negative integer, got {v!r}",
                                   f"desc.{key}")
+        if v > SIZE_MAX:
+            raise SizeOverflow(f"desc.{key}: {v} does not fit in size_t", f"desc.{key}")
         setattr(d, key, int(v))
-    d.clamp_min, d.clamp_max = _clamp(p.clamp)
+    d.clamp_min, d.clamp_max = _clamp(p.clamp, "params.clamp")
     return d
 
 
 def conv2d_output_shape(x_shape: tuple[int, ...], w_shape: tuple[int, ...], params: ConvParams,
                         nat: Native | None = None) -> tuple[int, int, int, int]:
     nat = nat or load()
+    for name, shape in (("input", x_shape), ("filter", w_shape)):
+        if len(shape) != 4:
+            raise InvalidArgument(f"{name}: shape {tuple(shape)} is not 4-D", name)
     d = conv_desc(nat, x_shape, w_shape, params)
     oh = nat.ffi.new("size_t *")
     ow = nat.ffi.new("size_t *")
@@ -492,13 +636,16 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
            selector: Selector | None = None, nat: Native | None = None) -> ConvResult:
     """NHWC x [n, h, w, c_in], HWIO w [kh, kw, c_in/groups, c_out]."""
     nat = nat or load()
-    params = params or ConvParams()
+    params = _conv_params(params)
     for name, arr, nd in (("input", x, 4), ("filter", w, 4)):
         if not isinstance(arr, np.ndarray) or arr.dtype != np.float16 or arr.ndim != nd:
             raise InvalidArgument(f"{name}: must be a {nd}-D float16 numpy array", name)
     x = np.ascontiguousarray(x)
     w = np.ascontiguousarray(w)
     groups = params.groups
+    if isinstance(groups, bool) or not isinstance(groups, int | np.integer):
+        raise InvalidArgument(f"params.groups: must be an integer, got {groups!r}",
+                              "params.groups")
     if groups <= 0 or x.shape[3] % groups or w.shape[2] * groups != x.shape[3]:
         raise InvalidArgument(
             f"filter: shape {w.shape} does not fit c_in = {x.shape[3]} with groups = {groups}",
@@ -506,11 +653,16 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
         )
     shape = conv2d_output_shape(x.shape, w.shape, params, nat)
     if out is None:
-        out = np.empty(shape, dtype=np.float16)
-    if out.dtype != np.float16 or out.shape != shape or not out.flags.c_contiguous:
+        out = _empty(shape, "output")
+    if (not isinstance(out, np.ndarray) or out.dtype != np.float16 or out.shape != shape
+            or not out.flags.c_contiguous):
         raise InvalidArgument(f"output: must be a contiguous float16 array of shape {shape}",
                               "output")
+    if not out.flags.writeable:
+        raise InvalidArgument("output: must be writable", "output")
     bias = _vector(bias, w.shape[3], "bias")
+    _no_aliasing([("output", out)], [("input", x), ("filter", w)]
+                 + ([("bias", bias)] if bias is not None else []))
     d = conv_desc(nat, x.shape, w.shape, params)
     sel, keep = (selector or Selector()).to_c(nat)
     ran = nat.ffi.new("kb_realization *")

@@ -26,8 +26,9 @@ class Native:
         """Raises the KbenchError subclass for a failed call."""
         if status == 0:
             return
-        field = self.ffi.string(err.field).decode()
-        message = self.ffi.string(err.message).decode()
+        # the library keeps its messages valid UTF-8; a foreign build may not
+        field = self.ffi.string(err.field).decode(errors="replace")
+        message = self.ffi.string(err.message).decode(errors="replace")
         raise from_status(status, field, message)
 
 

@@ -56,6 +56,7 @@ KEY = ("suite", "target", "op", "catalog", "case", "kind", "realization", "threa
 FASTER, SLOWER, SAME = "faster", "slower", "same"
 NOT_COMPARABLE, MISSING, NEW, UNTIMED = "not-comparable", "missing", "new", "untimed"
 FAILED = ("fail", "error")
+OK_STATUSES = ("pass", "mistrusted", "skip")  # every other status fails the gate
 _STATUS_RANK = {"skip": 0, "pass": 1, "mistrusted": 2, "fail": 3, "error": 4}
 
 CaseKey = tuple[str, str, str, str, str, str, str, int]
@@ -404,6 +405,10 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
         if entry is not None and entry.status in FAILED:
             failures.append(GateFailure("correctness", case.label,
                                         f"{entry.status}: {entry.message}".rstrip(": ")))
+        elif entry is not None and entry.status not in OK_STATUSES:
+            failures.append(GateFailure("correctness", case.label,
+                                        f"unknown status {entry.status!r} (a verdict is one of "
+                                        f"{', '.join((*OK_STATUSES, *FAILED))})"))
         if case.verdict == MISSING and case.base_status:
             failures.append(GateFailure("missing", case.label, "in the base run, not in the "
                                         "candidate"))

@@ -12,19 +12,31 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from kbench.results.historydb import HistoryDB, quote, resolve_db
+from kbench.results.historydb import (
+    KBENCH_APP_ID,
+    HistoryBusy,
+    HistoryDB,
+    HistoryError,
+    quote,
+    resolve_db,
+    sqlite_busy,
+)
 from kbench.results.runfolder import Run
 from kbench.results.store import COLUMNS
 
 DB_NAME = "history.sqlite"
 FAILED = ("fail", "error")
+OK_STATUSES = ("pass", "mistrusted", "skip")
+DEFAULT_WAIT_S = 60.0  # how long an append waits for a busy database (KBENCH_HISTORY_WAIT)
 
 _RUN_COLUMNS: dict[str, str] = {
     "path": "TEXT NOT NULL",
@@ -62,12 +74,40 @@ LISTING = ["id", "date", "host", "cpu_model", "arch", "git_commit", "git_dirty",
            "emulated", "target_names", "backends", "n_results", "n_failed", "n_timed", "path"]
 
 
+def _home(environ: Mapping[str, str]) -> Path:
+    """$HOME when it is an absolute path, else the account's home folder."""
+    home = environ.get("HOME") or ""
+    if home and Path(home).is_absolute() and Path(home) != Path("/"):
+        return Path(home)
+    try:
+        import pwd
+        account = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError, OSError):
+        account = ""
+    if account and Path(account).is_absolute() and Path(account) != Path("/"):
+        return Path(account)
+    raise HistoryError("no home folder for the history: $HOME is empty or not an absolute "
+                       "path; set XDG_DATA_HOME or pass --db FILE")
+
+
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
-    """$XDG_DATA_HOME/kbench/history.sqlite, or ~/.local/share/kbench/history.sqlite."""
+    """$XDG_DATA_HOME/kbench/history.sqlite, or ~/.local/share/kbench/history.sqlite
+    (~: $HOME if it is absolute, else the account's home; never the root
+    folder). HistoryError if there is no usable home."""
     environ = os.environ if env is None else env
     base = environ.get("XDG_DATA_HOME") or ""
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    root = Path(base) if base and Path(base).is_absolute() else _home(environ) / ".local" / "share"
     return root / "kbench" / DB_NAME
+
+
+def history_wait(env: Mapping[str, str] | None = None) -> float:
+    """Seconds an append waits for a busy database: KBENCH_HISTORY_WAIT or 60."""
+    raw = (os.environ if env is None else env).get("KBENCH_HISTORY_WAIT", "")
+    try:
+        value = float(raw) if raw else DEFAULT_WAIT_S
+    except ValueError:
+        return DEFAULT_WAIT_S
+    return value if 0 <= value < float("inf") else DEFAULT_WAIT_S
 
 
 def _result_type(column: str) -> str:
@@ -86,9 +126,12 @@ def default_db(env: Mapping[str, str] | None = None) -> str | Path:
     return resolve_db(None, default_db_path(env), env)
 
 
-def connect(db: str | Path) -> HistoryDB:
-    """Open (creating if needed) the history database with its schema."""
-    con = HistoryDB(db)
+def connect(db: str | Path, timeout: float | None = None) -> HistoryDB:
+    """Open (creating if needed) the history database with its schema. A file
+    that is not a kbench history is refused (HistoryError) without being
+    changed; SQLite's "database is locked" passes through as
+    sqlite3.OperationalError (append_run waits and retries)."""
+    con = HistoryDB(db) if timeout is None else HistoryDB(db, timeout)
     try:
         con.ensure_schema(_RUN_COLUMNS, {c: _result_type(c) for c in COLUMNS})
     except BaseException:
@@ -141,22 +184,52 @@ def _run_row(run: Run) -> dict[str, Any]:
         "targets": json.dumps(targets, default=str),
         "meta": json.dumps(meta, default=str),
         "n_results": len(df),
-        "n_failed": int(df["status"].isin(FAILED).sum()),
+        "n_failed": int((~df["status"].isin(OK_STATUSES)).sum()),  # unknown statuses too
         "n_timed": int((df["rounds"] > 0).sum()),
     }
 
 
-def append_run(db_path: str | Path, run: Run) -> int:
+def append_run(db_path: str | Path, run: Run, wait: float | None = None,
+               on_wait: Callable[[str], None] | None = None) -> int:
     """Add a run (and all its result rows) to the history; return its id.
 
     The same run folder with the same date gets the same id: its run row
     and results are replaced, never duplicated. db_path: an SQLite file or
-    a postgresql:// URL."""
+    a postgresql:// URL. While another process holds an SQLite database, the
+    append waits and retries for up to `wait` seconds (default:
+    history_wait()), calling on_wait with a message when it starts waiting;
+    then HistoryBusy. Every other failure is a HistoryError (or the
+    PostgreSQL driver's error)."""
+    wait = history_wait() if wait is None else wait
+    deadline = time.monotonic() + wait
+    pause = 0.05
+    told = False
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return _append_once(db_path, run, timeout=max(0.01, min(2.0, left)))
+        except sqlite3.OperationalError as exc:
+            if not sqlite_busy(exc):
+                raise HistoryError(f"{db_path}: {exc}") from None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HistoryBusy(f"{db_path}: locked by another process for {wait:g} s") from None
+            if on_wait is not None and not told:
+                on_wait(f"history: {db_path} is busy (another kbench is writing to it); "
+                        f"retrying for up to {left:.0f} s")
+                told = True
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 1.0)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{db_path}: {exc}") from None
+
+
+def _append_once(db_path: str | Path, run: Run, timeout: float) -> int:
     row = _run_row(run)
     columns = [c for c in COLUMNS if c in run.results.columns]
     frame = run.results[columns]
     decls = [_result_type(c) for c in columns]
-    with connect(db_path) as con, con.transaction():
+    with connect(db_path, timeout) as con, con.transaction():
         run_id = con.upsert_run({n: _sql_value(v) for n, v in row.items()}, _RUN_COLUMNS)
         con.execute("DELETE FROM results WHERE run_id = ?", [run_id])
         con.executemany(
@@ -212,3 +285,7 @@ def run_results(db_path: str | Path, run_id: int) -> pd.DataFrame:
                        f"WHERE run_id = ? ORDER BY {con.row_order}", [int(run_id)])
     df["emulated"] = df["emulated"].fillna(0).astype(bool)
     return df
+
+
+__all__ = ["KBENCH_APP_ID", "HistoryBusy", "HistoryError", "append_run", "connect", "default_db",
+           "default_db_path", "history_wait", "query_runs", "run_results"]

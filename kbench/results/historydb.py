@@ -35,6 +35,41 @@ class HistoryError(ValueError):
     """The history database cannot be opened or written (one line, no traceback)."""
 
 
+class HistoryBusy(HistoryError):
+    """Another process kept the database locked for longer than the wait."""
+
+
+KBENCH_APP_ID = 0x6B62656E  # "kben": PRAGMA application_id of a kbench SQLite history
+
+
+def sqlite_busy(exc: BaseException) -> bool:
+    """Is this SQLite's "database is locked/busy" (worth waiting for)?"""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _check_sqlite(con: sqlite3.Connection, path: Path) -> None:
+    """Refuses, before changing anything, an SQLite file that is neither empty
+    nor a kbench history (another application's database, a damaged file)."""
+    tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = "
+                                            "'table'")}
+    app_id = con.execute("PRAGMA application_id").fetchone()[0]
+    if app_id not in (0, KBENCH_APP_ID):
+        raise HistoryError(f"{path}: an SQLite database of another application "
+                           f"(application_id {app_id:#x}), not a kbench history")
+    if not tables:
+        return
+    if "runs" not in tables or "results" not in tables:
+        listed = ", ".join(sorted(tables)[:5])
+        raise HistoryError(f"{path}: an SQLite database but not a kbench history (its tables: "
+                           f"{listed})")
+    have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+    missing = [c for c in ("id", "path", "date", "complete") if c not in have]
+    if missing:
+        raise HistoryError(f"{path}: its runs table is not kbench's (no {', '.join(missing)} "
+                           "column)")
+
+
 def is_postgres(db: str | Path) -> bool:
     return isinstance(db, str) and db.startswith(POSTGRES_SCHEMES)
 
@@ -76,7 +111,7 @@ def driver_errors() -> tuple[type[BaseException], ...]:
 class HistoryDB:
     """One open connection to the history (use as a context manager)."""
 
-    def __init__(self, location: str | Path) -> None:
+    def __init__(self, location: str | Path, timeout: float = SQLITE_TIMEOUT_S) -> None:
         self.location = location
         self.postgres = is_postgres(location)
         if self.postgres:
@@ -89,10 +124,32 @@ class HistoryDB:
                                    f"({str(exc).strip().splitlines()[0]})") from None
         else:
             path = Path(location)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level None: transactions are begun explicitly (BEGIN IMMEDIATE)
-            self.con = sqlite3.connect(path, timeout=SQLITE_TIMEOUT_S, isolation_level=None)
-            self.con.execute("PRAGMA foreign_keys = ON")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise HistoryError(f"{path}: cannot create its folder "
+                                   f"({exc.strerror or exc})") from None
+            if path.is_dir():
+                raise HistoryError(f"{path}: is a folder, not a history database")
+            try:
+                # isolation_level None: transactions are begun explicitly (BEGIN IMMEDIATE)
+                self.con = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+            except sqlite3.Error as exc:
+                raise HistoryError(f"{path}: cannot open ({exc})") from None
+            try:
+                self.con.execute("PRAGMA foreign_keys = ON")
+                _check_sqlite(self.con, path)
+            except HistoryError:
+                self.con.close()
+                raise
+            except sqlite3.OperationalError as exc:
+                self.con.close()
+                if sqlite_busy(exc):
+                    raise
+                raise HistoryError(f"{path}: {exc}") from None
+            except sqlite3.DatabaseError as exc:  # "file is not a database", a damaged file
+                self.con.close()
+                raise HistoryError(f"{path}: not a usable history database ({exc})") from None
 
     def __enter__(self) -> HistoryDB:
         return self
@@ -172,6 +229,8 @@ class HistoryDB:
                     "SELECT column_name FROM information_schema.columns WHERE "
                     "table_name = 'results' AND table_schema = current_schema()").fetchall()}
             else:
+                if self.execute("PRAGMA application_id").fetchone()[0] == 0:
+                    self.execute(f"PRAGMA application_id = {KBENCH_APP_ID}")
                 self.execute(f"CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, "
                              f"{run_cols}, added TEXT DEFAULT CURRENT_TIMESTAMP, "
                              "UNIQUE (path, date))")

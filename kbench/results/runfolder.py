@@ -3,6 +3,8 @@ with the types the writer meant (booleans, floats, per-round time lists)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,11 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kbench.results.counts import COLUMNS as COUNT_COLUMNS
 from kbench.results.store import COLUMNS
-
-COUNT_TEXT = ("count_method", "count_note", "count_qemu", "count_cpu", "count_mix",
-              "count_floor_kind")
 
 
 class RunFolderError(ValueError):
@@ -30,11 +28,22 @@ class Run:
 
     @property
     def complete(self) -> bool:
-        return bool(self.meta.get("complete"))
+        """Did the run say it completed? Only a JSON true counts ("no", 1 or a
+        missing key do not)."""
+        return self.meta.get("complete") is True
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    @property
+    def has_results(self) -> bool:
+        return not self.results.empty
+
+    def state(self) -> str:
+        """"complete", "incomplete", and ", no results" when it has none."""
+        state = "complete" if self.complete else "incomplete"
+        return state if self.has_results else f"{state}, no results"
 
     def perf(self) -> pd.DataFrame:
         """Timed rows only (one per case per pass with `kbench run --passes`)."""
@@ -72,6 +81,150 @@ PASS_KEY = ["suite", "target", "op", "catalog", "case", "kind", "realization", "
             "threads"]
 
 
+def _verdict_types() -> dict[str, str]:
+    """Column -> "float", "int", "bool" or "text", from the Verdict fields."""
+    from dataclasses import fields
+
+    from kbench.judge.verdict import Verdict
+    kinds = {"float": "float", "int": "int", "bool": "bool"}
+    out = {f.name: kinds.get(str(f.type), "text") for f in fields(Verdict)}
+    out["exact_fraction"] = "float"
+    out["round_times_ns"] = "text"  # parsed into round_times
+    return out
+
+
+_NAN_TEXT = {"", "nan", "-nan", "+nan"}
+INT64_MAX = 2**63 - 1
+
+
+def _bad_cell(path: Path, line: int, column: str, value: str, what: str) -> RunFolderError:
+    shown = value if len(value) <= 40 else value[:40] + "..."
+    return RunFolderError(f"{path}: line {line}, column {column}: {shown!r} is not {what}")
+
+
+def _numbers(path: Path, raw: pd.Series, column: str, lines: list[int],
+             integer: bool) -> pd.Series:
+    values = pd.to_numeric(raw, errors="coerce")
+    bad = values.isna() & ~raw.str.strip().str.lower().isin(_NAN_TEXT)
+    if integer:
+        bad |= values.notna() & np.isfinite(values) & (values != np.floor(values))
+        bad |= np.isinf(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise _bad_cell(path, lines[i], column, str(raw.iloc[i]),
+                        "an integer" if integer else "a number")
+    if not integer:
+        return values.astype(float)
+    filled = values.fillna(0)
+    if (filled.abs() > INT64_MAX).any():  # e.g. the flops of an absurdly large case
+        return filled.astype(float)
+    return filled.astype("int64")
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RunFolderError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunFolderError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        meta = json.loads(text)
+    except RecursionError:
+        raise RunFolderError(f"{path}: JSON nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, NUL bytes
+        raise RunFolderError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise RunFolderError(f"{path}: must be a JSON object, got {type(meta).__name__}")
+    if "targets" in meta and not isinstance(meta["targets"], dict | type(None)):
+        raise RunFolderError(f"{path}: \"targets\" must be an object, got "
+                             f"{type(meta['targets']).__name__}")
+    return meta
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+    """Header, rows and each row's line number. A last row cut off in the
+    middle (no newline: the run was killed while writing it) is dropped."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RunFolderError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not data:
+        return [], [], []
+    if b"\0" in data:
+        line = data[:data.index(b"\0")].count(b"\n") + 1
+        raise RunFolderError(f"{path}: line {line} holds a NUL byte: not a results table")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise RunFolderError(f"{path}: line {line} is not UTF-8 text") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    try:
+        start = 1
+        for row in reader:
+            rows.append(row)
+            lines.append(start)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise RunFolderError(f"{path}: line {reader.line_num}: {exc}") from None
+    header = rows[0] if rows else []
+    body, body_lines = rows[1:], lines[1:]
+    if body and len(body[-1]) != len(header) and not text.endswith("\n"):
+        body, body_lines = body[:-1], body_lines[:-1]
+    return header, body, body_lines
+
+
+def _read_results(path: Path) -> pd.DataFrame:
+    header, rows, lines = _read_rows(path)
+    types = _verdict_types()
+    if header and ("status" not in header or "case" not in header):
+        raise RunFolderError(f"{path}: line 1 is not a results header (no case and status "
+                             "columns)")
+    if len(set(header)) != len(header):
+        raise RunFolderError(f"{path}: line 1 names a column twice")
+    for row, line in zip(rows, lines, strict=True):
+        if len(row) != len(header):
+            raise RunFolderError(f"{path}: line {line} has {len(row)} fields, the header "
+                                 f"{len(header)}")
+    raw = pd.DataFrame(rows, columns=header, dtype=object) if header else pd.DataFrame()
+    df = pd.DataFrame(index=range(len(rows)))
+    for column in dict.fromkeys([*COLUMNS, *header]):
+        kind = types.get(column, "text")
+        if column not in raw.columns:  # runs written before a column existed
+            default: Any = {"float": np.nan, "int": 0, "bool": False, "text": ""}[kind]
+            df[column] = pd.Series([default] * len(rows), dtype=object if kind == "text"
+                                   else None)
+            continue
+        cells = raw[column].astype(str)
+        if kind == "float":
+            df[column] = _numbers(path, cells, column, lines, integer=False)
+        elif kind == "int":
+            df[column] = _numbers(path, cells, column, lines, integer=True)
+        elif kind == "bool":
+            df[column] = cells.str.strip().str.lower().isin(["true", "1"])
+        else:
+            df[column] = cells.astype(object)
+    for c in ("k", "m", "n", "rounds", "reps_per_round", "layers", "flops", "threads"):
+        if df[c].dtype == object:
+            df[c] = pd.to_numeric(df[c]).fillna(0).astype("int64")
+    df["emulated"] = df["emulated"].astype(bool)
+    df.loc[df["suite"] == "", "suite"] = "correctness"
+    times = []
+    for cell, line in zip(df["round_times_ns"], lines, strict=True):
+        try:
+            times.append(_times(cell))
+        except ValueError:
+            raise _bad_cell(path, line, "round_times_ns", cell,
+                            "a list of numbers") from None
+    df["round_times"] = pd.Series(times, index=df.index, dtype=object)
+    return df
+
+
 def _times(cell: Any) -> list[float]:
     if isinstance(cell, str) and cell.strip():
         return [float(x) for x in cell.split()]
@@ -79,29 +232,25 @@ def _times(cell: Any) -> list[float]:
 
 
 def load_run(path: str | Path) -> Run:
+    """A run folder read back, or RunFolderError: one line naming the file and
+    what is wrong with it. A folder whose results.csv is missing, empty or
+    holds only its header is a run with no results (run.describe() says so)."""
     folder = Path(path)
     meta_path, csv_path = folder / "run.json", folder / "results.csv"
     if not folder.is_dir():
         raise RunFolderError(f"{folder}: not a folder")
-    if not meta_path.exists() or not csv_path.exists():
+    if not meta_path.exists():
+        if csv_path.exists():
+            raise RunFolderError(f"{meta_path}: missing (results.csv without its run.json)")
         raise RunFolderError(f"{folder}: not a run folder (needs run.json and results.csv)")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise RunFolderError(f"{meta_path}: {exc}") from exc
-    df = pd.read_csv(csv_path, keep_default_na=False, na_values=["nan", "NaN", ""])
-    missing = [c for c in COLUMNS if c not in df.columns]
-    for c in missing:  # runs written before a column existed
-        df[c] = np.nan
-    for c in ("message", "tags", "kind", "b_form", "catalog", "suite", "round_times_ns",
-              "accum_model", "plugin", *COUNT_TEXT):
-        df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
-    df.loc[df["suite"] == "", "suite"] = "correctness"
-    df["emulated"] = df["emulated"].astype(str).str.lower().isin(["true", "1"])
-    for c in ("rounds", "reps_per_round", "layers", "flops", "threads", "k", "m", "n"):
-        df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0).astype("int64")
-    df["accum_match"] = pd.to_numeric(df["accum_match"], errors="coerce").astype(float)
-    for c in (*COUNT_COLUMNS, "count_floor", "count_efficiency"):
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
-    df["round_times"] = df["round_times_ns"].map(_times)
+    meta = _read_meta(meta_path)
+    df = _read_results(csv_path) if csv_path.exists() else _read_results_missing()
     return Run(folder, meta, df)
+
+
+def _read_results_missing() -> pd.DataFrame:
+    types = _verdict_types()
+    df = pd.DataFrame({c: pd.Series([], dtype={"float": float, "int": "int64", "bool": bool}
+                                    .get(types.get(c, "text"), object)) for c in COLUMNS})
+    df["round_times"] = pd.Series([], dtype=object)
+    return df

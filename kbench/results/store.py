@@ -7,8 +7,10 @@ run completed."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
+import io
 import json
 import os
 import platform
@@ -29,8 +31,78 @@ FAILURE_COLUMNS = ["status", "suite", "target", "realization", "catalog", "case"
 
 
 def default_run_dir(base: str | Path = "runs") -> Path:
+    """The name a run folder starts from (see reserve_run_dir)."""
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path(base) / f"{stamp}-{socket.gethostname()}"
+
+
+class RunDirError(Exception):
+    """A run folder cannot be used (taken, not a run folder, not writable)."""
+
+
+# files a run writes into its folder: what --force may replace
+RUN_FILES = ("run.json", "run.json.tmp", "results.csv", "verdicts.txt", "benchmark.json",
+             "dispatch.json", "report")
+
+
+def reserve_run_dir(base: str | Path = "runs", suffix: str = "") -> Path:
+    """Creates and returns a new, empty run folder under base, named
+    <date>-<time>-<host><suffix>, with -2, -3, ... appended when that name is
+    taken: the folder is created atomically (mkdir), so runs started at the
+    same second never share one."""
+    first = Path(str(default_run_dir(base)) + suffix)
+    try:
+        first.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirError(f"cannot create {first.parent}: {exc.strerror or exc}") from None
+    for n in range(1, 10_000):
+        folder = first if n == 1 else first.with_name(f"{first.name}-{n}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise RunDirError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    raise RunDirError(f"no free run folder name next to {first}")
+
+
+def is_run_dir(folder: Path) -> bool:
+    return any((folder / name).exists() for name in ("run.json", "results.csv", "verdicts.txt"))
+
+
+def claim_out_dir(out: str | Path, force: bool = False) -> Path:
+    """Prepares --out for a new run: a missing or empty folder is used; a
+    folder holding a run is refused unless force, which removes that run's
+    files first (so no old file is mixed into the new run); any other
+    non-empty folder is refused."""
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise RunDirError(f"{folder} exists and is not a folder")
+    if folder.is_dir() and any(folder.iterdir()):
+        if not is_run_dir(folder):
+            raise RunDirError(f"{folder} is not empty and holds no kbench run: choose another "
+                              "folder")
+        if not force:
+            raise RunDirError(f"{folder} already holds a run: choose another folder, or "
+                              "--force to replace it")
+        import shutil
+        for entry in folder.iterdir():
+            try:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            except OSError as exc:
+                raise RunDirError(f"cannot remove {entry}: {exc.strerror or exc}") from None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".kbench-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise RunDirError(f"cannot write to {folder}: {exc.strerror or exc}") from None
+    return folder
 
 
 def _git(*args: str) -> str:
@@ -74,58 +146,121 @@ def machine_metadata() -> dict[str, Any]:
 
 
 class RunWriter:
-    """Writes a run folder incrementally."""
+    """Writes a run folder incrementally: results.csv is created (never
+    overwritten) with its header written out at once, run.json says the run
+    is not complete until close(). A write that fails (disk full, folder
+    gone) does not raise: the writer keeps the first error in `error`,
+    counts the verdicts it could not write in `lost`, and writes nothing
+    more; close() then records what it can."""
 
     def __init__(self, folder: str | Path, metadata: dict[str, Any]) -> None:
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.metadata = dict(metadata, complete=False)
-        self._csv = open(self.folder / "results.csv", "w", newline="")  # noqa: SIM115
-        self._writer = csv.DictWriter(self._csv, fieldnames=COLUMNS)
-        self._writer.writeheader()
-        self._lines = open(self.folder / "verdicts.txt", "w")  # noqa: SIM115
-        self._failures: csv.DictWriter[str] | None = None
-        self._failures_file: Any = None
         self.count = 0
-        self._write_json()
+        self.lost = 0
+        self.error: OSError | None = None
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._csv = open(self.folder / "results.csv", "x", newline="")  # noqa: SIM115
+        except FileExistsError:
+            raise RunDirError(f"{self.folder} already holds a run (results.csv): runs never "
+                              "share a folder") from None
+        except OSError as exc:
+            raise RunDirError(f"cannot write the run folder {self.folder}: "
+                              f"{exc.strerror or exc}") from None
+        self._lines = None
+        self._failures_file: Any = None  # failures.csv, from the first failed verdict
+        try:
+            self._csv.write(_csv_line(COLUMNS))
+            self._csv.flush()
+            self._lines = open(self.folder / "verdicts.txt", "w")  # noqa: SIM115
+            self._write_json()
+        except OSError as exc:
+            self.close(False)
+            raise RunDirError(f"cannot write the run folder {self.folder}: "
+                              f"{exc.strerror or exc}") from None
+        if self.error is not None:
+            error = self.error
+            self.close(False)
+            raise RunDirError(f"cannot write the run folder {self.folder}: "
+                              f"{error.strerror or error}")
 
     def _write_json(self) -> None:
         tmp = self.folder / "run.json.tmp"
-        tmp.write_text(json.dumps(self.metadata, indent=2, default=str))
-        tmp.replace(self.folder / "run.json")
+        try:
+            tmp.write_text(json.dumps(self.metadata, indent=2, default=str))
+            tmp.replace(self.folder / "run.json")
+        except OSError as exc:
+            self.error = self.error or exc
+            with contextlib.suppress(OSError):  # never leave a half-written run.json.tmp
+                tmp.unlink()
 
     def add(self, v: Verdict) -> None:
-        self._writer.writerow(v.to_dict())
-        self._csv.flush()
-        self._lines.write(v.line() + "\n")
-        self._lines.flush()
+        """Appends a verdict: one whole line per file, flushed, so a run that
+        is killed keeps every verdict before the last."""
+        if self.error is not None:
+            self.lost += 1
+            return
+        try:
+            row = v.to_dict()
+            self._csv.write(_csv_line([_csv_value(row.get(c)) for c in COLUMNS]))
+            self._csv.flush()
+            if self._lines is not None:
+                self._lines.write(v.line() + "\n")
+                self._lines.flush()
+        except OSError as exc:
+            self.error = exc
+            self.lost += 1
+            return
         self.count += 1
 
     def add_failure(self, v: Verdict, reproduce: str) -> None:
         """A failed or erroneous verdict: its reproducer under its line in
         verdicts.txt, and a row in failures.csv (written from the first one)."""
-        self._lines.write(f"    reproduce: {reproduce}\n")
-        self._lines.flush()
-        if self._failures is None:
-            self._failures_file = open(self.folder / "failures.csv", "w", newline="")  # noqa: SIM115
-            self._failures = csv.DictWriter(self._failures_file, fieldnames=FAILURE_COLUMNS)
-            self._failures.writeheader()
-        row = {k: getattr(v, k) for k in FAILURE_COLUMNS if k != "reproduce"}
-        self._failures.writerow({**row, "reproduce": reproduce})
-        assert self._failures_file is not None
-        self._failures_file.flush()
+        if self.error is not None:
+            return
+        try:
+            if self._lines is not None:
+                self._lines.write(f"    reproduce: {reproduce}\n")
+                self._lines.flush()
+            if self._failures_file is None:
+                self._failures_file = open(self.folder / "failures.csv", "w", newline="")  # noqa: SIM115
+                self._failures_file.write(_csv_line(FAILURE_COLUMNS))
+            row = {k: getattr(v, k) for k in FAILURE_COLUMNS if k != "reproduce"}
+            row["reproduce"] = reproduce
+            self._failures_file.write(_csv_line([_csv_value(row.get(c)) for c in FAILURE_COLUMNS]))
+            self._failures_file.flush()
+        except OSError as exc:
+            self.error = exc
 
     def add_all(self, vs: Iterable[Verdict]) -> None:
         for v in vs:
             self.add(v)
 
     def close(self, complete: bool, summary: dict[str, Any] | None = None) -> None:
-        self.metadata["complete"] = complete
+        self.metadata["complete"] = complete and self.error is None
         self.metadata["results"] = self.count
+        if self.error is not None:
+            self.metadata["write_error"] = f"{self.error.strerror or self.error}"
+            self.metadata["verdicts_not_written"] = self.lost
         if summary is not None:
             self.metadata["summary"] = summary
         self._write_json()
-        self._csv.close()
-        self._lines.close()
-        if self._failures_file is not None:
-            self._failures_file.close()
+        for fh in (self._csv, self._lines, self._failures_file):
+            try:
+                if fh is not None:
+                    fh.close()
+            except OSError as exc:
+                self.error = self.error or exc
+
+
+def _csv_value(x: Any) -> Any:
+    return "" if x is None else x
+
+
+def _csv_line(values: Iterable[Any]) -> str:
+    """One CSV record as a string (written with a single write call, so a
+    signal between rows never splits one)."""
+    buf = io.StringIO()
+    csv.writer(buf).writerow(list(values))
+    return buf.getvalue()

@@ -22,6 +22,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,30 +104,52 @@ def object_path(src: Path, out: Path) -> Path:
     return out.parent / "obj" / (str(src.relative_to(NATIVE)).replace("/", "_")[:-2] + ".o")
 
 
+@contextmanager
+def _build_lock(folder: Path) -> Iterator[None]:
+    """Holds an exclusive lock on the build folder: processes that find the
+    worker stale at once (several `kbench run`s starting together) build it
+    one after another, never into the same object files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".build.lock", "a") as fh:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock
+            yield
+            return
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def build(arch: str = "aarch64", force: bool = False, quiet: bool = True) -> Path:
     """Builds (if stale) and returns the worker executable."""
     tc = toolchain(arch)
     out = tc.output
     if not force and not _stale(out):
         return out
-    objdir = out.parent / "obj"
-    objdir.mkdir(parents=True, exist_ok=True)
-    objects = []
-    for src in sources(arch):
-        obj = object_path(src, out)
-        cmd = [*tc.cc, *COMMON, *tc.defines, *isa_flags(src, arch), "-c", str(src), "-o",
-               str(obj)]
-        _run(cmd, quiet)
-        objects.append(str(obj))
-    _link(tc, objects, out, [], quiet)
+    with _build_lock(out.parent):
+        if not force and not _stale(out):  # another process built it while we waited
+            return out
+        objdir = out.parent / "obj"
+        objdir.mkdir(parents=True, exist_ok=True)
+        objects = []
+        for src in sources(arch):
+            obj = object_path(src, out)
+            cmd = [*tc.cc, *COMMON, *tc.defines, *isa_flags(src, arch), "-c", str(src), "-o",
+                   str(obj)]
+            _run(cmd, quiet)
+            objects.append(str(obj))
+        _link(tc, objects, out, [], quiet)
     return out
 
 
 def _link(tc: Toolchain, objects: list[str], out: Path, extra: list[str], quiet: bool) -> None:
     """Links the worker, with a linker map beside it (kb_worker.map: where each
-    object's code went, read by the instruction counter)."""
-    tmp = out.with_suffix(".tmp")
-    tmp_map = out.with_suffix(".map.tmp")
+    object's code went, read by the instruction counter); both appear at once."""
+    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    tmp_map = out.with_name(f"{out.name}.map.tmp{os.getpid()}")
     _run([*tc.cc, *tc.link, *extra, *objects, f"-Wl,-Map,{tmp_map}", "-o", str(tmp)], quiet)
     tmp_map.replace(out.with_suffix(".map"))
     tmp.replace(out)
@@ -149,15 +173,16 @@ def build_extra_insns(iterations: int, quiet: bool = True) -> Path:
     tc = toolchain("aarch64")
     base = build("aarch64", quiet=quiet)
     out = BUILD / f"aarch64-extra{iterations}" / "kb_worker"
-    if out.exists() and out.stat().st_mtime >= max(base.stat().st_mtime,
-                                                    KNOB_SOURCE.stat().st_mtime):
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    knob = out.parent / "kb_test_extra_insns.o"
-    _run([*tc.cc, f"-DKB_EXTRA_ITERS={iterations}", "-c", str(KNOB_SOURCE), "-o", str(knob)],
-         quiet)
-    objects = [str(object_path(src, base)) for src in sources("aarch64")]
-    _link(tc, [*objects, str(knob)], out, ["-Wl,--wrap=kb_sme_gemm_mopa_run"], quiet)
+    with _build_lock(out.parent):
+        if out.exists() and out.stat().st_mtime >= max(base.stat().st_mtime,
+                                                        KNOB_SOURCE.stat().st_mtime):
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        knob = out.parent / "kb_test_extra_insns.o"
+        _run([*tc.cc, f"-DKB_EXTRA_ITERS={iterations}", "-c", str(KNOB_SOURCE), "-o",
+              str(knob)], quiet)
+        objects = [str(object_path(src, base)) for src in sources("aarch64")]
+        _link(tc, [*objects, str(knob)], out, ["-Wl,--wrap=kb_sme_gemm_mopa_run"], quiet)
     return out
 
 

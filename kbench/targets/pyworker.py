@@ -24,6 +24,7 @@ the next call starts a fresh one.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import pickle
@@ -45,7 +46,7 @@ from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing
 from kbench.targets.worker import ProcessGone, exit_report, read_exactly
 
 MAGIC = b"KBPY"
-VERSION = 1
+VERSION = 2  # 2: tables travel once per guest, by digest
 HEAD = struct.Struct("<4sIQ")
 HELLO, CALL, REPLY, ERROR, SHUTDOWN = 1, 2, 3, 4, 5
 MAX_FRAME = 1 << 31
@@ -100,12 +101,15 @@ def _join(pickled: bytes, buffers: list[bytes | memoryview]) -> list[bytes | mem
 
 
 class _HostPickler(pickle.Pickler):
-    """Pickles a call: arrays by (buffer, offset, layout), tables by text."""
+    """Pickles a call: arrays by (buffer, offset, layout), tables by digest,
+    with their text the first time this guest sees them (`sent` holds the
+    digests it has: a table, refused or not, travels once per guest)."""
 
-    def __init__(self, file: io.BytesIO) -> None:
+    def __init__(self, file: io.BytesIO, sent: set[str] | None = None) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.bases: list[np.ndarray] = []
         self._index: dict[int, int] = {}
+        self.sent = sent if sent is not None else set()
 
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, np.ndarray):
@@ -121,7 +125,10 @@ class _HostPickler(pickle.Pickler):
                 raise ProtocolError("an argument lies outside its buffer", "buffers")
             return ("array", self._index[key], off, obj.shape, obj.strides, obj.dtype.str)
         if isinstance(obj, DispatchTable):
-            return ("table", obj.text, obj.path)
+            digest = hashlib.sha256(obj.text.encode()).hexdigest()
+            text = None if digest in self.sent else obj.text
+            self.sent.add(digest)
+            return ("table", digest, text, obj.path)
         return None
 
 
@@ -137,10 +144,13 @@ class _CallUnpickler(pickle.Unpickler):
             base = self.bases[index]
             return np.ndarray(shape, np.dtype(dtype), buffer=base, offset=off, strides=strides)
         if pid[0] == "table":
-            _, text, path = pid
-            if text not in self.tables:  # loaded once per guest, like a worker's table
-                self.tables[text] = DispatchTable(text, path)
-            return self.tables[text]
+            _, digest, text, path = pid
+            if digest not in self.tables:  # loaded once per guest, like a worker's table
+                if text is None:
+                    raise ProtocolError("emulated python: a table was referred to before it "
+                                        "was sent", "request")
+                self.tables[digest] = DispatchTable(text, path)
+            return self.tables[digest]
         raise pickle.UnpicklingError(f"unknown persistent id {pid[0]!r}")
 
 
@@ -235,10 +245,12 @@ class PyWorkerEngine:
         self.restarts = 0
         self.hello: dict[str, Any] = {}
         self.start_seconds = 0.0
+        self._tables_sent: set[str] = set()  # digests of the tables this guest holds
 
     # -- process ------------------------------------------------------------------
 
     def _start(self) -> None:
+        self._tables_sent = set()  # a fresh guest holds no table
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the guest
         t0 = time.monotonic()
         try:
@@ -291,7 +303,7 @@ class PyWorkerEngine:
             self._start()
         assert self.proc is not None and self.proc.stdin is not None
         buf = io.BytesIO()
-        pickler = _HostPickler(buf)
+        pickler = _HostPickler(buf, self._tables_sent)
         pickler.dump((method, args, kwargs))
         parts = _join(buf.getvalue(), [b.reshape(-1).view(np.uint8).data
                                        for b in pickler.bases])

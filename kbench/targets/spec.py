@@ -342,7 +342,11 @@ def parse_target(spec: str, plugins: Sequence[str] = ()) -> Target:
             cmd = [worker_binary("host")]
             arch = host_arch()
         else:
-            cmd = shlex.split(rest)
+            try:
+                cmd = shlex.split(rest)
+            except ValueError as exc:  # e.g. an unbalanced quote
+                raise InvalidArgument(f"target: cannot read the command line of {spec!r}: "
+                                      f"{exc}", "target") from None
             if not cmd:
                 raise InvalidArgument("target: worker: needs a command line", "target")
         return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False,

@@ -279,6 +279,9 @@ class WorkerEngine:
         self.restarts = 0
         self.plugins = PluginLoads(list(spec.plugins))
         self._plugins_tried = False
+        # tables this worker's library refused, with the refusal (kept across
+        # restarts: the same binary refuses the same table again)
+        self._refused: list[tuple[api.DispatchTable, KbenchError]] = []
 
     # -- process ----------------------------------------------------------------
 
@@ -552,9 +555,22 @@ class WorkerEngine:
         return rules
 
     def _sync_table(self, sel: Selector | None) -> None:
+        """Loads the selector's table into the worker unless it is loaded; a
+        table the worker refused before is refused again without re-sending
+        it (it may be megabytes, and every case would carry it)."""
         loaded = getattr(self, "_table", None)
-        if sel is not None and sel.table is not None and loaded is not sel.table:
+        if sel is None or sel.table is None or loaded is sel.table:
+            return
+        for table, exc in self._refused:
+            if table is sel.table:
+                raise type(exc)(exc.message, exc.field)
+        try:
             self.load_table(sel.table)
+        except (WorkerCrashed, ProtocolError):
+            raise
+        except KbenchError as exc:
+            self._refused.append((sel.table, exc))
+            raise
 
     def set_svl(self, bits: int) -> int:
         w = Writer()

@@ -178,7 +178,9 @@ size_t kb_list_realizations(const kb_selector *sel, kb_realization *out,
 
 /* ---- GEMM ---------------------------------------------------------------
  * C[M,N] = clamp(A[M,K] * B[K,N] + bias[N], clamp_min, clamp_max)
- * Every problem in a batch shares M, N, K. */
+ * Every problem in a batch shares M, N, K. No C may share memory with any
+ * operand the call reads (A, B, bias) or with another problem's C: kernels
+ * read inputs while they write outputs (the Python API refuses such calls). */
 
 typedef struct kb_gemm_problem {
     const kb_f16 *A; size_t lda;
@@ -238,6 +240,14 @@ kb_status kb_pack_b(size_t N, size_t K, const kb_f16 *B, size_t ldb,
  * verify a buffer once where it is loaded or received. */
 kb_status kb_verify_packed_b(const void *buf, size_t size, kb_error *err);
 
+/* Reads and checks a packed buffer of `size` bytes as kb_verify_packed_b
+ * does (magic, version, both checksums, a known layout and backend, block
+ * width and payload size consistent with N and K, the payload within size)
+ * and copies its header to *out; nothing about the running CPU is checked
+ * (kb_gemm_batch does that). O(size): it verifies the payload checksum. */
+kb_status kb_describe_packed(const void *buf, size_t size, kb_packed_header *out,
+                             kb_error *err);
+
 /* A backend's native layout (bias inside; bias may be NULL = zeros). */
 kb_status kb_pack_b_native_size(int backend, size_t N, size_t K,
                                 const kb_selector *sel, size_t *size,
@@ -249,7 +259,9 @@ kb_status kb_pack_b_native(int backend, size_t N, size_t K, const kb_f16 *B,
 
 /* ---- convolution --------------------------------------------------------
  * NHWC input [n][h][w][c_in], HWIO filter [kh][kw][c_in/groups][c_out],
- * NHWC output [n][out_h][out_w][c_out]. */
+ * NHWC output [n][out_h][out_w][c_out]. The output must not share memory
+ * with the input, filter or bias (direct and Winograd kernels read the input
+ * while they write the output). */
 
 typedef struct kb_conv_desc {
     size_t n, h, w, c_in, c_out;

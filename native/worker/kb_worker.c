@@ -36,6 +36,9 @@
 
 /* ---- I/O --------------------------------------------------------------- */
 
+static int out_fd = 1; /* replies go here (the fuzz harness points it elsewhere) */
+
+#ifndef KB_WORKER_FUZZ
 /* Reads n bytes. Returns n, 0 on EOF before the first byte, -1 on EOF or
  * error part-way, -2 on a stall longer than the timeout (if mid_frame). */
 static long read_full(int fd, void *buf, size_t n, int mid_frame) {
@@ -59,6 +62,8 @@ static long read_full(int fd, void *buf, size_t n, int mid_frame) {
     return (long)n;
 }
 
+#endif
+
 static int write_full(int fd, const void *buf, size_t n) {
     const unsigned char *p = buf;
     while (n) {
@@ -73,14 +78,18 @@ static int write_full(int fd, const void *buf, size_t n) {
     return 0;
 }
 
+static int protocol_error(const char *fmt, ...);
+
 static int send_frame(uint32_t type, const kb_writer *w) {
+    if (w && w->len > KB_WIRE_MAX_PAYLOAD && type != KB_WIRE_PROTOCOL_ERROR)
+        return protocol_error("reply of %zu bytes exceeds the frame limit", w->len);
     kb_writer h = {0};
     kb_wr_u32(&h, KB_WIRE_MAGIC);
     kb_wr_u32(&h, type);
     kb_wr_u64(&h, w ? w->len : 0);
-    int rc = h.oom ? -1 : write_full(1, h.buf, h.len);
+    int rc = h.oom ? -1 : write_full(out_fd, h.buf, h.len);
     free(h.buf);
-    if (rc == 0 && w && w->len) rc = write_full(1, w->buf, w->len);
+    if (rc == 0 && w && w->len) rc = write_full(out_fd, w->buf, w->len);
     return rc;
 }
 
@@ -149,17 +158,70 @@ static bool read_buffers(kb_reader *r, buffers *bs, const char **why) {
     return true;
 }
 
-/* A pointer is a buffer index (-1 = NULL) and a byte offset inside it. */
-static void *read_ptr(kb_reader *r, const buffers *bs, const char *what, bool *ok) {
+/* A pointer is a buffer index (-1 = NULL) and a byte offset inside it;
+ * *avail (if given) receives the bytes from the pointer to its buffer's end. */
+static void *read_ptr_avail(kb_reader *r, const buffers *bs, const char *what, bool *ok,
+                            size_t *avail) {
     int32_t idx = kb_rd_i32(r, what);
     uint64_t off = kb_rd_u64(r, what);
+    if (avail) *avail = 0;
     if (r->bad) return NULL;
     if (idx == -1) return NULL;
     if (idx < 0 || (uint32_t)idx >= bs->n || off > bs->b[idx].size) {
         *ok = false;
         return NULL;
     }
+    if (avail) *avail = bs->b[idx].size - (size_t)off;
     return bs->b[idx].data + off;
+}
+
+/* ---- extents: a well-formed request whose dimensions exceed the buffers
+ * sent with it is refused before the library touches them ------------------ */
+
+static void worker_fail(kb_error *err, const char *field, const char *fmt, ...) {
+    va_list ap;
+    err->code = KB_ERR_INVALID_ARGUMENT;
+    snprintf(err->field, sizeof err->field, "%s", field);
+    int used = snprintf(err->message, sizeof err->message, "%s: ", field);
+    va_start(ap, fmt);
+    vsnprintf(err->message + used, sizeof err->message - (size_t)used, fmt, ap);
+    va_end(ap);
+}
+
+/* Bytes of rows x ld FP16 elements whose last row holds cols of them, the
+ * leading dimension taken as at least cols (a smaller one is the library's
+ * error); false when a dimension is 0 or the count overflows (the library
+ * refuses those calls before reading anything). */
+static bool span_bytes(uint64_t rows, uint64_t cols, uint64_t ld, uint64_t *out) {
+    if (!rows || !cols) return false;
+    if (ld < cols) ld = cols;
+    if (rows - 1 > UINT64_MAX / ld) return false;
+    uint64_t s = (rows - 1) * ld;
+    if (s > UINT64_MAX - cols) return false;
+    s += cols;
+    if (s > UINT64_MAX / 2) return false;
+    *out = s * 2;
+    return true;
+}
+
+/* Checks that a non-NULL pointer has need bytes behind it (need_known false:
+ * nothing to check). Returns false with err filled otherwise. */
+static bool extent_ok(const void *p, size_t avail, bool need_known, uint64_t need,
+                      const char *field, kb_error *err) {
+    if (!p || !need_known || need <= avail) return true;
+    worker_fail(err, field, "the call reads %llu bytes, the buffer sent holds %zu after the pointer",
+                (unsigned long long)need, avail);
+    return false;
+}
+
+static bool product_bytes(const uint64_t *dims, int count, uint64_t *out) {
+    uint64_t s = 2;
+    for (int i = 0; i < count; i++) {
+        if (!dims[i] || s > UINT64_MAX / dims[i]) return false;
+        s *= dims[i];
+    }
+    *out = s;
+    return true;
 }
 
 static kb_dispatch_table *current_table; /* the worker session's loaded table */
@@ -306,6 +368,14 @@ static bool read_timing(kb_reader *r, kb_timing *t) {
     t->min_round_ns = kb_rd_u64(r, "timing.min_round_ns");
     t->max_reps = kb_rd_u32(r, "timing.max_reps");
     t->cold = (int)kb_rd_u32(r, "timing.cold");
+#ifdef KB_WORKER_FUZZ
+    /* the fuzz harness decodes timing blocks but keeps every run short */
+    if (t->warmup > 1) t->warmup = 1;
+    if (t->rounds > 2) t->rounds = 2;
+    t->max_reps = 1;
+    t->min_round_ns = 0;
+    t->cold = 0;
+#endif
     return !r->bad && t->warmup <= MAX_REPS && t->rounds <= MAX_REPS && t->max_reps <= MAX_REPS;
 }
 
@@ -326,21 +396,45 @@ static int handle_gemm(kb_reader *r) {
     }
     kb_gemm_problem *ps = calloc(batch ? batch : 1, sizeof *ps);
     if (!ps) { free_buffers(&bs); return protocol_error("out of memory"); }
-    bool ok = true;
+    bool ok = true, fits = true;
+    kb_error err;
+    memset(&err, 0, sizeof err);
     for (uint32_t i = 0; i < batch; i++) {
         kb_gemm_problem *p = &ps[i];
-        p->A = read_ptr(r, &bs, "A", &ok);
+        size_t a_avail, b_avail, c_avail, bias_avail;
+        p->A = read_ptr_avail(r, &bs, "A", &ok, &a_avail);
         p->lda = (size_t)kb_rd_u64(r, "lda");
-        p->B = read_ptr(r, &bs, "B", &ok);
+        p->B = read_ptr_avail(r, &bs, "B", &ok, &b_avail);
         p->ldb = (size_t)kb_rd_u64(r, "ldb");
         p->b_size = (size_t)kb_rd_u64(r, "b_size");
-        p->C = read_ptr(r, &bs, "C", &ok);
+        p->C = read_ptr_avail(r, &bs, "C", &ok, &c_avail);
         p->ldc = (size_t)kb_rd_u64(r, "ldc");
-        p->bias = read_ptr(r, &bs, "bias", &ok);
+        p->bias = read_ptr_avail(r, &bs, "bias", &ok, &bias_avail);
         p->clamp_min = kb_rd_f32(r, "clamp_min");
         p->clamp_max = kb_rd_f32(r, "clamp_max");
         p->b_is_packed = (int)kb_rd_u32(r, "b_is_packed");
         p->b_is_backend_native_packed = (int)kb_rd_u32(r, "b_is_backend_native_packed");
+        if (r->bad || !ok || !fits) continue;
+        char f[KB_FIELD_LEN];
+        uint64_t need = 0;
+        bool known;
+        known = span_bytes(M, K, p->lda, &need);
+        snprintf(f, sizeof f, "problems[%u].A", i);
+        fits = extent_ok(p->A, a_avail, known, need, f, &err);
+        if (p->b_is_packed) {
+            known = true;
+            need = p->b_size;
+        } else {
+            known = span_bytes(K, N, p->ldb, &need);
+        }
+        snprintf(f, sizeof f, "problems[%u].%s", i, p->b_is_packed ? "b_size" : "B");
+        fits = fits && extent_ok(p->B, b_avail, known, need, f, &err);
+        known = span_bytes(M, N, p->ldc, &need);
+        snprintf(f, sizeof f, "problems[%u].C", i);
+        fits = fits && extent_ok(p->C, c_avail, known, need, f, &err);
+        known = N > 0 && N <= UINT64_MAX / 2;
+        snprintf(f, sizeof f, "problems[%u].bias", i);
+        fits = fits && extent_ok(p->bias, bias_avail, known, N * 2, f, &err);
     }
     kb_timing tm;
     bool timing_ok = read_timing(r, &tm);
@@ -348,8 +442,11 @@ static int handle_gemm(kb_reader *r) {
     if (r->bad || !ok || !timing_ok) {
         rc = protocol_error("malformed GEMM request: %s%s", r->bad ? "truncated at " : "",
                             r->bad ? r->what : !ok ? "pointer outside its buffer" : "repetition count too large");
+    } else if (!fits) {
+        kb_realization none;
+        memset(&none, 0, sizeof none);
+        rc = reply_call(KB_MSG_GEMM, KB_ERR_INVALID_ARGUMENT, &err, &none, NULL, 0, 0, &bs);
     } else {
-        kb_error err;
         kb_realization ran;
         memset(&ran, 0, sizeof ran);
         kb_status st;
@@ -389,18 +486,40 @@ static int handle_conv(kb_reader *r) {
         return protocol_error("malformed CONV request: %s", why);
     }
     bool ok = true;
-    const kb_f16 *in = read_ptr(r, &bs, "input", &ok);
-    const kb_f16 *flt = read_ptr(r, &bs, "filter", &ok);
-    const kb_f16 *bias = read_ptr(r, &bs, "bias", &ok);
-    kb_f16 *out = read_ptr(r, &bs, "output", &ok);
+    size_t in_avail, flt_avail, bias_avail, out_avail;
+    const kb_f16 *in = read_ptr_avail(r, &bs, "input", &ok, &in_avail);
+    const kb_f16 *flt = read_ptr_avail(r, &bs, "filter", &ok, &flt_avail);
+    const kb_f16 *bias = read_ptr_avail(r, &bs, "bias", &ok, &bias_avail);
+    kb_f16 *out = read_ptr_avail(r, &bs, "output", &ok, &out_avail);
     kb_timing tm;
     bool timing_ok = read_timing(r, &tm);
+    kb_error err;
+    memset(&err, 0, sizeof err);
+    bool fits = true;
+    size_t oh = 0, ow = 0;
+    kb_error shape_err;
+    if (!r->bad && ok && kb_conv2d_output_shape(&d, &oh, &ow, &shape_err) == KB_OK) {
+        /* a descriptor the library refuses is its error; this one it would run */
+        uint64_t dims[4][4] = {{d.n, d.h, d.w, d.c_in}, {d.kh, d.kw, d.c_in / d.groups, d.c_out},
+                               {d.c_out, 1, 1, 1}, {d.n, oh, ow, d.c_out}};
+        const void *ptrs[4] = {in, flt, bias, out};
+        size_t avail[4] = {in_avail, flt_avail, bias_avail, out_avail};
+        static const char *names[4] = {"input", "filter", "bias", "output"};
+        for (int i = 0; i < 4 && fits; i++) {
+            uint64_t need = 0;
+            bool known = product_bytes(dims[i], 4, &need);
+            fits = extent_ok(ptrs[i], avail[i], known, need, names[i], &err);
+        }
+    }
     int rc;
     if (r->bad || !ok || !timing_ok) {
         rc = protocol_error("malformed CONV request: %s%s", r->bad ? "truncated at " : "",
                             r->bad ? r->what : !ok ? "pointer outside its buffer" : "repetition count too large");
+    } else if (!fits) {
+        kb_realization none;
+        memset(&none, 0, sizeof none);
+        rc = reply_call(KB_MSG_CONV, KB_ERR_INVALID_ARGUMENT, &err, &none, NULL, 0, 0, &bs);
     } else {
-        kb_error err;
         kb_realization ran;
         memset(&ran, 0, sizeof ran);
         kb_status st;
@@ -434,8 +553,9 @@ static int handle_pack(kb_reader *r) {
         return protocol_error("malformed PACK request: %s", why);
     }
     bool ok = true;
-    const kb_f16 *B = read_ptr(r, &bs, "B", &ok);
-    const kb_f16 *bias = read_ptr(r, &bs, "bias", &ok);
+    size_t b_avail, bias_avail;
+    const kb_f16 *B = read_ptr_avail(r, &bs, "B", &ok, &b_avail);
+    const kb_f16 *bias = read_ptr_avail(r, &bs, "bias", &ok, &bias_avail);
     uint64_t dst_size = kb_rd_u64(r, "dst_size");
     kb_timing tm;
     bool timing_ok = read_timing(r, &tm);
@@ -446,21 +566,38 @@ static int handle_pack(kb_reader *r) {
     }
     kb_error err;
     kb_status st = KB_OK;
+    uint64_t need = 0;
+    bool known = span_bytes(K, N, ldb, &need);
+    if (!extent_ok(B, b_avail, known, need, "B", &err) ||
+        (mode != 0 && !extent_ok(bias, bias_avail, N > 0 && N <= UINT64_MAX / 2, N * 2, "bias", &err)))
+        st = KB_ERR_INVALID_ARGUMENT;
     size_t size = (size_t)dst_size;
     if (mode == 2 && !sel.force) {
         free_buffers(&bs);
         return protocol_error("malformed PACK request: mode 2 names no plugin realization");
     }
-    if (dst_size == 0) {
+    if (st == KB_OK && dst_size == 0) {
         st = mode == 0 ? kb_pack_b_size((size_t)N, (size_t)K, &size, &err)
            : mode == 2 ? kb_pack_b_plugin_size(sel.force, (size_t)N, (size_t)K, &size, &err)
                        : kb_pack_b_native_size(backend, (size_t)N, (size_t)K, &sel, &size, &err);
     }
     unsigned char *dst = NULL;
     if (st == KB_OK) {
-        if (size > KB_WIRE_MAX_PAYLOAD) {
+        /* the reply carries the packed bytes after status, two strings, the
+         * times and the size: all of it must fit in one frame */
+        uint64_t overhead = 4 + 4 + KB_FIELD_LEN + 4 + KB_MESSAGE_LEN + 8 + 8 * (uint64_t)tm.rounds + 8;
+#ifdef KB_WORKER_FUZZ
+        /* the fuzz harness keeps replies small: a destination of up to 1 GiB is
+         * legal, but would only measure the machine's memory */
+        if (size > ((size_t)1 << 22)) {
             free_buffers(&bs);
-            return protocol_error("packed size %zu exceeds the frame limit", size);
+            return protocol_error("fuzzing: packed size %zu above 4 MiB", size);
+        }
+#endif
+        if (size > KB_WIRE_MAX_PAYLOAD - overhead) {
+            free_buffers(&bs);
+            return protocol_error("packed size %zu and its reply exceed the frame limit of %llu bytes", size,
+                                  (unsigned long long)KB_WIRE_MAX_PAYLOAD);
         }
         dst = calloc(size ? size : 1, 1);
         if (!dst) { free_buffers(&bs); return protocol_error("out of memory"); }
@@ -578,6 +715,61 @@ static int handle_load_plugin(kb_reader *r) {
     return rc;
 }
 
+#define FRAME_SHUTDOWN 1000
+
+/* Answers one frame whose header has been read: 0, FRAME_SHUTDOWN after a
+ * shutdown request, another value when the reply could not be written. */
+static int handle_frame(uint32_t type, const unsigned char *payload, size_t len) {
+    kb_reader r = {payload, len, false, NULL};
+    switch (type) {
+    case KB_MSG_HELLO: return handle_hello();
+    case KB_MSG_GEMM: return handle_gemm(&r);
+    case KB_MSG_CONV: return handle_conv(&r);
+    case KB_MSG_PACK: return handle_pack(&r);
+    case KB_MSG_SET_SVL: return handle_set_svl(&r);
+    case KB_MSG_LOAD_TABLE: return handle_load_table(&r);
+#ifndef KB_WORKER_FUZZ /* the fuzzer never loads libraries it names */
+    case KB_MSG_LOAD_PLUGIN: return handle_load_plugin(&r);
+#endif
+    case KB_MSG_SHUTDOWN:
+        send_frame(KB_MSG_SHUTDOWN | KB_WIRE_REPLY, NULL);
+        return FRAME_SHUTDOWN;
+    default: return protocol_error("unknown message type %u", type);
+    }
+}
+
+#ifdef KB_WORKER_FUZZ
+/* The frame decoder over a byte string instead of stdin (native/fuzz):
+ * frames are decoded and answered as main() does, replies go to fd, the
+ * session's dispatch table is dropped at the end. Returns 0 at the end of
+ * the input or after a shutdown, 3 where main() would exit with 3. */
+int kb_worker_decode_frames(const unsigned char *data, size_t n, int fd) {
+    out_fd = fd;
+    int status = 0;
+    while (n > 0) {
+        if (n < 16) { protocol_error("truncated frame header"); status = 3; break; }
+        kb_reader hr = {data, 16, false, NULL};
+        uint32_t magic = kb_rd_u32(&hr, "magic"), type = kb_rd_u32(&hr, "type");
+        uint64_t len = kb_rd_u64(&hr, "length");
+        data += 16;
+        n -= 16;
+        if (magic != KB_WIRE_MAGIC) { protocol_error("bad frame magic 0x%08x", magic); status = 3; break; }
+        if (len > KB_WIRE_MAX_PAYLOAD || len > n) { protocol_error("truncated or oversized frame"); status = 3; break; }
+        /* a copy of exactly the payload, so that any read past it is caught */
+        unsigned char *payload = malloc(len ? (size_t)len : 1);
+        if (!payload) { status = 3; break; }
+        memcpy(payload, data, (size_t)len);
+        int rc = handle_frame(type, payload, (size_t)len);
+        free(payload);
+        data += len;
+        n -= (size_t)len;
+        if (rc != 0) break;
+    }
+    kb_free_dispatch_table(current_table);
+    current_table = NULL;
+    return status;
+}
+#else
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     for (;;) {
@@ -610,23 +802,10 @@ int main(void) {
             free(payload);
             return 3;
         }
-        kb_reader r = {payload, (size_t)len, false, NULL};
-        int rc;
-        switch (type) {
-        case KB_MSG_HELLO: rc = handle_hello(); break;
-        case KB_MSG_GEMM: rc = handle_gemm(&r); break;
-        case KB_MSG_CONV: rc = handle_conv(&r); break;
-        case KB_MSG_PACK: rc = handle_pack(&r); break;
-        case KB_MSG_SET_SVL: rc = handle_set_svl(&r); break;
-        case KB_MSG_LOAD_TABLE: rc = handle_load_table(&r); break;
-        case KB_MSG_LOAD_PLUGIN: rc = handle_load_plugin(&r); break;
-        case KB_MSG_SHUTDOWN:
-            free(payload);
-            send_frame(KB_MSG_SHUTDOWN | KB_WIRE_REPLY, NULL);
-            return 0;
-        default: rc = protocol_error("unknown message type %u", type); break;
-        }
+        int rc = handle_frame(type, payload, (size_t)len);
         free(payload);
+        if (rc == FRAME_SHUTDOWN) return 0;
         if (rc != 0) return 4; /* stdout is gone */
     }
 }
+#endif /* KB_WORKER_FUZZ */

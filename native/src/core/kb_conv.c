@@ -65,6 +65,10 @@ kb_status kb_conv2d(const kb_conv_desc *d, const kb_f16 *input, const kb_f16 *fi
     if (!input) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "input", "is NULL");
     if (!filter) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "filter", "is NULL");
     if (!output) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "output", "is NULL");
+    if (!kb_aligned(input, sizeof(kb_f16))) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "input", "is not aligned to 2 bytes");
+    if (!kb_aligned(filter, sizeof(kb_f16))) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "filter", "is not aligned to 2 bytes");
+    if (!kb_aligned(bias, sizeof(kb_f16))) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "bias", "is not aligned to 2 bytes");
+    if (!kb_aligned(output, sizeof(kb_f16))) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "output", "is not aligned to 2 bytes");
     if (isnan(d->clamp_min)) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.clamp_min", "is NaN");
     if (isnan(d->clamp_max)) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.clamp_max", "is NaN");
     if (d->clamp_min > d->clamp_max)

@@ -234,10 +234,25 @@ kb_status kb_select_gemm(const kb_selector *sel, int bform, int native_layout,
         *out = g;
         return KB_OK;
     }
-    if (sel->force)
+    if (sel->force) {
+        for (size_t i = 0; i < t.n_gemm; i++) {
+            const kb_gemm_impl *g = t.gemm[i];
+            if (strcmp(g->name, sel->force)) continue;
+            if (!impl_allowed(g->backend, g->isa, sel, &cpu))
+                return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
+                               "realization '%s' needs backend %s at an ISA level this CPU or the selector does not allow",
+                               sel->force, kb_backend_name(g->backend));
+            if (g->max_m && M > g->max_m)
+                return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
+                               "realization '%s' takes M <= %u, the call has M = %zu", sel->force, g->max_m, M);
+            return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
+                           "realization '%s' does not take B in this form (packed %s)", sel->force,
+                           bform == KB_BFORM_PLAIN ? "no" : bform == KB_BFORM_PORTABLE ? "in the portable layout"
+                                                                                    : "in another backend's layout");
+        }
         return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
-                       "realization '%s' is not a GEMM realization that this CPU, the selector, this form of B and M = %zu allow",
-                       sel->force, M);
+                       "realization '%s' is a convolution realization, not a GEMM one", sel->force);
+    }
     return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "no enabled GEMM realization can run this call");
 }
 
@@ -263,10 +278,26 @@ kb_status kb_select_conv(const kb_selector *sel, const kb_conv_desc *d, const kb
         *out = c;
         return KB_OK;
     }
-    if (sel->force)
+    if (sel->force) {
+        /* say which condition refused it */
+        for (size_t i = 0; i < t.n_conv; i++) {
+            const kb_conv_impl *c = t.conv[i];
+            if (strcmp(c->name, sel->force)) continue;
+            if (!impl_allowed(c->backend, c->isa, sel, &cpu))
+                return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
+                               "realization '%s' needs backend %s at an ISA level this CPU or the selector does not allow",
+                               sel->force, kb_backend_name(c->backend));
+            if (c->max_groups && d->groups > c->max_groups)
+                return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
+                               "realization '%s' takes groups <= %u, the call has groups = %zu",
+                               sel->force, c->max_groups, d->groups);
+            return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
+                           "realization '%s' takes only 3x3 kernels with stride 1 and dilation 1; the call has a %zux%zu kernel, stride %zux%zu, dilation %zux%zu",
+                           sel->force, d->kh, d->kw, d->stride_h, d->stride_w, d->dil_h, d->dil_w);
+        }
         return kb_fail(err, KB_ERR_UNSUPPORTED, "selector.force",
-                       "realization '%s' is not a convolution realization that this CPU, the selector and groups = %zu allow",
-                       sel->force, d->groups);
+                       "realization '%s' is a GEMM realization, not a convolution one", sel->force);
+    }
     return kb_fail(err, KB_ERR_UNSUPPORTED, "selector", "no enabled convolution realization");
 }
 

@@ -25,6 +25,33 @@ void kb_clear_error(kb_error *err) {
     err->message[0] = '\0';
 }
 
+/* Replaces, in place, every byte that does not belong to a well-formed
+ * UTF-8 sequence (or is an ASCII control character) with '?': messages may
+ * quote bytes from a caller's input (a dispatch table, a realization name)
+ * and may be cut off in the middle of a sequence by the buffer size, and
+ * every reader (Python's str.decode, a terminal) needs valid text. */
+static void kb_utf8_sanitize(char *text) {
+    unsigned char *p = (unsigned char *)text;
+    while (*p) {
+        unsigned c = *p;
+        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+                 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        bool ok = n > 0;
+        unsigned cp = n == 1 ? c : n == 2 ? (c & 0x1fu) : n == 3 ? (c & 0x0fu) : (c & 0x07u);
+        for (size_t i = 1; ok && i < n; i++) {
+            if ((p[i] & 0xc0) != 0x80) ok = false;
+            else cp = (cp << 6) | (p[i] & 0x3fu);
+        }
+        /* no overlong forms, no surrogates, nothing past U+10FFFF */
+        if (ok && ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+                   (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff))
+            ok = false;
+        if (ok && n == 1 && (c < 0x20 || c == 0x7f)) ok = false;
+        if (!ok) { *p++ = '?'; continue; }
+        p += n;
+    }
+}
+
 kb_status kb_fail(kb_error *err, kb_status code, const char *field,
                   const char *fmt, ...) {
     if (!err) return code;
@@ -36,12 +63,18 @@ kb_status kb_fail(kb_error *err, kb_status code, const char *field,
     if (field && field[0]) {
         int w = snprintf(err->message, sizeof err->message, "%s: ", field);
         used = w < 0 ? 0 : (size_t)w;
-        if (used >= sizeof err->message) return code;
+        if (used >= sizeof err->message) {
+            kb_utf8_sanitize(err->field);
+            kb_utf8_sanitize(err->message);
+            return code;
+        }
     }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->message + used, sizeof err->message - used, fmt, ap);
     va_end(ap);
+    kb_utf8_sanitize(err->field);
+    kb_utf8_sanitize(err->message);
     return code;
 }
 

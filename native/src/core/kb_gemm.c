@@ -108,6 +108,15 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
         if (!p->A) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "A"), "is NULL");
         if (!p->B) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "B"), "is NULL");
         if (!p->C) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "C"), "is NULL");
+        if (!kb_aligned(p->A, sizeof(kb_f16)))
+            return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "A"), "is not aligned to 2 bytes");
+        if (!kb_aligned(p->C, sizeof(kb_f16)))
+            return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "C"), "is not aligned to 2 bytes");
+        if (!kb_aligned(p->bias, sizeof(kb_f16)))
+            return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "bias"), "is not aligned to 2 bytes");
+        if (!kb_aligned(p->B, p->b_is_packed ? KB_PACKED_ALIGN : sizeof(kb_f16)))
+            return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "B"), "is not aligned to %zu bytes",
+                           p->b_is_packed ? (size_t)KB_PACKED_ALIGN : sizeof(kb_f16));
         if (p->lda < K)
             return kb_fail(err, KB_ERR_INVALID_ARGUMENT, FIELD(f, i, "lda"), "%zu is smaller than K = %zu", p->lda, K);
         if (p->ldc < N)

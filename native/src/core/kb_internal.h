@@ -46,6 +46,12 @@ static inline bool kb_add_ok(size_t a, size_t b, size_t *out) {
 }
 static inline size_t kb_ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
+/* Is p aligned to a (a power of two)? FP16 operands need 2 bytes, packed
+ * buffers the alignment of their header (8): reading either through a
+ * pointer that is not is undefined behaviour, so entry points refuse it. */
+static inline bool kb_aligned(const void *p, size_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
+#define KB_PACKED_ALIGN _Alignof(kb_packed_header)
+
 /* ---- FP16 ---------------------------------------------------------------- */
 
 float kb_h2f(kb_f16 h);

@@ -3,6 +3,7 @@
 #include "kb_json.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,42 @@ static void skip_ws(parser *ps) {
         ps->p++;
 }
 
+/* Four hex digits of a \u escape. */
+static bool hex4(parser *ps, unsigned int *u) {
+    if (ps->end - ps->p < 4) return false;
+    *u = 0;
+    for (int i = 0; i < 4; i++) {
+        char h = *ps->p++;
+        *u <<= 4;
+        if (h >= '0' && h <= '9') *u |= (unsigned)(h - '0');
+        else if (h >= 'a' && h <= 'f') *u |= (unsigned)(h - 'a' + 10);
+        else if (h >= 'A' && h <= 'F') *u |= (unsigned)(h - 'A' + 10);
+        else return false;
+    }
+    return true;
+}
+
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF), 0 if there is none. */
+static size_t utf8_len(const char *p, const char *end) {
+    const unsigned char *s = (const unsigned char *)p;
+    size_t avail = (size_t)(end - p);
+    unsigned c = s[0], cp;
+    size_t n;
+    if (c >= 0xc2 && c <= 0xdf) { n = 2; cp = c & 0x1f; }
+    else if (c >= 0xe0 && c <= 0xef) { n = 3; cp = c & 0x0f; }
+    else if (c >= 0xf0 && c <= 0xf4) { n = 4; cp = c & 0x07; }
+    else return 0;
+    if (avail < n) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3fu);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return 0;
+    return n;
+}
+
 static kb_json *node(kb_json_type t) {
     kb_json *n = calloc(1, sizeof *n);
     if (n) n->type = t;
@@ -43,6 +80,12 @@ static char *parse_string_raw(parser *ps) {
         size_t n = 1;
         buf[0] = (char)c;
         if (c < 0x20) { free(out); return (char *)fail(ps, "control character in a string"); }
+        if (c >= 0x80) { /* a UTF-8 sequence, copied whole once checked */
+            n = utf8_len(ps->p - 1, ps->end);
+            if (!n) { free(out); return (char *)fail(ps, "invalid UTF-8 in a string"); }
+            memcpy(buf, ps->p - 1, n);
+            ps->p += n - 1;
+        }
         if (c == '\\') {
             if (ps->p >= ps->end) break;
             char e = *ps->p++;
@@ -54,19 +97,23 @@ static char *parse_string_raw(parser *ps) {
             case 'r': buf[0] = '\r'; break;
             case 't': buf[0] = '\t'; break;
             case 'u': {
-                if (ps->end - ps->p < 4) { free(out); return (char *)fail(ps, "bad \\u escape"); }
                 unsigned int u = 0;
-                for (int i = 0; i < 4; i++) {
-                    char h = *ps->p++;
-                    u <<= 4;
-                    if (h >= '0' && h <= '9') u |= (unsigned)(h - '0');
-                    else if (h >= 'a' && h <= 'f') u |= (unsigned)(h - 'a' + 10);
-                    else if (h >= 'A' && h <= 'F') u |= (unsigned)(h - 'A' + 10);
-                    else { free(out); return (char *)fail(ps, "bad \\u escape"); }
+                if (!hex4(ps, &u)) { free(out); return (char *)fail(ps, "bad \\u escape"); }
+                if (u >= 0xdc00 && u <= 0xdfff) { free(out); return (char *)fail(ps, "unpaired surrogate in a \\u escape"); }
+                if (u >= 0xd800 && u <= 0xdbff) { /* a pair: \uD8xx\uDCxx */
+                    unsigned int lo = 0;
+                    if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u') { free(out); return (char *)fail(ps, "unpaired surrogate in a \\u escape"); }
+                    ps->p += 2;
+                    if (!hex4(ps, &lo) || lo < 0xdc00 || lo > 0xdfff) { free(out); return (char *)fail(ps, "unpaired surrogate in a \\u escape"); }
+                    u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
                 }
+                /* NUL would end the C string early: the loader would read another name than
+                 * any other JSON reader */
+                if (u == 0) { free(out); return (char *)fail(ps, "\\u0000 in a string"); }
                 if (u < 0x80) buf[0] = (char)u;
                 else if (u < 0x800) { buf[0] = (char)(0xc0 | (u >> 6)); buf[1] = (char)(0x80 | (u & 0x3f)); n = 2; }
-                else { buf[0] = (char)(0xe0 | (u >> 12)); buf[1] = (char)(0x80 | ((u >> 6) & 0x3f)); buf[2] = (char)(0x80 | (u & 0x3f)); n = 3; }
+                else if (u < 0x10000) { buf[0] = (char)(0xe0 | (u >> 12)); buf[1] = (char)(0x80 | ((u >> 6) & 0x3f)); buf[2] = (char)(0x80 | (u & 0x3f)); n = 3; }
+                else { buf[0] = (char)(0xf0 | (u >> 18)); buf[1] = (char)(0x80 | ((u >> 12) & 0x3f)); buf[2] = (char)(0x80 | ((u >> 6) & 0x3f)); buf[3] = (char)(0x80 | (u & 0x3f)); n = 4; }
                 break;
             }
             default: free(out); return (char *)fail(ps, "bad escape");

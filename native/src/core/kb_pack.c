@@ -12,6 +12,9 @@ static kb_status check_pack_args(size_t N, size_t K, const kb_f16 *B, size_t ldb
     if (K == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "K", "must be positive, got 0");
     if (!B) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "B", "is NULL");
     if (!dst) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "dst", "is NULL");
+    if (!kb_aligned(B, sizeof(kb_f16))) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "B", "is not aligned to 2 bytes");
+    if (!kb_aligned(dst, KB_PACKED_ALIGN))
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "dst", "is not aligned to %zu bytes", (size_t)KB_PACKED_ALIGN);
     if (ldb < N)
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "ldb", "%zu is smaller than N = %zu", ldb, N);
     size_t span;
@@ -105,6 +108,7 @@ kb_status kb_pack_b_native(int backend, size_t N, size_t K, const kb_f16 *B,
     kb_clear_error(err);
     kb_status st = check_pack_args(N, K, B, ldb, dst, err);
     if (st != KB_OK) return st;
+    if (!kb_aligned(bias, sizeof(kb_f16))) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "bias", "is not aligned to 2 bytes");
     int layout = 0; uint32_t vbits = 0;
     if ((st = native_check(backend, sel, &layout, &vbits, err)) != KB_OK) return st;
     size_t need = 0;
@@ -118,10 +122,20 @@ kb_status kb_pack_b_native(int backend, size_t N, size_t K, const kb_f16 *B,
 }
 
 kb_status kb_verify_packed_b(const void *buf, size_t size, kb_error *err) {
+    kb_packed_header h;
+    return kb_describe_packed(buf, size, &h, err);
+}
+
+/* ---- describing a packed buffer -------------------------------------- */
+
+kb_status kb_describe_packed(const void *buf, size_t size, kb_packed_header *out, kb_error *err) {
     kb_clear_error(err);
     if (!buf) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "B", "is NULL");
+    if (!out) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "out", "is NULL");
     kb_packed_header h;
     kb_status st = kb_header_check(buf, size, "buffer", 0, 0, 0, &h, err);
     if (st != KB_OK) return st;
-    return kb_payload_check(buf, &h, "buffer", err);
+    if ((st = kb_payload_check(buf, &h, "buffer", err)) != KB_OK) return st;
+    *out = h;
+    return KB_OK;
 }

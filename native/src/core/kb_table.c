@@ -4,6 +4,7 @@
 #include "kb_json.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,42 +31,108 @@ static kb_status bad(kb_error *err, kb_json *root, const char *field, const char
     return kb_fail(err, KB_ERR_INVALID_ARGUMENT, field, "%s", msg);
 }
 
-static double num(const kb_json *o, const char *key, double dflt) {
-    const kb_json *v = kb_json_get(o, key);
-    return (v && v->type == KB_JSON_NUMBER) ? v->number : dflt;
+/* The member `key` of an object, NULL if absent; *dup is set when the key
+ * appears more than once (JSON readers disagree on which one counts: the
+ * Python side would take the last, a first-match lookup the first). */
+static const kb_json *member(const kb_json *o, const char *key, bool *dup) {
+    const kb_json *found = NULL;
+    if (!o || o->type != KB_JSON_OBJECT) return NULL;
+    for (const kb_json *c = o->child; c; c = c->next) {
+        if (!c->key || strcmp(c->key, key)) continue;
+        if (found) *dup = true;
+        else found = c;
+    }
+    return found;
 }
+
+/* Copies at most 40 bytes of a string from the table for a message (the
+ * error code path makes the whole message valid UTF-8). */
+static const char *quoted(const char *s, char *buf, size_t len) {
+    snprintf(buf, len, "%.40s%s", s ? s : "?", s && strlen(s) > 40 ? "..." : "");
+    return buf;
+}
+
+typedef struct loader {
+    kb_json *root;
+    kb_error *err;
+    kb_status st;
+} loader;
+
+/* Looks up a member; a duplicate key fails the load, naming the path. */
+static const kb_json *get(loader *ld, const kb_json *o, const char *path, const char *key) {
+    bool dup = false;
+    const kb_json *v = member(o, key, &dup);
+    if (dup && ld->st == KB_OK)
+        ld->st = kb_fail(ld->err, KB_ERR_INVALID_ARGUMENT, path, "the key \"%s\" appears more than once", key);
+    return v;
+}
+
+/* A number member in [lo, hi] (dflt when absent); any other value fails
+ * the load, naming "<path>.<key>". Range checks keep every conversion
+ * defined (a 1e300 stride would otherwise be cast to long). */
+static double number(loader *ld, const kb_json *o, const char *path, const char *key,
+                     double dflt, double lo, double hi, bool integer) {
+    const kb_json *v = get(ld, o, path, key);
+    if (!v || ld->st != KB_OK) return dflt;
+    char field[2 * KB_FIELD_LEN];
+    snprintf(field, sizeof field, "%s.%s", path, key);
+    if (v->type != KB_JSON_NUMBER) {
+        ld->st = kb_fail(ld->err, KB_ERR_INVALID_ARGUMENT, field, "must be a number");
+        return dflt;
+    }
+    double x = v->number;
+    if (!(x >= lo && x <= hi) || (integer && x != floor(x))) {
+        ld->st = kb_fail(ld->err, KB_ERR_INVALID_ARGUMENT, field, "%g is not %s in [%.0f, %.0f]", x,
+                         integer ? "an integer" : "a number", lo, hi);
+        return dflt;
+    }
+    return x;
+}
+
+#define SIZE_LIMIT 18446744073709551615.0 /* largest size_t value, as a double */
+#define CONV_LIMIT 2147483647.0          /* kernel sizes and strides the rules can name */
 
 kb_status kb_load_dispatch_table(const char *json, size_t len, kb_dispatch_table **out,
                                  kb_error *err) {
     kb_clear_error(err);
     if (!json) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "table", "is NULL");
     if (!out) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "out", "is NULL");
-    char perr[128];
+    char perr[128], q1[48], q2[48];
     kb_json *root = kb_json_parse(json, len, perr, sizeof perr);
     if (!root) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "table", "not valid JSON: %s", perr);
     if (root->type != KB_JSON_OBJECT) return bad(err, root, "table", "must be a JSON object");
-    if (num(root, "kbench_dispatch_table", 0) != 1)
+    loader ld = {root, err, KB_OK};
+#define CHECK() do { if (ld.st != KB_OK) { kb_json_free(root); return ld.st; } } while (0)
+    const kb_json *format = get(&ld, root, "table", "kbench_dispatch_table");
+    CHECK();
+    if (!format || format->type != KB_JSON_NUMBER || format->number != 1)
         return bad(err, root, "table.kbench_dispatch_table", "missing, or not format version 1");
-    const kb_json *ver = kb_json_get(root, "library_version");
+    const kb_json *ver = get(&ld, root, "table", "library_version");
+    CHECK();
     if (!ver || ver->type != KB_JSON_STRING) return bad(err, root, "table.library_version", "missing");
     if (strcmp(ver->string, kb_version())) {
         kb_status st = kb_fail(err, KB_ERR_INVALID_ARGUMENT, "table.library_version",
-                               "tuned with library %s, this is %s: tune again", ver->string, kb_version());
+                               "tuned with library %s, this is %s: tune again",
+                               quoted(ver->string, q1, sizeof q1), kb_version());
         kb_json_free(root);
         return st;
     }
-    const kb_json *fp = kb_json_get(root, "fingerprint");
+    const kb_json *fp = get(&ld, root, "table", "fingerprint");
+    CHECK();
     if (!fp || fp->type != KB_JSON_OBJECT) return bad(err, root, "table.fingerprint", "missing");
     kb_cpu_info cpu;
     kb_cpu_detect(&cpu);
-    const kb_json *arch = kb_json_get(fp, "arch");
+    const kb_json *arch = get(&ld, fp, "table.fingerprint", "arch");
+    CHECK();
     if (!arch || arch->type != KB_JSON_STRING || strcmp(arch->string, cpu.arch)) {
         kb_status st = kb_fail(err, KB_ERR_INVALID_ARGUMENT, "table.fingerprint.arch",
-                               "tuned on %s, this machine is %s", arch && arch->string ? arch->string : "?", cpu.arch);
+                               "tuned on %s, this machine is %s",
+                               quoted(arch && arch->string ? arch->string : "?", q2, sizeof q2), cpu.arch);
         kb_json_free(root);
         return st;
     }
-    const kb_json *feats = kb_json_get(fp, "cpu_features");
+    const kb_json *feats = get(&ld, fp, "table.fingerprint", "cpu_features");
+    CHECK();
     if (!feats || feats->type != KB_JSON_ARRAY) return bad(err, root, "table.fingerprint.cpu_features", "missing");
     uint32_t mask = 0;
     for (const kb_json *f = feats->child; f; f = f->next)
@@ -78,14 +145,17 @@ kb_status kb_load_dispatch_table(const char *json, size_t len, kb_dispatch_table
         kb_json_free(root);
         return st;
     }
-    double svl = num(fp, "sme_vector_bits", -1);
+    double svl = number(&ld, fp, "table.fingerprint", "sme_vector_bits", -1, 0, 65536, true);
+    CHECK();
+    if (svl < 0) return bad(err, root, "table.fingerprint.sme_vector_bits", "missing");
     if (svl != (double)cpu.sme_vector_bits) {
         kb_status st = kb_fail(err, KB_ERR_INVALID_ARGUMENT, "table.fingerprint.sme_vector_bits",
                                "tuned at an SVL of %.0f bits, this CPU runs at %u", svl, cpu.sme_vector_bits);
         kb_json_free(root);
         return st;
     }
-    const kb_json *rules = kb_json_get(root, "rules");
+    const kb_json *rules = get(&ld, root, "table", "rules");
+    CHECK();
     if (!rules || rules->type != KB_JSON_ARRAY) return bad(err, root, "table.rules", "missing");
     size_t n = 0;
     for (const kb_json *r = rules->child; r; r = r->next) n++;
@@ -95,32 +165,60 @@ kb_status kb_load_dispatch_table(const char *json, size_t len, kb_dispatch_table
         kb_json_free(root);
         return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "table", "cannot allocate %zu rules", n);
     }
+#undef CHECK
+#define CHECK() do { if (ld.st != KB_OK) { free(t); kb_json_free(root); return ld.st; } } while (0)
     for (const kb_json *r = rules->child; r; r = r->next) {
         rule *ru = &t->rules[t->n];
-        const kb_json *op = kb_json_get(r, "op"), *name = kb_json_get(r, "realization");
-        const kb_json *cls = kb_json_get(r, "class");
+        char path[KB_FIELD_LEN], cpath[KB_FIELD_LEN];
+        snprintf(path, sizeof path, "table.rules[%zu]", t->n);
+        snprintf(cpath, sizeof cpath, "table.rules[%zu].class", t->n);
+        if (r->type != KB_JSON_OBJECT) {
+            ld.st = kb_fail(err, KB_ERR_INVALID_ARGUMENT, path, "must be an object with op, class and realization");
+            CHECK();
+        }
+        const kb_json *op = get(&ld, r, path, "op"), *name = get(&ld, r, path, "realization");
+        const kb_json *cls = get(&ld, r, path, "class");
+        CHECK();
         if (!op || op->type != KB_JSON_STRING || !name || name->type != KB_JSON_STRING ||
-            !cls || cls->type != KB_JSON_OBJECT || strlen(name->string) >= KB_NAME_LEN) {
-            free(t);
-            return bad(err, root, "table.rules", "every rule needs op, class and realization");
+            !cls || cls->type != KB_JSON_OBJECT) {
+            ld.st = kb_fail(err, KB_ERR_INVALID_ARGUMENT, path, "every rule needs op, class and realization");
+            CHECK();
+        }
+        if (strlen(name->string) >= KB_NAME_LEN) {
+            ld.st = kb_fail(err, KB_ERR_INVALID_ARGUMENT, path, "realization name longer than %d bytes", KB_NAME_LEN - 1);
+            CHECK();
         }
         if (!strcmp(op->string, "gemm")) ru->op = KB_OP_GEMM;
         else if (!strcmp(op->string, "conv2d")) ru->op = KB_OP_CONV2D;
-        else { free(t); return bad(err, root, "table.rules.op", "must be gemm or conv2d"); }
+        else {
+            ld.st = kb_fail(err, KB_ERR_INVALID_ARGUMENT, path, "op must be gemm or conv2d, not %s",
+                            quoted(op->string, q1, sizeof q1));
+            CHECK();
+        }
         static const char *lo[3] = {"m_min", "n_min", "k_min"}, *hi[3] = {"m_max", "n_max", "k_max"};
         for (int i = 0; i < 3; i++) {
-            ru->lo[i] = num(cls, lo[i], 0);
-            ru->hi[i] = num(cls, hi[i], INFINITY);
+            ru->lo[i] = number(&ld, cls, cpath, lo[i], 0, 0, SIZE_LIMIT, false);
+            ru->hi[i] = number(&ld, cls, cpath, hi[i], INFINITY, 0, INFINITY, false);
         }
         static const char *cv[6] = {"kh", "kw", "stride_h", "stride_w", "dilation_h", "dilation_w"};
-        for (int i = 0; i < 6; i++) ru->conv[i] = (long)num(cls, cv[i], -1);
-        const kb_json *dw = kb_json_get(cls, "depthwise");
-        ru->depthwise = dw && dw->type == KB_JSON_BOOL ? (int)dw->number : -1;
-        const kb_json *gr = kb_json_get(cls, "grouped");
-        ru->grouped = gr && gr->type == KB_JSON_BOOL ? (int)gr->number : -1;
+        for (int i = 0; i < 6; i++) ru->conv[i] = (long)number(&ld, cls, cpath, cv[i], -1, 1, CONV_LIMIT, true);
+        static const char *flags[2] = {"depthwise", "grouped"};
+        int *flag_out[2] = {&ru->depthwise, &ru->grouped};
+        for (int i = 0; i < 2; i++) {
+            const kb_json *fl = get(&ld, cls, cpath, flags[i]);
+            CHECK();
+            if (fl && fl->type != KB_JSON_BOOL) {
+                char field[2 * KB_FIELD_LEN];
+                snprintf(field, sizeof field, "%s.%s", cpath, flags[i]);
+                ld.st = kb_fail(err, KB_ERR_INVALID_ARGUMENT, field, "must be true or false");
+                CHECK();
+            }
+            *flag_out[i] = fl ? (int)fl->number : -1;
+        }
         strcpy(ru->name, name->string);
         t->n++;
     }
+#undef CHECK
     kb_json_free(root);
     *out = t;
     return KB_OK;

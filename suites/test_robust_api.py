@@ -1,0 +1,296 @@
+"""The Python API refuses what it cannot compute correctly, with a typed
+error naming the field and the output untouched: outputs that are not
+writable, packed buffers that are not one contiguous run of bytes, outputs
+that share memory with an input, malformed clamps, threads, pads and
+parameter objects, outputs too large to allocate. (ci/sanitize.sh also runs
+this file under ASan + UBSan: an out-of-bounds read is a failure there.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import kbench
+from kbench.errors import ContractViolation, InvalidArgument, OutOfMemory, Unsupported
+from kbench.judge import oracle
+from kbench.native import api
+
+RNG = np.random.default_rng(16)
+
+
+def f16(*shape: int) -> np.ndarray:
+    return RNG.integers(-3, 4, size=shape).astype(np.float16)
+
+
+def run_isolated(code: str) -> subprocess.CompletedProcess[str]:
+    """Runs a snippet in a fresh interpreter: a call that would segfault
+    must fail the test, not the test session."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=120)
+
+
+# ---- outputs that are not writable ----------------------------------------------------
+
+
+def test_conv2d_refuses_a_read_only_memmap_output(tmp_path):
+    """Before: the kernel wrote into a read-only mapping: SIGSEGV."""
+    res = run_isolated(f"""
+        import numpy as np, kbench
+        path = {str(tmp_path / "out.bin")!r}
+        np.zeros((1, 4, 4, 4), np.float16).tofile(path)
+        out = np.memmap(path, dtype=np.float16, mode="r", shape=(1, 4, 4, 4))
+        x = np.ones((1, 6, 6, 4), np.float16); w = np.ones((3, 3, 4, 4), np.float16)
+        try:
+            kbench.conv2d(x, w, out=out)
+        except kbench.InvalidArgument as exc:
+            print("refused", exc.field)
+    """)
+    assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
+    assert res.stdout.split() == ["refused", "output"]
+
+
+def test_conv2d_refuses_an_output_over_immutable_bytes():
+    """Before: np.frombuffer(bytes) as `out` rewrote an immutable bytes object."""
+    raw = bytes(2 * 4 * 4 * 4)
+    out = np.frombuffer(raw, dtype=np.float16).reshape(1, 4, 4, 4)
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.conv2d(f16(1, 6, 6, 4), f16(3, 3, 4, 4), out=out)
+    assert exc.value.field == "output"
+    assert raw == bytes(2 * 4 * 4 * 4)
+
+
+def test_gemm_refuses_an_output_over_immutable_bytes():
+    raw = bytes(2 * 4 * 4)
+    out = np.frombuffer(raw, dtype=np.float16).reshape(4, 4)
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.gemm(f16(4, 4), f16(4, 4), out=out)
+    assert exc.value.field == "problems[0].c" and raw == bytes(32)
+
+
+# ---- packed buffers that are not one run of bytes ------------------------------------
+
+
+def _reversed_copy(packed: kbench.PackedB) -> np.ndarray:
+    """The same bytes as packed.data, held by a view with a negative stride."""
+    backwards = packed.data[::-1].copy()
+    view = backwards[::-1]
+    assert np.array_equal(view, packed.data) and view.strides == (-1,)
+    return view
+
+
+def test_gemm_refuses_a_negative_stride_packed_buffer():
+    """Before: the library read the header and payload forward from the
+    view's first element, i.e. past the end of its memory (ASan:
+    heap-buffer-overflow)."""
+    b = f16(8, 24)
+    packed = kbench.pack_b(b)
+    bad = kbench.PackedB(_reversed_copy(packed), packed.n, packed.k, packed.native,
+                         packed.backend, packed.layout, packed.vector_bits)
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.gemm(f16(3, 8), bad)
+    assert exc.value.field == "problems[0].b.data"
+    strided = kbench.PackedB(np.repeat(packed.data, 2)[::2], packed.n, packed.k, False,
+                             packed.backend, packed.layout, 0)
+    with pytest.raises(InvalidArgument, match="contiguous"):
+        kbench.gemm(f16(3, 8), strided)
+
+
+def test_describe_packed_refuses_a_negative_stride_view():
+    packed = kbench.pack_b(f16(8, 24))
+    with pytest.raises(InvalidArgument) as exc:
+        api.describe_packed(_reversed_copy(packed))
+    assert exc.value.field == "B"
+
+
+@pytest.mark.parametrize("damage,field", [
+    (lambda d: d.__setitem__(0, d[0] ^ 1), "B.magic"),
+    (lambda d: d.__setitem__(24, d[24] ^ 1), "B.header_checksum"),
+    (lambda d: d.__setitem__(70, d[70] ^ 1), "B.payload_checksum"),
+])
+def test_describe_packed_checks_the_buffer(damage, field):
+    """describe_packed reads through the library (kb_describe_packed): a
+    damaged buffer is a ContractViolation naming the header field."""
+    data = kbench.pack_b(f16(8, 24)).data.copy()
+    assert api.describe_packed(data).n == 24
+    damage(data)
+    with pytest.raises(ContractViolation) as exc:
+        api.describe_packed(data)
+    assert exc.value.field == field
+    with pytest.raises(ContractViolation, match="truncated"):
+        api.describe_packed(kbench.pack_b(f16(8, 24)).data[:100].copy())
+
+
+# ---- outputs that share memory with an input ------------------------------------------
+
+
+@pytest.mark.parametrize("alias", ["a", "b", "bias", "a_rows"])
+def test_gemm_refuses_an_output_sharing_memory_with_an_input(alias):
+    """Before: the kernel overwrote A (or B) while still reading it, and
+    returned a wrong result without a word."""
+    a, b, bias = f16(8, 8), f16(8, 8), f16(8)
+    kwargs: dict = {}
+    if alias == "a":
+        out = a
+    elif alias == "b":
+        out = b
+    elif alias == "a_rows":  # a view that overlaps A's last rows
+        big = f16(12, 8)
+        a, out = big[:8], big[4:]
+    else:
+        store = f16(8, 8)
+        bias = store[0]
+        kwargs["bias"] = bias
+        out = store
+    before = (a.copy(), b.copy(), out.copy())
+    with pytest.raises(InvalidArgument, match="shares memory") as exc:
+        kbench.gemm(a, b, out=out, **kwargs)
+    assert exc.value.field == "problems[0].c"
+    assert np.array_equal(out, before[2]) and np.array_equal(a, before[0])
+
+
+def test_gemm_batch_refuses_outputs_that_overlap_each_other():
+    c = np.zeros((8, 8), np.float16)
+    problems = [kbench.GemmOperands(f16(4, 8), f16(8, 8), c[:4]),
+                kbench.GemmOperands(f16(4, 8), f16(8, 8), c[2:6])]
+    with pytest.raises(InvalidArgument, match=r"shares memory with problems\[0\]\.c") as exc:
+        kbench.gemm_batch(problems)
+    assert exc.value.field == "problems[1].c" and not c.any()
+
+
+def test_disjoint_views_of_one_buffer_are_fine():
+    """Columns of one array, interleaved but not shared, are not aliasing."""
+    store = f16(8, 16)
+    a, out = store[:, :8], store[:, 8:]
+    b = f16(8, 8)
+    expected = oracle.round16(a.astype(np.float64) @ b.astype(np.float64))
+    res = kbench.gemm(a, b, out=out)
+    assert np.array_equal(res.c[0], expected) and res.c[0] is out
+
+
+@pytest.mark.parametrize("force", ["conv2d_direct_scalar_f32acc",
+                                   "conv2d_winograd_f2x2_3x3_scalar_f32acc",
+                                   "conv2d_im2col_gemm_scalar_f32acc"])
+def test_conv2d_refuses_an_output_that_is_its_input(force):
+    x = f16(1, 6, 6, 4)
+    keep = x.copy()
+    params = kbench.ConvParams(pad=(1, 1, 1, 1))
+    with pytest.raises(InvalidArgument, match="shares memory with input") as exc:
+        kbench.conv2d(x, f16(3, 3, 4, 4), params=params, out=x,
+                      selector=kbench.Selector(force=force))
+    assert exc.value.field == "output" and np.array_equal(x, keep)
+
+
+# ---- malformed arguments: typed errors naming the field -------------------------------
+
+
+@pytest.mark.parametrize("clamp", [(1.0,), (0.0, 1.0, 2.0), "ab", 3.0, (None, 1.0),
+                                   ("0", "1")])
+def test_a_malformed_clamp_is_refused_naming_it(clamp):
+    """Before: a one-element tuple raised a bare ValueError (unpacking)."""
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.gemm(f16(2, 2), f16(2, 2), clamp=clamp)
+    assert exc.value.field == "problems[0].clamp"
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.conv2d(f16(1, 4, 4, 2), f16(3, 3, 2, 2), params=kbench.ConvParams(clamp=clamp))
+    assert exc.value.field == "params.clamp"
+
+
+@pytest.mark.parametrize("threads", [2**31, -1, 2**64, 1.5, True, "4"])
+def test_threads_out_of_the_c_range_are_refused(threads):
+    """Before: threads = 2**31 raised OverflowError from cffi."""
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.gemm(f16(2, 2), f16(2, 2), selector=kbench.Selector(threads=threads))
+    assert exc.value.field == "selector.threads"
+
+
+def test_the_largest_c_thread_count_is_accepted():
+    res = kbench.gemm(f16(2, 2), f16(2, 2), selector=kbench.Selector(threads=2**31 - 1))
+    assert res.realization.name
+
+
+@pytest.mark.parametrize("field,params", [
+    ("params.pad", kbench.ConvParams(pad=(1, 1))),
+    ("params.stride", kbench.ConvParams(stride=(1,))),
+    ("params.dilation", kbench.ConvParams(dilation=2)),
+    ("params", {"stride": (1, 1)}),
+    ("params.groups", kbench.ConvParams(groups=1.0)),
+    ("desc.pad_top", kbench.ConvParams(pad=(1.5, 0, 0, 0))),
+])
+def test_malformed_conv_params_are_refused_naming_the_field(field, params):
+    """Before: a short pad tuple raised IndexError, a dict AttributeError."""
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.conv2d(f16(1, 4, 4, 2), f16(3, 3, 2, 2), params=params)
+    assert exc.value.field == field
+
+
+def test_a_pad_too_large_to_allocate_is_out_of_memory_naming_the_output():
+    """Before: numpy's MemoryError (or ValueError) escaped with no field."""
+    huge = kbench.ConvParams(pad=(10**6, 10**6, 10**6, 10**6))
+    with pytest.raises(OutOfMemory) as exc:
+        kbench.conv2d(f16(1, 2, 2, 2), f16(1, 1, 2, 2), params=huge)
+    assert exc.value.field == "output"
+    beyond = kbench.ConvParams(pad=(2**64, 0, 0, 0))
+    with pytest.raises(kbench.SizeOverflow) as exc:
+        kbench.conv2d(f16(1, 2, 2, 2), f16(1, 1, 2, 2), params=beyond)
+    assert exc.value.field == "desc.pad_top"
+
+
+def test_the_winograd_refusal_names_the_kernel_shape():
+    """Before: forcing Winograd on a 5x5 kernel blamed "groups = 1"."""
+    with pytest.raises(Unsupported) as exc:
+        kbench.conv2d(f16(1, 8, 8, 2), f16(5, 5, 2, 2),
+                      selector=kbench.Selector(force="conv2d_winograd_f2x2_3x3_scalar_f32acc"))
+    msg = str(exc.value)
+    assert exc.value.field == "selector.force"
+    assert "3x3" in msg and "5x5 kernel" in msg and "groups" not in msg
+
+
+def test_a_gemv_forced_on_a_matrix_names_m():
+    gemv = [r.name for r in kbench.realizations() if r.op == "gemm" and r.max_m == 1]
+    if not gemv:
+        with pytest.raises(Unsupported, match="convolution realization, not a GEMM"):
+            kbench.gemm(f16(4, 2), f16(2, 2),
+                        selector=kbench.Selector(force="conv2d_direct_scalar_f32acc"))
+        return
+    with pytest.raises(Unsupported, match="takes M <= 1, the call has M = 4"):
+        kbench.gemm(f16(4, 2), f16(2, 2), selector=kbench.Selector(force=gemv[0]))
+
+
+@pytest.mark.parametrize("selector,field", [
+    (kbench.Selector(force=42), "selector.force"),  # type: ignore[arg-type]
+    (kbench.Selector(disabled="neon"), "selector.disabled"),  # type: ignore[arg-type]
+    (kbench.Selector(table="t.json"), "selector.table"),  # type: ignore[arg-type]
+])
+def test_selector_fields_of_the_wrong_type_are_refused(selector, field):
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.gemm(f16(2, 2), f16(2, 2), selector=selector)
+    assert exc.value.field == field
+
+
+# ---- misaligned operands ------------------------------------------------------------
+
+
+def test_misaligned_operands_are_refused_by_the_library():
+    """Found by fuzz_worker: an FP16 operand at an odd address (or a packed
+    buffer off its 8-byte header alignment) was read through a misaligned
+    pointer, undefined behaviour (UBSan). Every entry point now refuses it."""
+    raw = np.zeros(2 * 64 + 1, np.uint8)
+    odd = raw[1:].view(np.float16)[:64]  # numpy allows an unaligned view
+    assert odd.__array_interface__["data"][0] % 2 == 1
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.gemm(odd.reshape(8, 8), f16(8, 8))
+    assert exc.value.field == "problems[0].A" and "aligned" in exc.value.message
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.conv2d(odd[:16].reshape(1, 2, 2, 4), f16(1, 1, 4, 4))
+    assert exc.value.field == "input"
+    packed = kbench.pack_b(f16(8, 24))
+    shifted = np.zeros(packed.data.size + 4, np.uint8)[4:]
+    shifted[:] = packed.data
+    bad = kbench.PackedB(shifted, packed.n, packed.k, False, packed.backend, packed.layout, 0)
+    with pytest.raises(InvalidArgument) as exc:
+        kbench.gemm(f16(3, 8), bad)
+    assert exc.value.field == "problems[0].B" and "8 bytes" in exc.value.message
