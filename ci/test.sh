@@ -3,7 +3,8 @@
 # runtime-detection suites under QEMU); the contract suite under ASan+UBSan;
 # and correctness, contract and determinism suites on every emulated Arm
 # target: qemu -cpu max at SVL 128/256/512/1024/2048, max with the ISA capped
-# to SME1, neoverse-v1, neoverse-n1 and cortex-a53; and the in-process path
+# to SME1, neoverse-v1, neoverse-n1 and cortex-a53 (and the SME suites on max
+# without FEAT_SME_FA64, sme_fa64=off); and the in-process path
 # on emulated Arm64: kbench's aarch64 cffi module inside an aarch64 CPython
 # under QEMU (our backends on the emulation catalog, the onnxruntime peer on
 # its case classes with KleidiAI on and off, with accumulation fingerprints).
@@ -87,5 +88,10 @@ if [ "$status" -ne 0 ]; then
   echo "emulated targets: FAILED (full logs in $logs)"
   exit 1
 fi
+
+step "SME suites on an emulated CPU without FEAT_SME_FA64 (streaming-mode leaks trap there)"
+"$PY" -m pytest suites/test_correctness.py suites/test_contracts.py suites/test_determinism.py \
+  -q -p no:cacheprovider --kb-shapes emulated --kb-backend sme \
+  --kb-target qemu:cpu=max:svl=512:fa64=off | tail -n 12
 
 step "done"

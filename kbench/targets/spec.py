@@ -8,8 +8,11 @@ that writes outside its output is caught here.
 
 Target specs:
     host                                  the cffi module of this machine
-    qemu[:cpu=MODEL][:svl=BITS][:isa=CAP] the aarch64 worker under qemu-aarch64
-    qemu-python[:cpu=MODEL][:svl=BITS]    the aarch64 cffi module (and the peers) in an
+    qemu[:cpu=MODEL][:svl=BITS][:isa=CAP][:fa64=off]
+                                          the aarch64 worker under qemu-aarch64
+                                          (fa64=off: SME without FEAT_SME_FA64)
+    qemu-python[:cpu=MODEL][:svl=BITS][:fa64=off]
+                                          the aarch64 cffi module (and the peers) in an
                                           aarch64 CPython under qemu-aarch64
                                           (kbench.targets.pyworker)
     worker:host                           the worker built for this machine
@@ -208,11 +211,13 @@ class QemuSpec:
     svl: int | None = None  # bits
     isa: str | None = None  # KBENCH_ISA_CAP inside the worker
     kind: str = "qemu"  # or "qemu-python"
+    fa64: bool = True  # False: an SME CPU without FEAT_SME_FA64 (sme_fa64=off)
 
     @property
     def qemu_cpu(self) -> str:
-        """The -cpu argument: the model, and the SVL in bytes."""
-        return self.cpu + (f",sme-default-vector-length={self.svl // 8}" if self.svl else "")
+        """The -cpu argument: the model, the SVL in bytes, FA64 off if asked."""
+        return (self.cpu + (f",sme-default-vector-length={self.svl // 8}" if self.svl else "")
+                + ("" if self.fa64 else ",sme_fa64=off"))
 
     @property
     def name(self) -> str:
@@ -221,6 +226,8 @@ class QemuSpec:
             s += f":svl={self.svl}"
         if self.isa:
             s += f":isa={self.isa}"
+        if not self.fa64:
+            s += ":fa64=off"
         return s
 
 
@@ -231,9 +238,9 @@ def parse_qemu(spec: str) -> QemuSpec:
     values: dict[str, str] = {}
     for p in parts[1:]:
         key, sep, value = p.partition("=")
-        if not sep or key not in ("cpu", "svl", "isa") or not value:
-            raise InvalidArgument(f"target: {p!r} in {spec!r}: expected cpu=MODEL, svl=BITS or "
-                                  "isa=CAP", "target")
+        if not sep or key not in ("cpu", "svl", "isa", "fa64") or not value:
+            raise InvalidArgument(f"target: {p!r} in {spec!r}: expected cpu=MODEL, svl=BITS, "
+                                  "isa=CAP or fa64=off", "target")
         values[key] = value
     cpu = values.get("cpu", "max")
     if cpu not in QEMU_MODELS:
@@ -251,7 +258,13 @@ def parse_qemu(spec: str) -> QemuSpec:
     if isa is not None and isa not in api.ISA_LEVELS:
         raise InvalidArgument(f"target: isa must be one of {', '.join(api.ISA_LEVELS)}",
                               "target")
-    return QemuSpec(cpu, svl, isa, parts[0])
+    fa64 = values.get("fa64", "on")
+    if fa64 not in ("on", "off"):
+        raise InvalidArgument(f"target: fa64 must be on or off, not {fa64!r}", "target")
+    if fa64 == "off" and cpu != "max":
+        raise InvalidArgument(f"target: fa64=off needs cpu=max (only it has SME), not {cpu}",
+                              "target")
+    return QemuSpec(cpu, svl, isa, parts[0], fa64 == "on")
 
 
 def qemu_worker_spec(q: QemuSpec) -> WorkerSpec:
@@ -300,6 +313,7 @@ def parse_target(spec: str) -> Target:
                 raise InvalidArgument("target: worker: needs a command line", "target")
         return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False)))
     raise InvalidArgument(f"target: {spec!r} is not a known target (host, "
-                          "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP], "
-                          "qemu-python[:cpu=MODEL][:svl=BITS], worker:host, worker:CMD)",
+                          "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP][:fa64=off], "
+                          "qemu-python[:cpu=MODEL][:svl=BITS][:fa64=off], worker:host, "
+                          "worker:CMD)",
                           "target")

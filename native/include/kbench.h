@@ -302,6 +302,16 @@ uint64_t kb_now_ns(void);
 size_t kb_scratch_retained_bytes(void);
 #define KB_SCRATCH_RETAIN_CAP ((size_t)8 << 20)
 
+/* ---- streaming state (SME) ----------------------------------------------
+ * SME kernels enter streaming mode and enable ZA themselves and must leave
+ * both off on return (SVCR.SM = SVCR.ZA = 0): on a CPU without
+ * FEAT_SME_FA64 the next NEON instruction would trap. kb_check_sme_state
+ * reads SVCR on the calling thread (and what helper threads of earlier
+ * calls found when they ended); if anything was left on it switches it off
+ * and returns KB_ERR_INTERNAL naming "SVCR". KB_OK on CPUs without SME.
+ * The worker and the in-process engine call it after every call. */
+kb_status kb_check_sme_state(kb_error *err);
+
 /* ---- misc ----------------------------------------------------------------*/
 
 const char *kb_version(void);
