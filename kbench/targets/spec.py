@@ -44,8 +44,8 @@ QEMU_MODELS = ("max", "neoverse-v1", "neoverse-n1", "cortex-a53", "cortex-a76", 
                "neoverse-v2", "a64fx", "cortex-a710")
 SVL_BITS = (128, 256, 512, 1024, 2048)
 
-__all__ = ["GUARD", "SENTINEL", "GuardedBuffer", "Outcome", "Target", "TargetInfo",
-           "parse_target"]
+__all__ = ["GUARD", "INPUT_SENTINEL", "SENTINEL", "GuardedBuffer", "GuardedInputs", "Outcome",
+           "Target", "TargetInfo", "parse_target"]
 
 
 @dataclass
@@ -79,6 +79,43 @@ class GuardedBuffer:
 
     def untouched(self) -> bool:
         return bool((self.raw == SENTINEL).all())
+
+
+INPUT_SENTINEL = np.uint16(0x7E49)  # another NaN payload: what lies around every input
+
+
+class GuardedInputs:
+    """Copies of a call's inputs between guard regions of INPUT_SENTINEL (a
+    NaN), row padding included: a kernel or packer that reads past an input
+    reads NaN, deterministically and on every target (the worker receives
+    each input's whole buffer, guards and all), instead of whatever happens
+    to lie there. After an in-process call, a changed guard or input means
+    the call wrote into its inputs."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[str, np.ndarray, np.ndarray]] = []  # name, raw, raw before
+
+    def copy(self, name: str, a: np.ndarray | None) -> np.ndarray | None:
+        """A guarded copy of an FP16 input (any shape; a 2-D view keeps its
+        row stride, its padding becomes INPUT_SENTINEL)."""
+        if a is None:
+            return None
+        if a.ndim == 2 and a.strides[1] == 2 and a.strides[0] % 2 == 0 and a.strides[0] > 0:
+            rows, cols = a.shape
+            ld = max(cols, a.strides[0] // 2)
+        else:
+            a = np.ascontiguousarray(a)
+            rows, cols, ld = 1, a.size, a.size
+        raw = np.full(GUARD * 2 + rows * ld, INPUT_SENTINEL, dtype=np.uint16)
+        body = raw[GUARD:GUARD + rows * ld].view(np.float16).reshape(rows, ld)[:, :cols]
+        body[...] = a.reshape(rows, cols)
+        self._items.append((name, raw, raw.copy()))
+        return body if a.ndim == 2 else body.reshape(a.shape)
+
+    def damage(self) -> str:
+        """Describes any input or guard that changed, '' if none."""
+        return "; ".join(f"input {name} or its guards changed" for name, raw, before
+                         in self._items if not np.array_equal(raw, before))
 
 
 class Target:
@@ -116,12 +153,18 @@ class Target:
                             sel.verify_payload, sel.table)
 
     def gemm_problems(self, case: GemmCase, inp: GemmInputs, realization: api.Realization,
-                      sel: api.Selector, bufs: list[GuardedBuffer]) -> list[api.RawProblem]:
+                      sel: api.Selector, bufs: list[GuardedBuffer],
+                      guards: GuardedInputs | None = None) -> list[api.RawProblem]:
         """The raw problems of a case, B packed as the case asks (native packing
-        in the realization's backend, on this target)."""
+        in the realization's backend, on this target); with guards, every input
+        is a guarded copy."""
         problems = []
         for i in range(case.batch):
             a, b, bias = inp.a[i], inp.b[i], inp.bias[i]
+            if guards is not None:
+                a, b = guards.copy(f"A[{i}]", a), guards.copy(f"B[{i}]", b)
+                bias = guards.copy(f"bias[{i}]", bias)
+                assert a is not None and b is not None
             p = api.RawProblem(a=a, lda=a.strides[0] // 2, b=b, ldb=b.strides[0] // 2,
                                c=bufs[i].view, ldc=case.ldc, bias=bias)
             if inp.clamp is not None:
@@ -169,16 +212,18 @@ class Target:
         chooses (realization then only decides the backend that packs B)."""
         sel = self._forced(selector, realization if force else None)
         bufs = [GuardedBuffer(case.m, case.n, case.ldc) for _ in range(case.batch)]
+        guards = GuardedInputs()
         try:
             r = self._realization(realization)
-            problems = self.gemm_problems(case, inp, r, sel, bufs)
+            problems = self.gemm_problems(case, inp, r, sel, bufs, guards)
             res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel)
         except KbenchError as exc:
-            damage = "; ".join(d for d in (b.damage() for b in bufs) if d)
+            damage = "; ".join(d for d in (*(b.damage() for b in bufs), guards.damage()) if d)
             if not damage and not all(b.untouched() for b in bufs):
                 damage = "the output was written although the call failed"
             return Outcome([], None, exc, damage)
-        damage = "; ".join(f"problem {i}: {d}" for i, b in enumerate(bufs) if (d := b.damage()))
+        damage = "; ".join([f"problem {i}: {d}" for i, b in enumerate(bufs) if (d := b.damage())]
+                           + ([d] if (d := guards.damage()) else []))
         return Outcome([b.view.copy() for b in bufs], res.realization, None, damage)
 
     def run_conv(self, case: ConvCase, inp: ConvInputs, realization: str,
@@ -189,14 +234,17 @@ class Target:
         buf = GuardedBuffer(1, count, count)
         out = buf.view.reshape(shape)
         params = api.ConvParams(case.stride, case.pad, case.dilation, case.groups, inp.clamp)
+        guards = GuardedInputs()
         try:
             desc = ConvDesc.from_shapes(inp.x.shape, inp.w.shape, params)
-            res = self.engine.conv_raw(desc, np.ascontiguousarray(inp.x),
-                                       np.ascontiguousarray(inp.w), inp.bias, out, sel)
+            res = self.engine.conv_raw(desc, guards.copy("input", inp.x),
+                                       guards.copy("filter", inp.w),
+                                       guards.copy("bias", inp.bias), out, sel)
         except KbenchError as exc:
             damage = "" if buf.untouched() else "the output was written although the call failed"
-            return Outcome([], None, exc, damage)
-        return Outcome([out.copy()], res.realization, None, buf.damage())
+            return Outcome([], None, exc, "; ".join(d for d in (damage, guards.damage()) if d))
+        damage = "; ".join(d for d in (buf.damage(), guards.damage()) if d)
+        return Outcome([out.copy()], res.realization, None, damage)
 
     def close(self) -> None:
         self.engine.close()
