@@ -12,6 +12,7 @@ import click
 from kbench.cli.history import compare as compare_command
 from kbench.cli.history import gate_command
 from kbench.cli.history import history as history_command
+from kbench.cli.mutate import mutate as mutate_command
 from kbench.cli.report import report as report_command
 from kbench.errors import KbenchError
 from kbench.native import api
@@ -343,6 +344,7 @@ main.add_command(report_command)
 main.add_command(history_command)
 main.add_command(compare_command)
 main.add_command(gate_command)
+main.add_command(mutate_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kbench.judge import fingerprint as fprint
+from kbench.results import mutation
 from kbench.results.runfolder import Run
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "reports"
@@ -426,6 +427,9 @@ class ReportTables:
     tuning: pd.DataFrame
     fingerprints: pd.DataFrame
     fingerprint_summary: pd.DataFrame
+    # a mutation campaign's run folder (kbench mutate): per area and per mutant
+    mutation_areas: pd.DataFrame = field(default_factory=lambda: mutation.area_table(None))
+    mutation_mutants: pd.DataFrame = field(default_factory=lambda: mutation.mutant_table(None))
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -472,6 +476,8 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         model_totals=model_totals(run), metadata=metadata(run, baseline),
         tuning=tuning_table(run), fingerprints=prints,
         fingerprint_summary=fingerprint_summary(prints),
+        mutation_areas=mutation.area_table(mutation.load(run.path)),
+        mutation_mutants=mutation.mutant_table(mutation.load(run.path)),
     )
 
 
@@ -729,7 +735,7 @@ def _cell(col: str, value: Any) -> Cell:
         if col == "time_change":
             cls = "num worse" if v > 1 / WORSE - 1 else "num better" if v < WORSE - 1 else "num"
             return Cell(f"{v:+.1%}", cls)
-        if col in ("cv", "min_exact_fraction"):
+        if col in ("cv", "min_exact_fraction", "kill_rate"):
             return Cell(f"{v:.1%}", "num")
         if col == "accum_match":
             return Cell(fprint.percent(v), "num")
@@ -889,6 +895,11 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                                                          if c != "label"], limit=500),
         "n_fingerprints": len(t.fingerprints),
         "conclusive": fprint.CONCLUSIVE,
+        "mutation_areas": html_table(t.mutation_areas),
+        "mutation_mutants": html_table(t.mutation_mutants, limit=500),
+        "n_mutants": len(t.mutation_mutants),
+        "mutation_summary": (run.meta.get("summary") or {}) if run.meta.get("kind")
+        == "mutation-campaign" else {},
         "metadata": html_table(meta_rows),
         "targets": _targets_table(runs),
         "plots": plots,
