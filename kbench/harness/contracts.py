@@ -219,6 +219,9 @@ def argument_cases() -> list[ContractCase]:
               lambda s: _gemm(s, problems=[s.problem(ldc=big)])),
         _case("gemm_ldb_overflows", SizeOverflow, r"problems\[0\]\.ldb",
               lambda s: _gemm(s, problems=[s.problem(ldb=big)])),
+        # (M - 1) * lda + K elements fit in size_t, their bytes do not
+        _case("gemm_lda_bytes_overflow", SizeOverflow, r"problems\[0\]\.lda",
+              lambda s: _gemm(s, problems=[s.problem(lda=2**61)])),
         _case("gemm_k_times_ldb_overflows", SizeOverflow, r"problems\[0\]\.(lda|ldb)",
               lambda s: _gemm(s, k=2**61, problems=[s.problem(lda=2**61)])),
         _case("gemm_clamp_nan", InvalidArgument, r"problems\[0\]\.clamp_min",
@@ -300,6 +303,8 @@ def _conv_cases() -> list[ContractCase]:
                      _conv_api(api.ConvParams(pad=(0, 0, -2, 0)))),
         ContractCase("conv_groups_not_dividing", InvalidArgument, r"desc\.groups",
                      conv({"groups": 3})),
+        ContractCase("conv_groups_not_dividing_c_out", InvalidArgument, r"desc\.groups",
+                     conv({"groups": 4, "c_out": 6})),
         ContractCase("conv_kernel_too_tall", InvalidArgument, r"desc\.kh", conv({"kh": 7})),
         ContractCase("conv_dilated_kernel_too_wide", InvalidArgument, r"desc\.kw",
                      conv({"dil_w": 3})),
@@ -447,7 +452,7 @@ def resealed_value(buf: np.ndarray, fld: str) -> tuple[str, int]:
         "version": ("version", h["version"] + 1),
         "header_size": ("header_size", HEADER_SIZE - 8),
         "layout": ("layout", 77),
-        "backend": ("backend", 7),
+        "backend": ("backend", len(api.BACKENDS)),  # the first that is not a backend
         "vector_bits": ("vector_bits", (h["vector_bits"] or 128) * 2),
         "n": ("n", h["n"] + 1),
         "k": ("k", h["k"] + 1),

@@ -122,6 +122,7 @@ def load_mutant(path: Path) -> Mutant:
     area = str(_need(data, "area", str, where))
     if area not in AREAS:
         raise MutantError(f"{where}: area {area!r} is not one of {', '.join(AREAS)}", "area")
+    description = str(_need(data, "description", str, where))
     edits = []
     for i, e in enumerate(_need(data, "edit", list, where)):  # type: ignore[union-attr]
         w = f"{where}: edit {i + 1}"
@@ -145,7 +146,7 @@ def load_mutant(path: Path) -> Mutant:
                              tuple(_relative(s, w) for s in suites), tuple(args)))  # type: ignore[union-attr]
     if not kills:
         raise MutantError(f"{where}: no [[kill]] run", "kill")
-    return Mutant(path.stem, area, str(_need(data, "description", str, where)), tuple(edits),
+    return Mutant(path.stem, area, description, tuple(edits),
                   tuple(kills), str(data.get("equivalent", "")), bool(data.get("pinned", False)),
                   path)
 

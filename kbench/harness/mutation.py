@@ -94,6 +94,7 @@ class Options:
     baseline: bool = True
     timeout_s: float = 1200.0
     jobs: int = 2
+    artifacts: list[str] | None = None  # builds to make (None: whatever the runs may use)
 
 
 def select(catalog: list[mut.Mutant], opts: Options) -> list[mut.Mutant]:
@@ -165,14 +166,21 @@ class Campaign:
                 proc.wait()
                 code, note = -1, f"timed out after {self.opts.timeout_s:.0f} s"
         tests, failed = _junit(junit)
-        # a failed test (1), a collection error (2) or a hang fails CI: killed;
-        # no tests collected (5), a usage error (4) or pytest's own crash (3) do not
-        killed = code in (1, 2, -1)
+        # failed tests (1), a collection error (2), a crash of the test process (a
+        # signal: negative) or a hang fail CI: killed; no tests collected (5) or a
+        # usage error (4) say nothing about the mutant
+        killed = code not in (0, 4, 5)
         if code == 2 and not note:
             note = "interrupted or collection error"
-        elif code in (3, 4, 5):
-            note = {3: "pytest internal error", 4: "pytest usage error",
-                    5: "no tests collected"}[code]
+        elif code == 3:
+            note = "pytest internal error"
+        elif code < -1:
+            try:
+                note = f"the test process died ({signal.Signals(-code).name})"
+            except ValueError:
+                note = f"the test process died (signal {-code})"
+        elif code in (4, 5):
+            note = {4: "pytest usage error", 5: "no tests collected"}[code]
         return RunOutcome(run.target, list(run.suites), list(run.args), code, killed, tests,
                           len(failed), failed[:10], round(time.monotonic() - start, 1), note,
                           str(log.relative_to(self.out)))
@@ -182,7 +190,8 @@ class Campaign:
         emulated-Python module unless a run targets qemu-python (its link and
         key are the costly part)."""
         avail = self.builder.available()
-        want = [a for a in ARTIFACTS if not avail[a]]
+        want = [a for a in ARTIFACTS if not avail[a]
+                and (self.opts.artifacts is None or a in self.opts.artifacts)]
         if not any(k.target.startswith("qemu-python") for k in kills):
             want = [a for a in want if a != "aarch64-pyext"]
         return want

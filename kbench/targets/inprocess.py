@@ -166,7 +166,9 @@ class InProcessEngine:
             else:
                 nat.check(nat.lib.kb_pack_b_native_size(be, n, k, sel, size, err), err)
             dst_size = int(size[0])
-        dst = np.zeros(max(dst_size, 1), dtype=np.uint8)
+        # filled with a pattern, not zeros: a packer must write every byte of its
+        # layout (zero padding included), and a byte it skips shows up
+        dst = np.full(max(dst_size, 1), 0xA5, dtype=np.uint8)
         bp = nat.ffi.NULL if b is None else api._ptr(nat, b)
         dp = api._ptr(nat, dst, "void *")
         if be is None:

@@ -467,6 +467,7 @@ static int handle_pack(kb_reader *r) {
         }
         dst = calloc(size ? size : 1, 1);
         if (!dst) { free_buffers(&bs); return protocol_error("out of memory"); }
+        memset(dst, 0xA5, size); /* a packer must write every byte, padding included */
         st = mode == 0 ? kb_pack_b((size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
                        : kb_pack_b_native(backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &sel, &err);
     }
