@@ -7,7 +7,8 @@
 # without FEAT_SME_FA64, sme_fa64=off); and the in-process path
 # on emulated Arm64: kbench's aarch64 cffi module inside an aarch64 CPython
 # under QEMU (our backends on the emulation catalog, the onnxruntime peer on
-# its case classes with KleidiAI on and off, with accumulation fingerprints).
+# its case classes with KleidiAI on and off, with accumulation fingerprints);
+# and a sample of the mutation catalog (ci/mutants/) within a time budget.
 # Assumes `pip install -e '.[test,ort]'` in the active Python; installs the
 # cross toolchain, QEMU and the emulated Python (idempotent) and builds the
 # aarch64 worker.
@@ -93,5 +94,10 @@ step "SME suites on an emulated CPU without FEAT_SME_FA64 (streaming-mode leaks 
 "$PY" -m pytest suites/test_correctness.py suites/test_contracts.py suites/test_determinism.py \
   -q -p no:cacheprovider --kb-shapes emulated --kb-backend sme \
   --kb-target qemu:cpu=max:svl=512:fa64=off | tail -n 12
+
+step "mutation sample: the pinned mutants and others rotated by commit, 6-minute budget"
+# kbench mutate fails if a mutant survives; the full campaign is `kbench mutate` (README)
+mut="$(mktemp -d)"
+kbench mutate --sample 60 --budget 6 --quick --no-baseline --out "$mut/run" | tail -n 16
 
 step "done"

@@ -165,6 +165,15 @@ def test_a_failing_baseline_makes_the_mutant_invalid(small_repo: Path, tmp_path:
     assert summary["counts"]["invalid"] == 1 and summary["problems"] == ["minus"]
 
 
+def test_a_spent_budget_still_runs_the_pinned(small_repo: Path, tmp_path: Path) -> None:
+    cat = small_repo / "mutants"
+    opts = Options(repo=small_repo, catalog=cat, out=tmp_path / "run", artifacts=[],
+                   budget_s=0.0)
+    summary = Campaign(opts, lambda _m: None).run(mut.load_catalog(cat))
+    assert summary["mutants"] == 1 and summary["counts"]["killed"] == 1  # "minus" is pinned
+    assert sorted(summary["not_run"]) == ["rewritten", "swapped"]
+
+
 def test_a_sample_takes_the_pinned_and_rotates_the_rest(small_repo: Path) -> None:
     cat = mut.load_catalog(small_repo / "mutants")
     base = Options(repo=small_repo, catalog=small_repo / "mutants", out=small_repo / "x")

@@ -59,7 +59,8 @@ def _table(summary: dict) -> str:
 @click.option("--rotate", default="", help="Rotation key of --sample (default: the git commit, "
               "so every commit samples other mutants).")
 @click.option("--budget", type=click.FloatRange(0.0), default=None,
-              help="Minutes: start no new mutant after this (the rest are listed as not run).")
+              help="Minutes from the start: run no new mutant after this, except pinned ones "
+              "(the rest are listed as not run).")
 @click.option("--quick", is_flag=True,
               help="Stop each kill run at its first failure (faster; fewer failures counted).")
 @click.option("--no-baseline", is_flag=True, help="Do not check that each kill run passes "

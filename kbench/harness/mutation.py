@@ -89,7 +89,7 @@ class Options:
     areas: list[str] = field(default_factory=list)
     sample: int | None = None  # pinned + this many others, rotated by `rotate`
     rotate: str = ""
-    budget_s: float | None = None  # start no new mutant after this
+    budget_s: float | None = None  # start no new unpinned mutant after this (from the start)
     quick: bool = False  # stop each kill run at its first failure (-x)
     baseline: bool = True
     timeout_s: float = 1200.0
@@ -239,6 +239,11 @@ class Campaign:
         if missing:
             res.detail = f"cannot run here: {missing}"
             return res
+        try:  # the unmutated builds, in place again after an earlier mutant's
+            self.builder.ensure(self._artifacts(m.kills))
+        except BuildError as exc:
+            res.detail = f"baseline build failed: {exc}"
+            return res
         if self.opts.baseline:
             for k in m.kills:
                 b = self.baseline(k)
@@ -287,11 +292,16 @@ class Campaign:
         self.prepare(chosen)
         not_run = []
         for i, m in enumerate(chosen):
-            if self.opts.budget_s is not None and time.monotonic() - start > self.opts.budget_s:
-                not_run = [x.id for x in chosen[i:]]
-                self.say(f"budget of {self.opts.budget_s:.0f} s spent: {len(not_run)} mutants "
-                         "not run")
-                break
+            # pinned mutants always run; the others only while the budget lasts
+            over = self.opts.budget_s is not None and time.monotonic() - start > self.opts.budget_s
+            if over and not m.pinned:
+                not_run = [x.id for x in chosen[i:] if not x.pinned]
+                if not_run:
+                    self.say(f"budget of {self.opts.budget_s:.0f} s spent: {len(not_run)} "
+                             "mutants not run")
+                if all(not x.pinned for x in chosen[i:]):
+                    break
+                continue
             self.say(f"[{i + 1}/{len(chosen)}] {m.id} ({m.area})")
             r = self.run_one(m)
             self.results.append(r)
