@@ -473,7 +473,7 @@ def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
     assert set(built.tables) == {"verdict_matrix", "failures", "gflops", "speedup_vs_scalar",
                                  "speedup_vs_baseline", "emulated_times", "error_vs_k",
                                  "model_totals", "metadata", "tuning", "fingerprints",
-                                 "fingerprint_summary"}
+                                 "fingerprint_summary", "mutation_areas", "mutation_mutants"}
     gflops = pd.read_csv(built.tables["gflops"])
     assert len(gflops) == len(rep.gflops_table(runs["main"]))
     speedups = pd.read_csv(built.tables["speedup_vs_scalar"])
