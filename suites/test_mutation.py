@@ -144,6 +144,19 @@ def logs_of(m: dict) -> str:
     return m["runs"][0]["log"]
 
 
+def test_a_relative_run_folder_gets_the_counts(small_repo: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suites run inside the scratch tree: a run folder given relative to
+    the caller's directory still receives their JUnit counts."""
+    monkeypatch.chdir(tmp_path)
+    cat = small_repo / "mutants"
+    opts = Options(repo=small_repo, catalog=cat, out=Path("rel"), artifacts=[],
+                   select=["minus"], baseline=False)
+    Campaign(opts, lambda _m: None).run(mut.load_catalog(cat))
+    data = json.loads((tmp_path / "rel" / "mutation.json").read_text())
+    assert data["mutants"][0]["runs"][0]["failed"] == 2
+
+
 def test_a_survivor_fails_the_command(small_repo: Path, tmp_path: Path) -> None:
     cat = small_repo / "mutants"
     for p in cat.glob("*.toml"):

@@ -128,8 +128,8 @@ def _junit(path: Path) -> tuple[int, list[str]]:
 class Campaign:
     def __init__(self, opts: Options, say: Say) -> None:
         self.opts, self.say = opts, say
-        self.out = Path(opts.out)
-        self.cache = Path(opts.repo) / "build" / "mutation"
+        self.out = Path(opts.out).resolve()  # the suites run in the scratch tree
+        self.cache = Path(opts.repo).resolve() / "build" / "mutation"
         self.tree = ScratchTree(opts.repo, self.cache / "tree")
         self.tools = Path(os.environ.get("KBENCH_TOOLS", Path(opts.repo) / ".tools")).resolve()
         self.builder = Builder(self.tree, self.cache, self.tools, say, opts.jobs)
