@@ -53,6 +53,21 @@ def test_fp32_to_fp16_ties_go_to_even_everywhere():
     assert np.array_equal(neg, want[:2048] | 0x8000)
 
 
+def test_conv_output_shape_matches_every_catalog_case():
+    """kb_conv2d_output_shape against the case's own arithmetic, per axis (the
+    catalogs have strides, dilations and paddings that differ between axes)."""
+    from kbench.problems import catalog
+    cases = [c for name in ("correctness_conv", "emulated", "edge")
+             for c in catalog.load_catalog(catalog.resolve_catalog(name)).conv]
+    assert any(c.stride[0] != c.stride[1] for c in cases)
+    assert any(c.dilation[0] != c.dilation[1] for c in cases)
+    for c in cases:
+        params = api.ConvParams(c.stride, c.pad, c.dilation, c.groups)
+        got = api.conv2d_output_shape((c.n, c.h, c.w, c.c_in),
+                                      (c.kh, c.kw, c.c_in // c.groups, c.c_out), params)
+        assert got == (c.n, c.out_h, c.out_w, c.c_out), c.name
+
+
 def test_cpu_and_backends_match_the_architecture():
     cpu = api.cpu_info()
     if cpu.arch == "x86_64":
