@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import platform
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -17,12 +17,28 @@ from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backen
 from kbench.native.loader import Native
 from kbench.peers import Peer, default_peers
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def state_checked(method: F) -> F:
+    """After the call (also when it raised), SVCR must show streaming mode and
+    ZA off: a call that left them on raises InternalError naming SVCR
+    (api.check_sme_state, which also switches them off)."""
+    @functools.wraps(method)
+    def call(self: InProcessEngine, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            api.check_sme_state(self.nat)
+    return call  # type: ignore[return-value]
+
 
 class InProcessEngine:
     """The cffi module of this machine, plus the peer backends (other libraries
     run in this process for comparison, kbench.peers). A call whose selector
     forces a peer's realization goes to that peer; every other call goes to
-    the library."""
+    the library. After every call, a peer's too, streaming mode and ZA must
+    be off (state_checked)."""
 
     emulated = False
 
@@ -54,32 +70,19 @@ class InProcessEngine:
                 return p
         return None
 
-    @contextlib.contextmanager
-    def _state_checked(self) -> Iterator[None]:
-        """Every call into the library must leave streaming mode and ZA off:
-        afterwards (also when it raised) SVCR is checked, and a call that left
-        them on raises InternalError naming SVCR (api.check_sme_state)."""
-        try:
-            yield
-        finally:
-            api.check_sme_state(self.nat)
-
+    @state_checked
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
         peer = self._peer(selector)
         if peer is not None:
             return peer.gemm(m, n, k, problems, selector, timing)
-        with self._state_checked():
-            return self._gemm_raw(m, n, k, problems, selector, timing)
-
-    def _gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
-                  selector: Selector | None, timing: Timing | None) -> CallResult:
         if timing is None:
             return CallResult(api.gemm_raw(m, n, k, problems, selector=selector, nat=self.nat))
         ran, times, reps = api.time_gemm_raw(m, n, k, problems, timing.to_c(self.nat),
                                              selector=selector, nat=self.nat)
         return CallResult(ran, times, reps)
 
+    @state_checked
     def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, w: np.ndarray | None,
                  bias: np.ndarray | None, out: np.ndarray | None,
                  selector: Selector | None = None, timing: Timing | None = None
@@ -87,12 +90,6 @@ class InProcessEngine:
         peer = self._peer(selector)
         if peer is not None:
             return peer.conv(desc, x, w, bias, out, selector, timing)
-        with self._state_checked():
-            return self._conv_raw(desc, x, w, bias, out, selector, timing)
-
-    def _conv_raw(self, desc: ConvDesc, x: np.ndarray | None, w: np.ndarray | None,
-                  bias: np.ndarray | None, out: np.ndarray | None,
-                  selector: Selector | None, timing: Timing | None) -> CallResult:
         nat = self.nat
         d = nat.ffi.new("kb_conv_desc *")
         desc.checked()
@@ -120,16 +117,11 @@ class InProcessEngine:
         del keep
         return CallResult(Realization.from_c(nat, ran), list(times), int(reps[0]))
 
+    @state_checked
     def time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
                   bias: np.ndarray | None, timing: Timing,
                   selector: Selector | None = None) -> CallResult:
         """Times packing B (portable, or a backend's native layout) on its own."""
-        with self._state_checked():
-            return self._time_pack(backend, n, k, b, ldb, bias, timing, selector)
-
-    def _time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
-                   bias: np.ndarray | None, timing: Timing, selector: Selector | None
-                   ) -> CallResult:
         nat = self.nat
         be = backend_arg(backend)
         dst = self.pack_raw(backend, n, k, b, ldb, bias, None, selector)
@@ -145,15 +137,10 @@ class InProcessEngine:
         del keep
         return CallResult(None, list(times), int(reps[0]))
 
+    @state_checked
     def pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
                  ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,
                  selector: Selector | None = None) -> np.ndarray:
-        with self._state_checked():
-            return self._pack_raw(backend, n, k, b, ldb, bias, dst_size, selector)
-
-    def _pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
-                  ldb: int, bias: np.ndarray | None, dst_size: int | None,
-                  selector: Selector | None) -> np.ndarray:
         nat = self.nat
         be = backend_arg(backend)
         n, k, ldb = (api._size_arg(n, "N"), api._size_arg(k, "K"), api._size_arg(ldb, "ldb"))
