@@ -3,7 +3,8 @@
 # runtime-detection suites under QEMU); the contract suite under ASan+UBSan;
 # and correctness, contract and determinism suites on every emulated Arm
 # target: qemu -cpu max at SVL 128/256/512/1024/2048, max with the ISA capped
-# to SME1, neoverse-v1, neoverse-n1 and cortex-a53; and the in-process path
+# to SME1, neoverse-v1, neoverse-n1 and cortex-a53 (and the SME suites on max
+# without FEAT_SME_FA64, sme_fa64=off); and the in-process path
 # on emulated Arm64: kbench's aarch64 cffi module inside an aarch64 CPython
 # under QEMU (our backends on the emulation catalog, the onnxruntime peer on
 # its case classes with KleidiAI on and off, with accumulation fingerprints);
@@ -12,7 +13,8 @@
 # The host suites include the remote targets (real ssh on loopback into an
 # emulated aarch64 box, a stand-in adb) and the history on a throwaway
 # PostgreSQL server; the emulated targets run through `kbench run --jobs`.
-# The libFuzzer targets (ci/fuzz.sh) run 15 s each under ASan + UBSan.
+# The libFuzzer targets (ci/fuzz.sh) run 15 s each under ASan + UBSan; and a
+# sample of the mutation catalog (ci/mutants/) runs within a time budget.
 # Assumes `pip install -e '.[test,ort,postgres]'` (and examples/plugins/python_peer)
 # in the active Python; installs the
 # cross toolchain, QEMU and the emulated Python (idempotent) and builds the
@@ -155,5 +157,15 @@ if [ "$status" -ne 0 ]; then
   echo "emulated targets: FAILED (full log in $logs/emulated.log)"
   exit 1
 fi
+
+step "SME suites on an emulated CPU without FEAT_SME_FA64 (streaming-mode leaks trap there)"
+"$PY" -m pytest suites/test_correctness.py suites/test_contracts.py suites/test_determinism.py \
+  -q -p no:cacheprovider --kb-shapes emulated --kb-backend sme \
+  --kb-target qemu:cpu=max:svl=512:fa64=off | tail -n 12
+
+step "mutation sample: the pinned mutants and others rotated by commit, 6-minute budget"
+# kbench mutate fails if a mutant survives; the full campaign is `kbench mutate` (README)
+mut="$(mktemp -d)"
+kbench mutate --sample 60 --budget 6 --quick --no-baseline --out "$mut/run" | tail -n 16
 
 step "done"

@@ -1,8 +1,11 @@
 """Contracts: every misuse in DESIGN.md's packed-B list, bad arguments, and
-1,200 random corruptions of packed buffers, on every chosen target. Each
+1,200 random corruptions of packed buffers, every header field refused one by
+one on a resealed buffer and payload flips at the first, a middle and the last
+byte for every layout, on every chosen target. Each
 must raise the typed error naming the field, with C, its guards and every
 input unchanged."""
 
+import numpy as np
 import pytest
 
 from kbench.errors import ContractViolation, InvalidArgument
@@ -31,10 +34,20 @@ def test_case_count_and_kinds(kb_session, kb_spec):
     assert len(names) == len(set(names))
     assert sum(n.startswith("corrupt_header") for n in names) >= 500
     assert sum(n.startswith("corrupt_payload") for n in names) >= 500
-    for be in contracts.native_backends(kb_session.target(spec).engine):
+    natives = contracts.native_backends(kb_session.target(spec).engine)
+    for be in natives:
         for misuse in ("wrong_n", "wrong_k", "with_separate_bias",
                        "backend_disabled_after_packing", "wrong_vector_length", "truncated"):
             assert f"{be}_native_{misuse}" in names
+    # every header field refused one by one on a resealed buffer, and payload
+    # flips at the first, a middle and the last byte, for every layout
+    for lay in ["portable", *natives]:
+        for fld in contracts.RESEALED_FIELDS:
+            assert f"{lay}_resealed_{fld}" in names
+        assert f"{lay}_header_checksum_changed" in names
+        assert f"{lay}_resealed_payload_checksum" in names
+        for where in contracts.FLIPS:
+            assert f"{lay}_payload_flip_{where}" in names
 
 
 @pytest.fixture
@@ -116,6 +129,30 @@ def test_timed_region_does_not_touch_the_payload_checksum(engine):
     with pytest.raises(ContractViolation):
         engine.gemm_raw(sc.m, sc.n, sc.k, [sc.packed_problem(buf, True, bias=None)],
                         contracts.VERIFY, Timing(warmup=1, rounds=2, max_reps=3))
+
+
+def test_reseal_changes_one_field_and_keeps_the_header_valid(engine):
+    """The resealed cases change exactly the named field: the rest of the
+    header and the whole payload are the packed bytes, and the header
+    checksum is valid again (so only the field can be what is refused)."""
+    sc = contracts.Scenario(engine)
+    for be in [None, *contracts.native_backends(engine)]:
+        buf = sc.pack(be)
+        for fld in contracts.RESEALED_FIELDS:
+            name, value = contracts.resealed_value(buf, fld)
+            out = contracts.reseal(buf, **{name: value})
+            before, after = contracts.header_values(buf), contracts.header_values(out)
+            changed = {k for k in before if before[k] != after[k]} - {"header_checksum"}
+            assert changed == {name}, (be, fld, changed)
+            assert np.array_equal(out[contracts.HEADER_SIZE:], buf[contracts.HEADER_SIZE:])
+            zeroed = out[:64].copy()
+            zeroed[56:64] = 0
+            assert after["header_checksum"] == contracts.fnv1a64(zeroed.tobytes())
+
+
+def test_payload_offsets_are_the_first_a_middle_and_the_last_byte():
+    buf = np.zeros(64 + 100, np.uint8)
+    assert [contracts.payload_offset(buf, w) for w in contracts.FLIPS] == [64, 114, 163]
 
 
 def test_verify_packed_checks_header_and_payload():

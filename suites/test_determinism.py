@@ -1,6 +1,10 @@
 """Determinism: the same inputs twice give bit-identical outputs, and 3
 threads give the bits of 1 thread, for every realization of every chosen
-target (plugins included; threads only where a realization takes them)."""
+target (plugins included; threads only where a realization takes them);
+and every cache-blocked realization gives the same bits with threads = 4 as
+with threads = 1, on shapes spanning several K blocks and enough output
+blocks for four threads to run at once (a thread that shares another's
+partial-sum scratch changes bits there)."""
 
 import numpy as np
 import pytest
@@ -99,3 +103,43 @@ def test_threads_change_no_bit_conv(kb_session, kb_spec, case):
             continue
         assert np.array_equal(_bits(pair[0].outputs)[0], _bits(pair[1].outputs)[0]), \
             f"{spec} {r.name}: 3 threads differ from 1"
+
+
+def blocked_case(r) -> GemmCase:
+    """A shape for a blocked realization: K spans three K blocks (the last one
+    short), M five output-row blocks (five blocks of work for four threads),
+    N one 16-column tile and a tail."""
+    return GemmCase(f"det_threads_{r.name}", 4 * r.block_m + 5, 23, 2 * r.block_k + 3,
+                    bias=True, clamp=True, lda_pad=1)
+
+
+MAX_BLOCK_K = 256
+
+
+def is_blocked(r) -> bool:
+    """The cache-blocked variants (block sizes in their names), not loops that
+    only report the blocks their scratch budget gives."""
+    return bool(r.block_m and r.block_n and r.block_k) and r.block_k <= MAX_BLOCK_K
+
+
+def test_blocked_threads_bit_identical(kb_session, kb_spec):
+    spec = kb_spec  # one target per test, so that targets can run in parallel
+    ran, differ = 0, []
+    target = kb_session.target(spec)
+    for r in kb_session.chosen(spec, "gemm"):
+        if not is_blocked(r):
+            continue
+        case = blocked_case(r)
+        inp = inputs.gemm_inputs(case, "normal")
+        one = target.run_gemm(case, inp, r.name, Selector(threads=1))
+        four = target.run_gemm(case, inp, r.name, Selector(threads=4))
+        for o in (one, four):
+            assert o.error is None and not o.guard_detail, (spec, r.name, o.error)
+        assert four.ran is not None and four.ran.threads == 4, (spec, r.name)
+        if not all(np.array_equal(x, y) for x, y in
+                   zip(_bits(one.outputs), _bits(four.outputs), strict=True)):
+            differ.append(f"{spec} {r.name}")
+        ran += 1
+    if not ran:
+        pytest.skip(f"no cache-blocked realization on {spec}")
+    assert not differ, "threads = 4 differs from threads = 1: " + ", ".join(differ)

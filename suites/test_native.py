@@ -37,6 +37,37 @@ def test_fp32_to_fp16_rounds_to_nearest_even():
     assert NAT.lib.kb_f32_to_f16(65520.0) == 0x7C00
 
 
+def test_fp32_to_fp16_ties_go_to_even_everywhere():
+    """Every float32 value halfway between two neighbouring FP16 values, in the
+    subnormal and the normal range, rounds to the even one (as numpy does)."""
+    h = np.arange(0, 0x7BFF, dtype=np.uint16)  # +0 up to the last finite value but one
+    lo = h.view(np.float16).astype(np.float64)
+    hi = (h + 1).view(np.float16).astype(np.float64)
+    mid = ((lo + hi) / 2).astype(np.float32)
+    assert np.array_equal(mid.astype(np.float64), (lo + hi) / 2)  # exact in float32
+    want = np.where(h % 2 == 0, h, h + 1).astype(np.uint16)
+    assert np.array_equal(mid.astype(np.float16).view(np.uint16), want)
+    got = np.array([NAT.lib.kb_f32_to_f16(float(x)) for x in mid], dtype=np.uint16)
+    assert np.array_equal(got, want)
+    neg = np.array([NAT.lib.kb_f32_to_f16(float(-x)) for x in mid[:2048]], dtype=np.uint16)
+    assert np.array_equal(neg, want[:2048] | 0x8000)
+
+
+def test_conv_output_shape_matches_every_catalog_case():
+    """kb_conv2d_output_shape against the case's own arithmetic, per axis (the
+    catalogs have strides, dilations and paddings that differ between axes)."""
+    from kbench.problems import catalog
+    cases = [c for name in ("correctness_conv", "emulated", "edge")
+             for c in catalog.load_catalog(catalog.resolve_catalog(name)).conv]
+    assert any(c.stride[0] != c.stride[1] for c in cases)
+    assert any(c.dilation[0] != c.dilation[1] for c in cases)
+    for c in cases:
+        params = api.ConvParams(c.stride, c.pad, c.dilation, c.groups)
+        got = api.conv2d_output_shape((c.n, c.h, c.w, c.c_in),
+                                      (c.kh, c.kw, c.c_in // c.groups, c.c_out), params)
+        assert got == (c.n, c.out_h, c.out_w, c.c_out), c.name
+
+
 def test_cpu_and_backends_match_the_architecture():
     cpu = api.cpu_info()
     if cpu.arch == "x86_64":

@@ -80,6 +80,14 @@ PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
                              "Our counts against the peer anchor table (KleidiAI v1.30's "
                              "measured counts) on the shapes both cover; exit 1 if no counted "
                              "case matches."),
+                 "mutate": ("kbench.cli.mutate:mutate",
+                            "Apply each mutant of the catalog in a scratch copy of the "
+                            "repository, rebuild exactly what it touches (host module, host and "
+                            "aarch64 workers, the aarch64 module of the emulated Python), run "
+                            "the suites and targets it declares, and record whether they killed "
+                            "it. Writes a run folder (mutation.json, mutants.csv, logs/; `kbench "
+                            "report` shows it) and exits non-zero if a mutant survived "
+                            "unexplained or could not be run."),
                  "gate": ("kbench.cli.history:gate_command",
                           "The regression gate: exit 1 on any correctness failure or error in "
                           "CAND, any case of BASE missing from CAND, an incomplete run, or a "

@@ -219,6 +219,9 @@ def argument_cases() -> list[ContractCase]:
               lambda s: _gemm(s, problems=[s.problem(ldc=big)])),
         _case("gemm_ldb_overflows", SizeOverflow, r"problems\[0\]\.ldb",
               lambda s: _gemm(s, problems=[s.problem(ldb=big)])),
+        # (M - 1) * lda + K elements fit in size_t, their bytes do not
+        _case("gemm_lda_bytes_overflow", SizeOverflow, r"problems\[0\]\.lda",
+              lambda s: _gemm(s, problems=[s.problem(lda=2**61)])),
         _case("gemm_k_times_ldb_overflows", SizeOverflow, r"problems\[0\]\.(lda|ldb)",
               lambda s: _gemm(s, k=2**61, problems=[s.problem(lda=2**61)])),
         _case("gemm_clamp_nan", InvalidArgument, r"problems\[0\]\.clamp_min",
@@ -300,6 +303,8 @@ def _conv_cases() -> list[ContractCase]:
                      _conv_api(api.ConvParams(pad=(0, 0, -2, 0)))),
         ContractCase("conv_groups_not_dividing", InvalidArgument, r"desc\.groups",
                      conv({"groups": 3})),
+        ContractCase("conv_groups_not_dividing_c_out", InvalidArgument, r"desc\.groups",
+                     conv({"groups": 4, "c_out": 6})),
         ContractCase("conv_kernel_too_tall", InvalidArgument, r"desc\.kh", conv({"kh": 7})),
         ContractCase("conv_dilated_kernel_too_wide", InvalidArgument, r"desc\.kw",
                      conv({"dil_w": 3})),
@@ -424,6 +429,105 @@ def packed_cases(native_backends: list[str], all_backends: tuple[str, ...] = api
     return cases
 
 
+# Each header field refused on its own: a value the call or the layout cannot
+# accept, with the header checksum recomputed (reseal), so that only the field
+# itself can be what is caught. "bias_flag" flips the known flag bit, "flags"
+# sets an unknown one. The header checksum is the one field changed without
+# resealing; the payload checksum field is caught where the payload is verified.
+RESEALED_FIELDS = ("magic", "version", "header_size", "layout", "backend", "vector_bits", "n",
+                   "k", "flags", "bias_flag", "block_n", "payload_size")
+FLIPS = ("first", "middle", "last")
+
+
+def header_values(buf: np.ndarray) -> dict[str, int]:
+    return {name: int(buf[off:off + np.dtype(dt).itemsize].view(dt)[0])
+            for name, off, dt in HEADER_FIELDS}
+
+
+def resealed_value(buf: np.ndarray, fld: str) -> tuple[str, int]:
+    """(header field, new value) for one of RESEALED_FIELDS."""
+    h = header_values(buf)
+    return {
+        "magic": ("magic", h["magic"] ^ 0x00010000),
+        "version": ("version", h["version"] + 1),
+        "header_size": ("header_size", HEADER_SIZE - 8),
+        "layout": ("layout", 77),
+        "backend": ("backend", len(api.BACKENDS)),  # the first that is not a backend
+        "vector_bits": ("vector_bits", (h["vector_bits"] or 128) * 2),
+        "n": ("n", h["n"] + 1),
+        "k": ("k", h["k"] + 1),
+        "flags": ("flags", h["flags"] | 4),
+        "bias_flag": ("flags", h["flags"] ^ 1),
+        "block_n": ("block_n", h["block_n"] * 2),
+        "payload_size": ("payload_size", h["payload_size"] + 2),
+    }[fld]
+
+
+def resealed_expect(fld: str, native: bool) -> str:
+    """The field the error must name. The portable layout has no vector length;
+    the panel layouts' block width does not depend on it (B.vector_bits), the
+    SME layout's does (B.block_n may come first)."""
+    if fld == "vector_bits":
+        return r"B\.(vector_bits|block_n)" if native else r"B\.vector_bits"
+    return r"B\.flags" if fld == "bias_flag" else rf"B\.{fld}"
+
+
+def header_field_cases(layouts: list[str | None]) -> list[ContractCase]:
+    """For every layout (None: portable): every header field changed on a
+    resealed buffer, the header checksum changed on its own, and the payload
+    checksum field changed (refused where the payload is verified)."""
+    cases: list[ContractCase] = []
+    for be in layouts:
+        lay = be or "portable"
+        for fld in RESEALED_FIELDS:
+            def build(s: Scenario, be: str | None = be, fld: str = fld) -> Callable[[], object]:
+                buf = s.pack(be)
+                name, value = resealed_value(buf, fld)
+                return _gemm(s, problems=[s.packed_problem(reseal(buf, **{name: value}),
+                                                           be is not None)])
+            cases.append(_case(f"{lay}_resealed_{fld}", ContractViolation,
+                               resealed_expect(fld, be is not None), build))
+
+        def bad_checksum(s: Scenario, be: str | None = be) -> Callable[[], object]:
+            buf = s.pack(be)
+            buf[56] ^= 0x01  # the header checksum itself, not resealed
+            return _gemm(s, problems=[s.packed_problem(buf, be is not None)])
+        cases.append(_case(f"{lay}_header_checksum_changed", ContractViolation,
+                           r"B\.header_checksum", bad_checksum))
+
+        def bad_payload_sum(s: Scenario, be: str | None = be) -> Callable[[], object]:
+            buf = s.pack(be)
+            value = header_values(buf)["payload_checksum"] ^ 1
+            return _gemm(s, problems=[s.packed_problem(reseal(buf, payload_checksum=value),
+                                                       be is not None)], selector=VERIFY)
+        cases.append(_case(f"{lay}_resealed_payload_checksum", ContractViolation,
+                           r"B\.payload_checksum", bad_payload_sum))
+    return cases
+
+
+def payload_offset(buf: np.ndarray, where: str) -> int:
+    """Byte offset of the first, a middle or the last payload byte."""
+    size = buf.size - HEADER_SIZE
+    return HEADER_SIZE + {"first": 0, "middle": size // 2, "last": size - 1}[where]
+
+
+def payload_flip_cases(layouts: list[str | None]) -> list[ContractCase]:
+    """For every layout, one payload byte flipped at the first, a middle and
+    the last byte, refused where the payload is verified (VERIFY)."""
+    cases = []
+    for be in layouts:
+        for where in FLIPS:
+            def build(s: Scenario, be: str | None = be, where: str = where
+                      ) -> Callable[[], object]:
+                buf = s.pack(be)
+                buf[payload_offset(buf, where)] ^= 0x01
+                return _gemm(s, problems=[s.packed_problem(buf, be is not None)],
+                             selector=VERIFY)
+            cases.append(_case(f"{be or 'portable'}_payload_flip_{where}", ContractViolation,
+                               r"B\.payload_checksum", build))
+    return cases
+
+
 def _first_gemm(engine: Engine, backend: str) -> str:
     for r in engine.info("").realizations:
         if r.backend == backend and r.op == "gemm":
@@ -495,7 +599,9 @@ def cases_for(backends: list[str], natives: list[str],
               corruptions: int = 1200) -> list[ContractCase]:
     """The contract cases of a target whose backends and native packers are
     known (e.g. probed once by another process)."""
+    layouts: list[str | None] = [None, *natives]
     return (argument_cases() + packed_cases(natives, usable_backends=backends)
+            + header_field_cases(layouts) + payload_flip_cases(layouts)
             + corruption_cases(natives, corruptions))
 
 

@@ -456,6 +456,15 @@ def verify_packed(b: PackedB | np.ndarray, nat: Native | None = None) -> PackedB
     return describe_packed(data, nat)
 
 
+def check_sme_state(nat: Native | None = None) -> None:
+    """Raises InternalError (field "SVCR") if an earlier call left streaming
+    mode or ZA on (kb_check_sme_state; it also switches them off). A no-op
+    on CPUs without SME. The in-process engine calls it after every call."""
+    nat = nat or load()
+    err = nat.new_error()
+    nat.check(nat.lib.kb_check_sme_state(err), err)
+
+
 def describe_packed(data: np.ndarray, nat: Native | None = None) -> PackedB:
     """Reads and checks the header of a packed buffer (kb_describe_packed:
     magic, version, checksums, layout, sizes); ContractViolation naming the

@@ -7,7 +7,9 @@ Kinds:
   correct backend must match the oracle bit for bit.
 - uniform / normal: real values at a scale picked per case (1/16, 1, 4).
 - specials: uniform values plus +-0, subnormals, one NaN row, +-inf in one
-  column and a near-65504 row and column whose products overflow.
+  column and a near-65504 row and column whose products overflow (for a
+  convolution: in filter columns, and where c_in is odd and groups = 1 also
+  +inf and NaN in the first channel of two input pixels).
 Clamp bounds (when a case clamps) sit at the 15th and 85th percentiles of
 the unclamped result, rounded to FP16, so a clamp never flattens a case.
 """
@@ -86,9 +88,12 @@ def _pick_clamp(values: np.ndarray, integer: bool) -> tuple[float, float] | None
 
 
 def _sprinkle_conv_specials(rng: np.random.Generator, x: np.ndarray, w: np.ndarray,
-                            positions: int) -> None:
+                            positions: int, groups: int = 1) -> None:
     """Like _sprinkle_specials, with the non-finite values in filter columns
-    (one output channel each), so a small output is not all NaN."""
+    (one output channel each), so a small output is not all NaN; and, where
+    c_in is odd and groups = 1, +inf and NaN in channel 0 of two input pixels
+    (not the first): a packer that reads one channel past a pixel's odd-length
+    channel run, meant to pad it with zero, meets them (0 * inf is NaN)."""
     subn = np.array([2.0**-24, -(2.0**-24), 3 * 2.0**-20, -(2.0**-15), 0.0, -0.0], np.float16)
     for arr in (x, w):
         mask = rng.random(arr.shape) < 0.05
@@ -101,6 +106,11 @@ def _sprinkle_conv_specials(rng: np.random.Generator, x: np.ndarray, w: np.ndarr
         flat_w[0, 3] = np.float16(65504.0)
         if positions >= 4:
             x.reshape(-1, x.shape[-1])[0, 0] = np.float16(60000.0)
+    pixels = x.reshape(-1, x.shape[-1])
+    if x.shape[-1] % 2 == 1 and groups == 1 and len(pixels) >= 3:
+        p, q = rng.choice(np.arange(1, len(pixels)), size=2, replace=False)
+        pixels[p, 0] = np.float16(np.inf)
+        pixels[q, 0] = np.float16(np.nan)
 
 
 @dataclass
@@ -186,7 +196,7 @@ def conv_inputs(case: ConvCase, kind: str) -> ConvInputs:
         flat = w.reshape(-1, case.c_out)
         flat[k_live:, :] = 0
     if kind == "specials":
-        _sprinkle_conv_specials(rng, x, w, case.n * case.out_h * case.out_w)
+        _sprinkle_conv_specials(rng, x, w, case.n * case.out_h * case.out_w, case.groups)
     ref = oracle.conv_reference(x, w, bias, case.stride, case.pad, case.dilation, case.groups,
                                 None)
     clamp = _pick_clamp(ref.exact.ravel(), integer=kind == "exact") if case.clamp else None

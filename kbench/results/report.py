@@ -23,7 +23,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kbench.judge import fingerprint as fprint
 from kbench.resources import resource_dir
-from kbench.results import plugin_report
+from kbench.results import mutation, plugin_report
 from kbench.results import report_counts as rcount
 from kbench.results import report_views as views
 from kbench.results.runfolder import Run
@@ -449,6 +449,9 @@ class ReportTables:
     counts_vs_baseline: pd.DataFrame = field(default_factory=pd.DataFrame)
     counts_vs_committed: pd.DataFrame = field(default_factory=pd.DataFrame)
     count_anchors: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # a mutation campaign's run folder (kbench mutate): per area and per mutant
+    mutation_areas: pd.DataFrame = field(default_factory=lambda: mutation.area_table(None))
+    mutation_mutants: pd.DataFrame = field(default_factory=lambda: mutation.mutant_table(None))
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -502,6 +505,8 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         counts_vs_baseline=rcount.vs_run(run, baseline),
         counts_vs_committed=rcount.vs_committed(run),
         count_anchors=rcount.anchor_table(run),
+        mutation_areas=mutation.area_table(mutation.load(run.path)),
+        mutation_mutants=mutation.mutant_table(mutation.load(run.path)),
     )
 
 
@@ -757,7 +762,7 @@ def _cell(col: str, value: Any) -> Cell:
         if col == "time_change":
             cls = "num worse" if v > 1 / WORSE - 1 else "num better" if v < WORSE - 1 else "num"
             return Cell(f"{v:+.1%}", cls)
-        if col in ("cv", "min_exact_fraction"):
+        if col in ("cv", "min_exact_fraction", "kill_rate"):
             return Cell(f"{v:.1%}", "num")
         if col == "accum_match":
             return Cell(fprint.percent(v), "num")
@@ -942,6 +947,11 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "n_plugins": len(t.plugins),
         "plugin_probes": html_table(t.plugin_probes, limit=500),
         "n_plugin_probes": len(t.plugin_probes),
+        "mutation_areas": html_table(t.mutation_areas),
+        "mutation_mutants": html_table(t.mutation_mutants, limit=500),
+        "n_mutants": len(t.mutation_mutants),
+        "mutation_summary": (run.meta.get("summary") or {}) if run.meta.get("kind")
+        == "mutation-campaign" else {},
         "metadata": html_table(meta_rows),
         "targets": _targets_table(runs),
         **rcount.html_context(run, t, html_table),

@@ -4,10 +4,11 @@ asked to load (kbench.targets.plugins)."""
 
 from __future__ import annotations
 
+import functools
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -20,12 +21,28 @@ from kbench.native.loader import Native
 from kbench.peers import Peer, load_peers
 from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expand, host_arch
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def state_checked(method: F) -> F:
+    """After the call (also when it raised), SVCR must show streaming mode and
+    ZA off: a call that left them on raises InternalError naming SVCR
+    (api.check_sme_state, which also switches them off)."""
+    @functools.wraps(method)
+    def call(self: InProcessEngine, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            api.check_sme_state(self.nat)
+    return call  # type: ignore[return-value]
+
 
 class InProcessEngine:
     """The cffi module of this machine, plus the peer backends (other libraries
     run in this process for comparison, kbench.peers). A call whose selector
     forces a peer's realization goes to that peer; every other call goes to
-    the library."""
+    the library. After every call, a peer's too, streaming mode and ZA must
+    be off (state_checked)."""
 
     emulated = False
 
@@ -83,6 +100,7 @@ class InProcessEngine:
                 return p
         return None
 
+    @state_checked
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
         peer = self._peer(selector)
@@ -96,6 +114,7 @@ class InProcessEngine:
                                              selector=selector, nat=self.nat)
         return self._ran(CallResult(ran, times, reps))
 
+    @state_checked
     def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, w: np.ndarray | None,
                  bias: np.ndarray | None, out: np.ndarray | None,
                  selector: Selector | None = None, timing: Timing | None = None
@@ -130,6 +149,7 @@ class InProcessEngine:
         del keep
         return self._ran(CallResult(Realization.from_c(nat, ran), list(times), int(reps[0])))
 
+    @state_checked
     def time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
                   bias: np.ndarray | None, timing: Timing,
                   selector: Selector | None = None) -> CallResult:
@@ -149,6 +169,7 @@ class InProcessEngine:
         del keep
         return CallResult(None, list(times), int(reps[0]))
 
+    @state_checked
     def pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
                  ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,
                  selector: Selector | None = None) -> np.ndarray:
@@ -164,7 +185,9 @@ class InProcessEngine:
             else:
                 nat.check(nat.lib.kb_pack_b_native_size(be, n, k, sel, size, err), err)
             dst_size = int(size[0])
-        dst = np.zeros(max(dst_size, 1), dtype=np.uint8)
+        # filled with a pattern, not zeros: a packer must write every byte of its
+        # layout (zero padding included), and a byte it skips shows up
+        dst = np.full(max(dst_size, 1), 0xA5, dtype=np.uint8)
         bp = nat.ffi.NULL if b is None else api._ptr(nat, b)
         dp = api._ptr(nat, dst, "void *")
         if be is None:

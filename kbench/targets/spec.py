@@ -8,8 +8,11 @@ that writes outside its output is caught here.
 
 Target specs:
     host                                  the cffi module of this machine
-    qemu[:cpu=MODEL][:svl=BITS][:isa=CAP] the aarch64 worker under qemu-aarch64
-    qemu-python[:cpu=MODEL][:svl=BITS]    the aarch64 cffi module (and the peers) in an
+    qemu[:cpu=MODEL][:svl=BITS][:isa=CAP][:fa64=off]
+                                          the aarch64 worker under qemu-aarch64
+                                          (fa64=off: SME without FEAT_SME_FA64)
+    qemu-python[:cpu=MODEL][:svl=BITS][:fa64=off]
+                                          the aarch64 cffi module (and the peers) in an
                                           aarch64 CPython under qemu-aarch64
                                           (kbench.targets.pyworker)
     worker:host                           the worker built for this machine
@@ -50,8 +53,8 @@ QEMU_MODELS = ("max", "neoverse-v1", "neoverse-n1", "cortex-a53", "cortex-a76", 
                "neoverse-v2", "a64fx", "cortex-a710")
 SVL_BITS = (128, 256, 512, 1024, 2048)
 
-__all__ = ["GUARD", "SENTINEL", "GuardedBuffer", "Outcome", "Target", "TargetInfo",
-           "parse_target"]
+__all__ = ["GUARD", "INPUT_SENTINEL", "SENTINEL", "GuardedBuffer", "GuardedInputs", "Outcome",
+           "Target", "TargetInfo", "parse_target"]
 
 
 @dataclass
@@ -85,6 +88,43 @@ class GuardedBuffer:
 
     def untouched(self) -> bool:
         return bool((self.raw == SENTINEL).all())
+
+
+INPUT_SENTINEL = np.uint16(0x7E49)  # another NaN payload: what lies around every input
+
+
+class GuardedInputs:
+    """Copies of a call's inputs between guard regions of INPUT_SENTINEL (a
+    NaN), row padding included: a kernel or packer that reads past an input
+    reads NaN, deterministically and on every target (the worker receives
+    each input's whole buffer, guards and all), instead of whatever happens
+    to lie there. After an in-process call, a changed guard or input means
+    the call wrote into its inputs."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[str, np.ndarray, np.ndarray]] = []  # name, raw, raw before
+
+    def copy(self, name: str, a: np.ndarray | None) -> np.ndarray | None:
+        """A guarded copy of an FP16 input (any shape; a 2-D view keeps its
+        row stride, its padding becomes INPUT_SENTINEL)."""
+        if a is None:
+            return None
+        if a.ndim == 2 and a.strides[1] == 2 and a.strides[0] % 2 == 0 and a.strides[0] > 0:
+            rows, cols = a.shape
+            ld = max(cols, a.strides[0] // 2)
+        else:
+            a = np.ascontiguousarray(a)
+            rows, cols, ld = 1, a.size, a.size
+        raw = np.full(GUARD * 2 + rows * ld, INPUT_SENTINEL, dtype=np.uint16)
+        body = raw[GUARD:GUARD + rows * ld].view(np.float16).reshape(rows, ld)[:, :cols]
+        body[...] = a.reshape(rows, cols)
+        self._items.append((name, raw, raw.copy()))
+        return body if a.ndim == 2 else body.reshape(a.shape)
+
+    def damage(self) -> str:
+        """Describes any input or guard that changed, '' if none."""
+        return "; ".join(f"input {name} or its guards changed" for name, raw, before
+                         in self._items if not np.array_equal(raw, before))
 
 
 class Target:
@@ -121,12 +161,18 @@ class Target:
         return replace(sel, force=realization)
 
     def gemm_problems(self, case: GemmCase, inp: GemmInputs, realization: api.Realization,
-                      sel: api.Selector, bufs: list[GuardedBuffer]) -> list[api.RawProblem]:
+                      sel: api.Selector, bufs: list[GuardedBuffer],
+                      guards: GuardedInputs | None = None) -> list[api.RawProblem]:
         """The raw problems of a case, B packed as the case asks (native packing
-        in the realization's backend, on this target)."""
+        in the realization's backend, on this target); with guards, every input
+        is a guarded copy."""
         problems = []
         for i in range(case.batch):
             a, b, bias = inp.a[i], inp.b[i], inp.bias[i]
+            if guards is not None:
+                a, b = guards.copy(f"A[{i}]", a), guards.copy(f"B[{i}]", b)
+                bias = guards.copy(f"bias[{i}]", bias)
+                assert a is not None and b is not None
             p = api.RawProblem(a=a, lda=a.strides[0] // 2, b=b, ldb=b.strides[0] // 2,
                                c=bufs[i].view, ldc=case.ldc, bias=bias)
             if inp.clamp is not None:
@@ -193,16 +239,18 @@ class Target:
         chooses (realization then only decides the backend that packs B)."""
         sel = self._forced(selector, realization if force else None)
         bufs = [GuardedBuffer(case.m, case.n, case.ldc) for _ in range(case.batch)]
+        guards = GuardedInputs()
         try:
             r = self._realization(realization)
-            problems = self.gemm_problems(case, inp, r, sel, bufs)
+            problems = self.gemm_problems(case, inp, r, sel, bufs, guards)
             res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel)
         except KbenchError as exc:
-            damage = "; ".join(d for d in (b.damage() for b in bufs) if d)
+            damage = "; ".join(d for d in (*(b.damage() for b in bufs), guards.damage()) if d)
             if not damage and not all(b.untouched() for b in bufs):
                 damage = "the output was written although the call failed"
             return Outcome([], None, exc, damage)
-        damage = "; ".join(f"problem {i}: {d}" for i, b in enumerate(bufs) if (d := b.damage()))
+        damage = "; ".join([f"problem {i}: {d}" for i, b in enumerate(bufs) if (d := b.damage())]
+                           + ([d] if (d := guards.damage()) else []))
         return Outcome([b.view.copy() for b in bufs], res.realization, None, damage)
 
     def run_conv(self, case: ConvCase, inp: ConvInputs, realization: str,
@@ -213,14 +261,17 @@ class Target:
         buf = GuardedBuffer(1, count, count)
         out = buf.view.reshape(shape)
         params = api.ConvParams(case.stride, case.pad, case.dilation, case.groups, inp.clamp)
+        guards = GuardedInputs()
         try:
             desc = ConvDesc.from_shapes(inp.x.shape, inp.w.shape, params)
-            res = self.engine.conv_raw(desc, np.ascontiguousarray(inp.x),
-                                       np.ascontiguousarray(inp.w), inp.bias, out, sel)
+            res = self.engine.conv_raw(desc, guards.copy("input", inp.x),
+                                       guards.copy("filter", inp.w),
+                                       guards.copy("bias", inp.bias), out, sel)
         except KbenchError as exc:
             damage = "" if buf.untouched() else "the output was written although the call failed"
-            return Outcome([], None, exc, damage)
-        return Outcome([out.copy()], res.realization, None, buf.damage())
+            return Outcome([], None, exc, "; ".join(d for d in (damage, guards.damage()) if d))
+        damage = "; ".join(d for d in (buf.damage(), guards.damage()) if d)
+        return Outcome([out.copy()], res.realization, None, damage)
 
     def close(self) -> None:
         self.engine.close()
@@ -235,11 +286,13 @@ class QemuSpec:
     svl: int | None = None  # bits
     isa: str | None = None  # KBENCH_ISA_CAP inside the worker
     kind: str = "qemu"  # or "qemu-python"
+    fa64: bool = True  # False: an SME CPU without FEAT_SME_FA64 (sme_fa64=off)
 
     @property
     def qemu_cpu(self) -> str:
-        """The -cpu argument: the model, and the SVL in bytes."""
-        return self.cpu + (f",sme-default-vector-length={self.svl // 8}" if self.svl else "")
+        """The -cpu argument: the model, the SVL in bytes, FA64 off if asked."""
+        return (self.cpu + (f",sme-default-vector-length={self.svl // 8}" if self.svl else "")
+                + ("" if self.fa64 else ",sme_fa64=off"))
 
     @property
     def name(self) -> str:
@@ -248,6 +301,8 @@ class QemuSpec:
             s += f":svl={self.svl}"
         if self.isa:
             s += f":isa={self.isa}"
+        if not self.fa64:
+            s += ":fa64=off"
         return s
 
 
@@ -258,9 +313,9 @@ def parse_qemu(spec: str) -> QemuSpec:
     values: dict[str, str] = {}
     for p in parts[1:]:
         key, sep, value = p.partition("=")
-        if not sep or key not in ("cpu", "svl", "isa") or not value:
-            raise InvalidArgument(f"target: {p!r} in {spec!r}: expected cpu=MODEL, svl=BITS or "
-                                  "isa=CAP", "target")
+        if not sep or key not in ("cpu", "svl", "isa", "fa64") or not value:
+            raise InvalidArgument(f"target: {p!r} in {spec!r}: expected cpu=MODEL, svl=BITS, "
+                                  "isa=CAP or fa64=off", "target")
         values[key] = value
     cpu = values.get("cpu", "max")
     if cpu not in QEMU_MODELS:
@@ -278,7 +333,13 @@ def parse_qemu(spec: str) -> QemuSpec:
     if isa is not None and isa not in api.ISA_LEVELS:
         raise InvalidArgument(f"target: isa must be one of {', '.join(api.ISA_LEVELS)}",
                               "target")
-    return QemuSpec(cpu, svl, isa, parts[0])
+    fa64 = values.get("fa64", "on")
+    if fa64 not in ("on", "off"):
+        raise InvalidArgument(f"target: fa64 must be on or off, not {fa64!r}", "target")
+    if fa64 == "off" and cpu != "max":
+        raise InvalidArgument(f"target: fa64=off needs cpu=max (only it has SME), not {cpu}",
+                              "target")
+    return QemuSpec(cpu, svl, isa, parts[0], fa64 == "on")
 
 
 def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = ()) -> WorkerSpec:
@@ -353,7 +414,8 @@ def parse_target(spec: str, plugins: Sequence[str] = ()) -> Target:
                                                     plugins=[_absolute(p) for p in plugins],
                                                     arch=arch)))
     raise InvalidArgument(f"target: {spec!r} is not a known target (host, "
-                          "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP], "
-                          "qemu-python[:cpu=MODEL][:svl=BITS], worker:host, worker:CMD, "
-                          "ssh:[user@]host[:port][,svl=BITS][,isa=CAP], adb:[SERIAL])",
+                          "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP][:fa64=off], "
+                          "qemu-python[:cpu=MODEL][:svl=BITS][:fa64=off], worker:host, "
+                          "worker:CMD, ssh:[user@]host[:port][,svl=BITS][,isa=CAP], "
+                          "adb:[SERIAL])",
                           "target")

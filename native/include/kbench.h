@@ -375,6 +375,15 @@ kb_status kb_time_pack_b_plugin(const char *realization, size_t N, size_t K, con
                                 size_t ldb, const kb_f16 *bias, void *dst, size_t dst_size,
                                 const kb_timing *t, double *round_ns,
                                 uint32_t *reps_per_round, kb_error *err);
+/* ---- streaming state (SME) ----------------------------------------------
+ * SME kernels enter streaming mode and enable ZA themselves and must leave
+ * both off on return (SVCR.SM = SVCR.ZA = 0): on a CPU without
+ * FEAT_SME_FA64 the next NEON instruction would trap. kb_check_sme_state
+ * reads SVCR on the calling thread (and what helper threads of earlier
+ * calls found when they ended); if anything was left on it switches it off
+ * and returns KB_ERR_INTERNAL naming "SVCR". KB_OK on CPUs without SME.
+ * The worker and the in-process engine call it after every call. */
+kb_status kb_check_sme_state(kb_error *err);
 
 /* ---- misc ----------------------------------------------------------------*/
 

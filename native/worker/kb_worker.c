@@ -327,6 +327,17 @@ static int reply_call(uint32_t type, kb_status st, const kb_error *err, const kb
     return rc;
 }
 
+/* Every call must leave streaming mode and ZA off (kb_check_sme_state): a
+ * call that did not fails with that error, whatever it returned. */
+static kb_status with_state_check(kb_status st, kb_error *err) {
+    kb_error state;
+    if (kb_check_sme_state(&state) != KB_OK) {
+        *err = state;
+        return (kb_status)state.code;
+    }
+    return st;
+}
+
 /* ---- handlers ----------------------------------------------------------- */
 
 static int handle_hello(void) {
@@ -459,6 +470,7 @@ static int handle_gemm(kb_reader *r) {
         } else {
             st = kb_gemm_batch((size_t)M, (size_t)N, (size_t)K, batch ? ps : NULL, batch, &sel, &ran, &err);
         }
+        st = with_state_check(st, &err);
         rc = reply_call(KB_MSG_GEMM, st, &err, &ran, times, (st == KB_OK && times) ? tm.rounds : 0, reps, &bs);
         free(times);
     }
@@ -531,6 +543,7 @@ static int handle_conv(kb_reader *r) {
         } else {
             st = kb_conv2d(&d, in, flt, bias, out, &sel, &ran, &err);
         }
+        st = with_state_check(st, &err);
         rc = reply_call(KB_MSG_CONV, st, &err, &ran, times, (st == KB_OK && times) ? tm.rounds : 0, reps, &bs);
         free(times);
     }
@@ -601,6 +614,7 @@ static int handle_pack(kb_reader *r) {
         }
         dst = calloc(size ? size : 1, 1);
         if (!dst) { free_buffers(&bs); return protocol_error("out of memory"); }
+        memset(dst, 0xA5, size); /* a packer must write every byte, padding included */
         st = mode == 0 ? kb_pack_b((size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
            : mode == 2 ? kb_pack_b_plugin(sel.force, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &err)
                        : kb_pack_b_native(backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &sel, &err);
@@ -618,6 +632,7 @@ static int handle_pack(kb_reader *r) {
             st = kb_time_pack_b(mode == 0 ? -1 : backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size,
                                 &sel, &tm, times, &reps, &err);
     }
+    st = with_state_check(st, &err);
     kb_writer w = {0};
     kb_wr_i32(&w, st);
     kb_wr_str(&w, st ? err.field : "");

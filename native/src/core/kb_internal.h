@@ -264,4 +264,10 @@ int kb_parallel_threads(size_t ntasks, int threads);
 typedef void (*kb_slot_task_fn)(void *ctx, size_t task, int slot);
 int kb_parallel_for_slots(size_t ntasks, int threads, kb_slot_task_fn fn, void *ctx);
 
+/* ---- streaming state (kb_sme_state.c) ------------------------------- */
+
+/* A helper thread about to end records whether it left streaming mode or
+ * ZA on; the next kb_check_sme_state reports it. */
+void kb_sme_note_thread_end(void);
+
 #endif /* KB_INTERNAL_H */

@@ -37,6 +37,7 @@ static void drain(job *j, int slot) {
 static void *thread_main(void *arg) {
     const worker *w = arg;
     drain(w->j, w->slot);
+    kb_sme_note_thread_end(); /* streaming mode and ZA must be off here too */
     kb_scratch_free_thread(); /* helper threads end here: free their scratch */
     return NULL;
 }
