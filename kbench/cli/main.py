@@ -60,7 +60,9 @@ PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
                  "compare": ("kbench.cli.history:compare",
                              "Compare two run folders case by case: ratio of median times, "
                              "one-sided Mann-Whitney U tests on per-round times, and a verdict "
-                             "(faster, slower, same; not-comparable for emulated times)."),
+                             "(faster, slower, same; not-comparable for emulated times); "
+                             "instruction counts of emulated targets exactly (more, fewer, "
+                             "same)."),
                  "ab": ("kbench.cli.ab:ab",
                         "Time a base and a candidate build interleaved (rounds alternate in "
                         "one run) and report, per case, the paired ratio with its confidence "
@@ -85,14 +87,14 @@ PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
                             "repository, rebuild exactly what it touches (host module, host and "
                             "aarch64 workers, the aarch64 module of the emulated Python), run "
                             "the suites and targets it declares, and record whether they killed "
-                            "it. Writes a run folder (mutation.json, mutants.csv, logs/; `kbench "
-                            "report` shows it) and exits non-zero if a mutant survived "
-                            "unexplained or could not be run."),
+                            "it."),
                  "gate": ("kbench.cli.history:gate_command",
                           "The regression gate: exit 1 on any correctness failure or error in "
-                          "CAND, any case of BASE missing from CAND, an incomplete run, or a "
-                          "slowdown both above --max-slowdown and significant at --alpha; 0 if "
-                          "none; 2 on bad input."),
+                          "CAND, any case of BASE missing from CAND, an incomplete run, a "
+                          "slowdown both above --max-slowdown and significant at --alpha, or "
+                          "(on emulated targets, exactly) an instruction count of a call or a B "
+                          "packing grown by more than --max-count-growth; 0 if none; 2 on bad "
+                          "input."),
              })
 @click.version_option(package_name="kbench")
 def main() -> None:
