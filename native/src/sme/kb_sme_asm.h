@@ -4,9 +4,23 @@
  * and z31 = clamp_max broadcast as FP32, p6 a scratch predicate.
  *
  * The clamp is the store step of every backend (kb_store_f16): v < lo gives
- * lo, v > hi gives hi, anything else (NaN included) stays. It is built from
- * compares and selects rather than FMAX/FMIN or FCLAMP, whose NaN and
- * signed-zero rules differ from it. */
+ * lo, v > hi gives hi, anything else (NaN included) stays. What the
+ * candidate instructions do (Arm ARM, and measured under QEMU 11.1 with a
+ * quiet NaN, -0, +0, +-1, +-inf against bounds (-1, 1), (+0, +0), (-0, -0),
+ * (-inf, inf), (+0, -0)):
+ *   - FCLAMP is a clamp to minimum/maximum *number* (FMAXNM/FMINNM rules): a
+ *     quiet NaN becomes clamp_min. Unusable: NaN must pass.
+ *   - FMAX then FMIN (predicated, or SME2's multi-vector forms) return the
+ *     NaN operand unchanged (payload and sign kept) and agree with the
+ *     compare/select clamp on every value except zeros of opposite sign:
+ *     FMAX(-0, +0) = +0 where the clamp keeps -0, FMIN(+0, -0) = -0 where it
+ *     keeps +0. The FP32 accumulators of these kernels are never -0 (every
+ *     chain starts from +0 or from the bias plus +0, and a sum of FP16
+ *     products that is not exactly zero cannot round to zero in FP32), so
+ *     FMAX(v, lo) is exact for every lo; FMIN(w, hi) is exact unless w is +0
+ *     and hi is -0. A call whose clamp_max is -0 therefore sets
+ *     KB_SME_CLAMP_SELECT (kb_sme_clamp_flags) and the kernels clamp by
+ *     compare/select (KB_SME_CLAMP) there; every other call takes FMAX/FMIN. */
 #ifndef KB_SME_ASM_H
 #define KB_SME_ASM_H
 
@@ -15,6 +29,11 @@
     "mov " z ".s, p6/m, z30.s\n"               \
     "fcmgt p6.s, p0/z, " z ".s, z31.s\n"       \
     "mov " z ".s, p6/m, z31.s\n"
+
+/* The FMAX/FMIN clamp of one FP32 vector (exact unless clamp_max is -0). */
+#define KB_SME_CLAMP_MAXMIN(z)                 \
+    "fmax " z ".s, p0/m, " z ".s, z30.s\n"     \
+    "fmin " z ".s, p0/m, " z ".s, z31.s\n"
 
 /* Clamp two FP32 vectors, narrow them to FP16 (round to nearest even, into
  * the low half of each 32-bit container) and store the columns [0, VL32)

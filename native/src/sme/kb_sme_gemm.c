@@ -245,6 +245,7 @@ static void gemv_task(void *ctx, size_t t) {
             .a = c->A + m * c->lda, .k = c->K,
             .rhs = g->rhs + b0 * g->rhs_stride, .rhs_block_stride = g->rhs_stride,
             .n = cols, .dst = c->C + m * c->ldc + n0,
+            .flags = kb_sme_clamp_flags(c->clamp_max),
             .clamp_min = c->clamp_min, .clamp_max = c->clamp_max,
         };
         g->uk->core(&a);

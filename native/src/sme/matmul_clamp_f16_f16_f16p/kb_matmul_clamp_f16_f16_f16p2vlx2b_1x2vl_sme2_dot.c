@@ -143,6 +143,7 @@ void kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_run_matmul(
             .a = (const unsigned char *)lhs + i * lhs_stride, .k = k,
             .rhs = rhs_packed, .rhs_block_stride = kb_sme_rhs_block_bytes(kb_sme_block(), k),
             .n = n, .dst = (unsigned char *)dst + i * dst_stride_row,
+            .flags = kb_sme_clamp_flags(clamp_max),
             .clamp_min = clamp_min, .clamp_max = clamp_max,
         };
         kb_sme2_gemv_core(&a);
