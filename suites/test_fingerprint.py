@@ -417,21 +417,26 @@ def _have_qemu() -> bool:
                     "(bash ci/install-toolchain.sh)")
 def test_emulated_neon_kernels_fingerprint_as_they_declare() -> None:
     """Real FP16 arithmetic (FMLA .8h under QEMU): the FP16-accumulating NEON
-    kernel is the fused FP16 chain, bit for bit; the FP32 ones are FP32."""
+    kernel is the fused FP16 chain started from the bias (README), bit for
+    bit, and declares that order (error model gemm_bias_first); the FP32
+    ones are FP32."""
     target = parse_target("qemu:cpu=neoverse-n1")
     try:
         reals = {r.name: r for r in target.info().realizations}
         gemm = GemmCase("fp_neon", 12, 40, 400, bias=True, clamp=True)
         conv = ConvCase("fp_neon_conv", 1, 9, 9, 24, 16, 3, 3, pad=(1, 1, 1, 1))
         for name, case, want in (
-                ("gemm_neon_f16acc", gemm, "fp16_fma_chain"),
-                ("conv2d_igemm_neon_f16acc", conv, "fp16_fma_chain@hwc"),
+                ("gemm_neon_f16acc", gemm, "fp16_fma_chain_bias_first"),
+                ("gemm_neon_f16acc_mb24_nb64_kb64", gemm, "fp16_fma_chain_bias_first"),
+                ("conv2d_igemm_neon_f16acc", conv, "fp16_fma_chain_bias_first@hwc"),
+                ("conv2d_im2col_gemm_neon_f16acc", conv, "fp16_fma_chain_bias_first@hwc"),
                 ("gemm_neon_f32acc_cvt", gemm, None),
                 ("conv2d_igemm_neon_f32acc_cvt", conv, None)):
             v = run_job(target, Job(case, "normal", reals[name], target.name, fingerprint=True))
             assert v.status == "pass", v.line()
             if want is not None:
                 assert (v.accum_model, v.accum_match) == (want, 1.0), v.line()
+                assert reals[name].error_model == "gemm_bias_first", name
             else:
                 assert fp.category(v.accum_model, v.accum_match) == fp.FP32, v.line()
     finally:
