@@ -418,7 +418,7 @@ void kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul(
         .rhs_k_offset = mr * sizeof(kb_f16),
         .m = m, .n = n, .kpairs = kp,
         .dst = dst, .dst_stride = dst_stride_row,
-        .acc = NULL, .acc_stride = 0, .flags = 0,
+        .acc = NULL, .acc_stride = 0, .flags = kb_sme_clamp_flags(clamp_max),
         .clamp_min = clamp_min, .clamp_max = clamp_max,
     };
     kb_sme2_mopa_core(&a);
