@@ -46,6 +46,43 @@
     "st1h {" za ".s}, p4, [" xrow "]\n"        \
     "st1h {" zb ".s}, p5, [" xrow ", #1, mul vl]\n"
 
+/* The LHS packers' store step: x11 k pairs out of the columns of tiles TA
+ * (rows [0, VL32)) and TB (rows [VL32, mr)) to x13 (each pair: TA's column,
+ * then TB's), four pairs per step, then one at a time. Uses w12, x9, x14;
+ * x15, x19, x28 hold 2, 4 and 6 vectors in 32-bit units, x17 the SVL in
+ * bytes; L1-L4 are four unused numeric labels. */
+#define KB_SME_LHS_STORE(TA, TB, L1, L2, L3, L4)                                   \
+    "mov w12, #0\n"                                                     \
+    "add x14, x13, x17\n"                                               \
+    "lsr x9, x11, #2\n"                                                 \
+    "and x11, x11, #3\n"                                                \
+    "cbz x9, " L2 "f\n"                                                 \
+    L1 ":\n"                                                            \
+    "st1w {" TA ".s[w12, 0]}, p0, [x13]\n"                              \
+    "st1w {" TB ".s[w12, 0]}, p0, [x14]\n"                              \
+    "st1w {" TA ".s[w12, 1]}, p0, [x13, x15, lsl #2]\n"                 \
+    "st1w {" TB ".s[w12, 1]}, p0, [x14, x15, lsl #2]\n"                 \
+    "st1w {" TA ".s[w12, 2]}, p0, [x13, x19, lsl #2]\n"                 \
+    "st1w {" TB ".s[w12, 2]}, p0, [x14, x19, lsl #2]\n"                 \
+    "st1w {" TA ".s[w12, 3]}, p0, [x13, x28, lsl #2]\n"                 \
+    "st1w {" TB ".s[w12, 3]}, p0, [x14, x28, lsl #2]\n"                 \
+    "add x13, x13, x19, lsl #3\n"                                       \
+    "add x14, x14, x19, lsl #3\n"                                       \
+    "add w12, w12, #4\n"                                                \
+    "subs x9, x9, #1\n"                                                 \
+    "b.ne " L1 "b\n"                                                    \
+    L2 ":\n"                                                            \
+    "cbz x11, " L4 "f\n"                                                \
+    L3 ":\n"                                                            \
+    "st1w {" TA ".s[w12, 0]}, p0, [x13]\n"                              \
+    "st1w {" TB ".s[w12, 0]}, p0, [x14]\n"                              \
+    "addvl x13, x13, #2\n"                                              \
+    "addvl x14, x14, #2\n"                                              \
+    "add w12, w12, #1\n"                                                \
+    "subs x11, x11, #1\n"                                               \
+    "b.ne " L3 "b\n"                                                    \
+    L4 ":\n"
+
 /* Everything a kernel's assembly may change besides its x registers: the
  * whole FP/SIMD file (SMSTART and SMSTOP zero it), flags and memory. The
  * SVE predicate registers hold nothing the compiler relies on in this

@@ -33,40 +33,6 @@ typedef struct lhs_args {
     kb_f16 *dst;
 } lhs_args;
 
-/* x11 pairs from the columns of tiles TA (rows [0, VL32)) and TB (rows
- * [VL32, mr)) to x13, four pairs per step, then one at a time. */
-#define STORE(TA, TB, L1, L2, L3, L4)                                   \
-    "mov w12, #0\n"                                                     \
-    "add x14, x13, x17\n"                                               \
-    "lsr x9, x11, #2\n"                                                 \
-    "and x11, x11, #3\n"                                                \
-    "cbz x9, " L2 "f\n"                                                 \
-    L1 ":\n"                                                            \
-    "st1w {" TA ".s[w12, 0]}, p0, [x13]\n"                              \
-    "st1w {" TB ".s[w12, 0]}, p0, [x14]\n"                              \
-    "st1w {" TA ".s[w12, 1]}, p0, [x13, x15, lsl #2]\n"                 \
-    "st1w {" TB ".s[w12, 1]}, p0, [x14, x15, lsl #2]\n"                 \
-    "st1w {" TA ".s[w12, 2]}, p0, [x13, x19, lsl #2]\n"                 \
-    "st1w {" TB ".s[w12, 2]}, p0, [x14, x19, lsl #2]\n"                 \
-    "st1w {" TA ".s[w12, 3]}, p0, [x13, x28, lsl #2]\n"                 \
-    "st1w {" TB ".s[w12, 3]}, p0, [x14, x28, lsl #2]\n"                 \
-    "add x13, x13, x19, lsl #3\n"                                       \
-    "add x14, x14, x19, lsl #3\n"                                       \
-    "add w12, w12, #4\n"                                                \
-    "subs x9, x9, #1\n"                                                 \
-    "b.ne " L1 "b\n"                                                    \
-    L2 ":\n"                                                            \
-    "cbz x11, " L4 "f\n"                                                \
-    L3 ":\n"                                                            \
-    "st1w {" TA ".s[w12, 0]}, p0, [x13]\n"                              \
-    "st1w {" TB ".s[w12, 0]}, p0, [x14]\n"                              \
-    "addvl x13, x13, #2\n"                                              \
-    "addvl x14, x14, #2\n"                                              \
-    "add w12, w12, #1\n"                                                \
-    "subs x11, x11, #1\n"                                               \
-    "b.ne " L3 "b\n"                                                    \
-    L4 ":\n"
-
 static void lhs_pack_core(const lhs_args *g) {
     __asm__ volatile(
         ".arch armv8.2-a+sme\n"
@@ -159,12 +125,12 @@ static void lhs_pack_core(const lhs_args *g) {
         "sub x11, x4, x7\n"                       /* pairs [c, c + VL32)    */
         "cmp x11, x16\n"
         "csel x11, x11, x16, lo\n"
-        STORE("za0v", "za2v", "31", "32", "33", "34")
+        KB_SME_LHS_STORE("za0v", "za2v", "31", "32", "33", "34")
         "subs x11, x4, x8\n"                      /* pairs [c + VL32, ...)  */
         "b.le 40f\n"
         "cmp x11, x16\n"
         "csel x11, x11, x16, lo\n"
-        STORE("za1v", "za3v", "35", "36", "37", "38")
+        KB_SME_LHS_STORE("za1v", "za3v", "35", "36", "37", "38")
         "40:\n"
         "add x7, x7, x16, lsl #1\n"
         "cmp x7, x4\n"
@@ -178,8 +144,6 @@ static void lhs_pack_core(const lhs_args *g) {
           "x15", "x16", "x17", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27",
           "x28", KB_SME_CLOBBER_VEC);
 }
-#undef STORE
-
 void kb_sme_lhs_pack_block(const kb_f16 *a, size_t lda, size_t rows, size_t k, size_t mr,
                            size_t p0, size_t pc, kb_f16 *dst) {
     size_t whole = pc;
