@@ -189,7 +189,7 @@ def only(backend: str) -> api.Selector:
 GUEST = """
 import json, platform, sys, time
 t0 = time.perf_counter()
-import kbench.engine
+import kbench.targets.inprocess
 from kbench import api
 t1 = time.perf_counter()
 import numpy as np
