@@ -414,3 +414,28 @@ def test_sme1_gemv_is_the_fp32_chain_from_the_bias(targets: GetTarget, svl: int)
     f = fp.gemm(inp.a, inp.b, inp.bias, inp.clamp, o.outputs)
     assert (f.model, f.match) == ("fp32_chain_bias_first", 1.0), f.scores
 
+
+
+@needs_qemu
+@pytest.mark.parametrize("svl", (128, 2048))
+def test_sme2_and_sme1_mopa_agree_bit_for_bit(targets: GetTarget, svl: int) -> None:
+    """The SME1 MOPA kernel computes what the SME2 one does, step for step
+    (the same FMOPA chain from the bias; only loads and stores differ): equal
+    bits on real-valued inputs, specials included, over tails in M, N and K,
+    an odd K, K in several LHS chunks (SVL 2048), every B form and a clamp,
+    and so do their indirect convolutions."""
+    target = targets(f"qemu:cpu=max:svl={svl}")
+    cases = [GemmCase("sme_twins_tail", 37, 53, 45, clamp=True, lda_pad=1, ldc_pad=2),
+             GemmCase("sme_twins_chunked", 70, 130, 1100, b_form="native"),
+             GemmCase("sme_twins_packed", 9, 17, 64, b_form="packed", bias=False)]
+    for case in cases:
+        for kind in ("uniform", "normal", "specials"):
+            inp = inputs.gemm_inputs(case, kind)
+            x = target.run_gemm(case, inp, "gemm_sme2_mopa_f32acc")
+            y = target.run_gemm(case, inp, "gemm_sme_mopa_f32acc")
+            assert x.error is None and y.error is None, (case.name, x.error, y.error)
+            assert np.array_equal(_bits(x.outputs)[0], _bits(y.outputs)[0]), (case.name, kind)
+    cinp = inputs.conv_inputs(CONV_CASE, "normal")
+    x = target.run_conv(CONV_CASE, cinp, "conv2d_igemm_sme2_mopa_f32acc")
+    y = target.run_conv(CONV_CASE, cinp, "conv2d_igemm_sme_mopa_f32acc")
+    assert np.array_equal(_bits(x.outputs)[0], _bits(y.outputs)[0])
