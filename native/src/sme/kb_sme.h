@@ -183,7 +183,8 @@ extern const kb_sme_gemv_ukernel kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_ml
 extern const kb_sme_imatmul_ukernel kb_imatmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa;
 extern const kb_sme_imatmul_ukernel kb_imatmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa;
 
-/* ---- packers (plain C, run outside streaming mode) ----------------------- */
+/* ---- packers: C functions, called outside streaming mode; those that use
+ * SME (the LHS transposes, the RHS interleave) enter and leave it inside. */
 
 /* RHS x16p2vlx2b. */
 size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_n_step(void);
