@@ -153,6 +153,45 @@ def test_reseal_changes_one_field_and_keeps_the_header_valid(engine):
 def test_payload_offsets_are_the_first_a_middle_and_the_last_byte():
     buf = np.zeros(64 + 100, np.uint8)
     assert [contracts.payload_offset(buf, w) for w in contracts.FLIPS] == [64, 114, 163]
+def test_the_perf_suite_times_the_production_call(kb_session):
+    """What `kbench run --suite perf` times (kbench.harness.perf.prepare) on a
+    native-packed B whose payload no longer matches its checksum: the
+    timed rounds run, on the realization asked for, so the perf suite's
+    timed region holds no payload hash; the same buffer fails verification.
+    The payload checksum's own cost is counted as a phase of its own by the
+    instruction-count engine (README, "The packed-B contract")."""
+    from kbench.harness import perf
+    from kbench.harness.runner import Job, applicable
+    from kbench.native.calls import Timing
+    from kbench.problems.cases import GemmCase
+
+    target = kb_session.target(kb_session.target_specs[0])
+    case = GemmCase("perf_production_call", 5, 20, 33, b_form="native")
+    for be in contracts.native_backends(target.engine):
+        real = next(r for r in target.info().realizations
+                    if r.backend == be and r.op == "gemm" and applicable(case, r))
+        corrupted = []
+        build = target.gemm_problems
+
+        def corrupt(*args, build=build, corrupted=corrupted, **kwargs):
+            problems = build(*args, **kwargs)
+            for p in problems:
+                p.b[contracts.HEADER_SIZE + (p.b.size - contracts.HEADER_SIZE) // 2] ^= 0x10
+                corrupted.append(p)
+            return problems
+        target.gemm_problems = corrupt  # type: ignore[method-assign]
+        try:
+            prep = perf.prepare(target, Job(case, "uniform", real, target.name),
+                                perf.PerfSettings())
+        finally:
+            del target.gemm_problems
+        assert corrupted and prep.packing is not None
+        res = prep.run(Timing(warmup=1, rounds=2, max_reps=2))
+        assert res.realization is not None and res.realization.name == real.name
+        assert len(res.times_ns) == 2
+        with pytest.raises(ContractViolation) as exc:
+            target.engine.gemm_raw(case.m, case.n, case.k, corrupted, contracts.VERIFY)
+        assert exc.value.field == "B.payload_checksum", be
 
 
 def test_verify_packed_checks_header_and_payload():

@@ -128,14 +128,18 @@ def test_fp32_chain_is_a_sequential_float32_loop() -> None:
     a, b, bias = _wide_operands(rng, 3, 50, 4)
     got = fp.simulate_gemm(a, b, bias, None, "fp32_chain")
     got16 = fp.simulate_gemm(a, b, bias, None, "fp32_chain_bias16")
+    first = fp.simulate_gemm(a, b, bias, None, "fp32_chain_bias_first")
     for i in range(3):
         for j in range(4):
             acc = np.float32(0.0)
+            start = np.float32(bias[j])
             for t in range(50):
                 acc = np.float32(acc + np.float32(a[i, t]) * np.float32(b[t, j]))
+                start = np.float32(start + np.float32(a[i, t]) * np.float32(b[t, j]))
             assert fp.same(got[i, j], np.float16(np.float32(acc + np.float32(bias[j]))))
             assert fp.same(got16[i, j], np.float16(_add16(float(np.float16(acc)),
                                                           float(bias[j]))))
+            assert fp.same(first[i, j], np.float16(start))
 
 
 def test_clamp_is_applied_last() -> None:
@@ -168,8 +172,10 @@ def test_each_model_is_recognised_from_its_own_output(k: int, m: int, bias: bool
         f = fp.gemm(a, b, bv, None, c)
         assert f.scores[model] == f.match == 1.0, (model, f.scores)
         if f.model != model:  # FP32 roundings are rare: the chain may tie with `once`
-            assert (f.model, model) == ("fp32_once_bias16", "fp32_chain_bias16") or (
-                f.model, model) == ("fp32_once", "fp32_chain"), (model, f.scores)
+            assert (f.model, model) in (("fp32_once_bias16", "fp32_chain_bias16"),
+                                        ("fp32_once", "fp32_chain"),
+                                        ("fp32_once", "fp32_chain_bias_first"),
+                                        ("fp32_chain", "fp32_chain_bias_first")), (model, f.scores)
         assert not f.sampled and f.elements == m * 64
         truth = fp.family(model)
         other = max(s for name, s in f.scores.items() if fp.family(name) != truth)
@@ -183,6 +189,30 @@ def test_each_model_is_recognised_from_its_own_output(k: int, m: int, bias: bool
         assert fp.accumulates_in_fp32(f) is (truth == fp.FP32)
         assert fp.label(f).startswith(fp.FAMILY_LABELS[truth])
         assert f.correctly_rounded == f.scores["fp32_once"]
+
+
+@pytest.mark.parametrize("model", ["fp32_chain_bias_first", "fp32_chain", "fp32_once"])
+def test_bias_order_witnesses_tell_the_fp32_chains_apart(model: str) -> None:
+    """FP32 roundings rarely show in FP16 outputs; the witness columns of
+    bias_order_gemm_inputs (every fourth) make a chain started from the bias
+    differ from the exact sum and from a chain that adds the bias last, so
+    the bias-first chain is recognised, and never mistaken for another."""
+    case = GemmCase("fp_bias_order", 3, 64, 300, clamp=True)
+    inp = inputs.bias_order_gemm_inputs(case)
+    a, b, bias = inp.a[0], inp.b[0], inp.bias[0]
+    first = fp.simulate_gemm(a, b, bias, inp.clamp, "fp32_chain_bias_first")
+    last = fp.simulate_gemm(a, b, bias, inp.clamp, "fp32_chain")
+    assert (first[:, ::4] == 1.0).all() and (last[:, ::4] == np.float16(1 + 2.0**-10)).all()
+    assert fp.same(last[:, ::4], inp.refs[0].rounded[:, ::4]).all()
+    f = fp.gemm(a, b, bias, inp.clamp, fp.simulate_gemm(a, b, bias, inp.clamp, model))
+    assert f.scores[model] == f.match == 1.0, f.scores
+    if model == "fp32_chain_bias_first":
+        assert f.model == model
+        assert max(f.scores[m] for m in ("fp32_once", "fp32_chain")) <= 0.75, f.scores
+        assert max(s for name, s in f.scores.items() if name != model) < 0.9, f.scores
+    else:  # the exact sum and the bias-last chain may tie; never the bias-first one
+        assert f.model in ("fp32_once", "fp32_chain")
+        assert f.scores["fp32_chain_bias_first"] <= 0.75, f.scores
 
 
 def test_a_large_case_is_sampled_and_still_recognised() -> None:
@@ -387,21 +417,26 @@ def _have_qemu() -> bool:
                     "(bash ci/install-toolchain.sh)")
 def test_emulated_neon_kernels_fingerprint_as_they_declare() -> None:
     """Real FP16 arithmetic (FMLA .8h under QEMU): the FP16-accumulating NEON
-    kernel is the fused FP16 chain, bit for bit; the FP32 ones are FP32."""
+    kernel is the fused FP16 chain started from the bias (README), bit for
+    bit, and declares that order (error model gemm_bias_first); the FP32
+    ones are FP32."""
     target = parse_target("qemu:cpu=neoverse-n1")
     try:
         reals = {r.name: r for r in target.info().realizations}
         gemm = GemmCase("fp_neon", 12, 40, 400, bias=True, clamp=True)
         conv = ConvCase("fp_neon_conv", 1, 9, 9, 24, 16, 3, 3, pad=(1, 1, 1, 1))
         for name, case, want in (
-                ("gemm_neon_f16acc", gemm, "fp16_fma_chain"),
-                ("conv2d_igemm_neon_f16acc", conv, "fp16_fma_chain@hwc"),
+                ("gemm_neon_f16acc", gemm, "fp16_fma_chain_bias_first"),
+                ("gemm_neon_f16acc_mb24_nb64_kb64", gemm, "fp16_fma_chain_bias_first"),
+                ("conv2d_igemm_neon_f16acc", conv, "fp16_fma_chain_bias_first@hwc"),
+                ("conv2d_im2col_gemm_neon_f16acc", conv, "fp16_fma_chain_bias_first@hwc"),
                 ("gemm_neon_f32acc_cvt", gemm, None),
                 ("conv2d_igemm_neon_f32acc_cvt", conv, None)):
             v = run_job(target, Job(case, "normal", reals[name], target.name, fingerprint=True))
             assert v.status == "pass", v.line()
             if want is not None:
                 assert (v.accum_model, v.accum_match) == (want, 1.0), v.line()
+                assert reals[name].error_model == "gemm_bias_first", name
             else:
                 assert fp.category(v.accum_model, v.accum_match) == fp.FP32, v.line()
     finally:

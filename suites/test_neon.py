@@ -1,6 +1,7 @@
 """NEON FP16 backend specifics, on emulated Arm targets: the FP32-accumulating
-kernels follow the scalar reference's order bit for bit, threads change no
-bit, the native layout is what the header declares, and the FP16
+kernels follow the scalar reference's order bit for bit, the FP16 kernel is
+the simulated FP16 chain started from the bias bit for bit, threads change
+no bit, the native layout is what the header declares, and the FP16
 accumulator's accuracy loss at large K shows up in the data."""
 
 import os
@@ -9,6 +10,8 @@ import numpy as np
 import pytest
 
 from kbench.harness import runner
+from kbench.judge import fingerprint as fp
+from kbench.judge.tolerance import AccumModel
 from kbench.native.api import Selector
 from kbench.native.calls import pack
 from kbench.problems import inputs
@@ -129,3 +132,36 @@ def test_a_vacuous_bound_is_mistrusted_not_passed(target):
     assert v.status == "mistrusted" and "no bound" in v.message
     v = runner.run_job(target, runner.Job(case, "exact", f16, target.name))
     assert v.status == "pass"
+
+
+F16_SHAPES = [(13, 37, 129), (6, 16, 8), (1, 5, 3), (7, 33, 17), (12, 16, 1), (5, 48, 250)]
+
+
+@pytest.mark.parametrize("kind", ["uniform", "normal", "specials"])
+def test_fp16_kernel_is_the_fp16_chain_from_the_bias(target, kind):
+    """gemm_neon_f16acc (and its blocked variants) equal the simulated
+    fp16_fma_chain_bias_first bit for bit (NaN payloads aside; the clamp
+    keeps both signs of zero as kb_store_f16 does): full and partial 6x16
+    tiles, K through the 8-k step and the single-k tail, every B form,
+    with and without bias and clamp."""
+    names = [n for n in _names(target, "gemm") if "f16acc" in n]
+    assert "gemm_neon_f16acc" in names
+    for i, (m, n, k) in enumerate(F16_SHAPES):
+        case = GemmCase(f"f16_chain_{m}x{n}x{k}", m, n, k, bias=i % 3 != 2, clamp=i % 2 == 0,
+                        lda_pad=i % 2, ldc_pad=1, b_form=["plain", "packed", "native"][i % 3])
+        inp = inputs.gemm_inputs(case, kind)
+        want = fp.simulate_gemm(inp.a[0], inp.b[0], inp.bias[0], inp.clamp,
+                                "fp16_fma_chain_bias_first" if case.bias else "fp16_fma_chain")
+        for name in names:
+            got = target.run_gemm(case, inp, name)
+            assert got.error is None and not got.guard_detail, (name, got.error)
+            x = got.outputs[0]
+            same = (x.view(np.uint16) == want.view(np.uint16)) | (np.isnan(x) & np.isnan(want))
+            assert same.all(), (name, case.name, np.flatnonzero(~same)[:5])
+
+
+def test_bias_first_declares_k_roundings():
+    """The bias that starts a chain costs no rounding: K' = K, not K + 1."""
+    first, last = AccumModel("fp16", bias_rounding=False), AccumModel("fp16")
+    assert first.roundings(100, True) == 100 and last.roundings(100, True) == 101
+    assert first.roundings(100, False) == last.roundings(100, False) == 100

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from kbench.errors import ContractViolation, Unsupported
+from kbench.judge import fingerprint as fp
 from kbench.native import sme_layout
 from kbench.native.api import RawProblem, Selector
 from kbench.native.calls import ConvDesc, Engine, pack
@@ -384,18 +385,57 @@ def test_exact_inputs_match_scalar_bit_for_bit(targets: GetTarget, svl: int) -> 
 
 
 @needs_qemu
-def test_sme1_gemv_follows_the_scalar_order_exactly(targets: GetTarget) -> None:
-    """The SME GEMV accumulates in the scalar reference's order (one FP32
-    rounding per product in k order, bias last), so it matches it bit for bit
-    on real-valued inputs too."""
-    target = targets("qemu:cpu=max:svl=512")
+@pytest.mark.parametrize("svl", (128, 512))
+def test_sme1_gemv_is_the_fp32_chain_from_the_bias(targets: GetTarget, svl: int) -> None:
+    """The SME GEMV starts its FP32 chain from the bias (as KleidiAI's SME
+    GEMV does): one FP32 rounding per product in k order after it. It equals
+    the simulated fp32_chain_bias_first on real-valued inputs (specials
+    included; +0/-0 and NaN payloads aside), with K through the main loop
+    (16 k per step), the leftover pairs and an odd last k; on the witness
+    inputs it differs from a bias-last chain, and is fingerprinted as its
+    model."""
+    target = targets(f"qemu:cpu=max:svl={svl}")
+    ran = next(r for r in target.info().realizations if r.name == "gemv_sme_f32acc")
+    assert ran.error_model == "gemm_bias_first"
     for kind in ("uniform", "normal", "specials"):
-        case = GemmCase(f"sme_gemv_order_{kind}", 1, 129, 301, clamp=kind == "normal")
-        inp = inputs.gemm_inputs(case, kind)
-        ref = target.run_gemm(case, inp, "gemm_scalar_f32acc")
-        o = target.run_gemm(case, inp, "gemv_sme_f32acc")
-        assert o.error is None and ref.error is None
-        x, y = o.outputs[0], ref.outputs[0]
-        same = (x.view(np.uint16) == y.view(np.uint16)) | (np.isnan(x) & np.isnan(y))
-        assert same.all(), kind
+        for k in (301, 32, 7, 1):
+            case = GemmCase(f"sme_gemv_order_{kind}_{k}", 1, 129, k, clamp=kind == "normal")
+            inp = inputs.gemm_inputs(case, kind)
+            o = target.run_gemm(case, inp, "gemv_sme_f32acc")
+            assert o.error is None and not o.guard_detail, (case.name, o.error)
+            want = fp.simulate_gemm(inp.a[0], inp.b[0], inp.bias[0], inp.clamp,
+                                    "fp32_chain_bias_first")
+            assert fp.same(o.outputs[0], want).all(), case.name
+    case = GemmCase("sme_gemv_bias_order", 1, 257, 301, clamp=True)
+    inp = inputs.bias_order_gemm_inputs(case)
+    o = target.run_gemm(case, inp, "gemv_sme_f32acc")
+    assert o.error is None
+    assert (o.outputs[0][0, ::4] == 1.0).all()  # the witnesses: 1 + 2^-11 rounded to even
+    f = fp.gemm(inp.a, inp.b, inp.bias, inp.clamp, o.outputs)
+    assert (f.model, f.match) == ("fp32_chain_bias_first", 1.0), f.scores
 
+
+
+@needs_qemu
+@pytest.mark.parametrize("svl", (128, 2048))
+def test_sme2_and_sme1_mopa_agree_bit_for_bit(targets: GetTarget, svl: int) -> None:
+    """The SME1 MOPA kernel computes what the SME2 one does, step for step
+    (the same FMOPA chain from the bias; only loads and stores differ): equal
+    bits on real-valued inputs, specials included, over tails in M, N and K,
+    an odd K, K in several LHS chunks (SVL 2048), every B form and a clamp,
+    and so do their indirect convolutions."""
+    target = targets(f"qemu:cpu=max:svl={svl}")
+    cases = [GemmCase("sme_twins_tail", 37, 53, 45, clamp=True, lda_pad=1, ldc_pad=2),
+             GemmCase("sme_twins_chunked", 70, 130, 1100, b_form="native"),
+             GemmCase("sme_twins_packed", 9, 17, 64, b_form="packed", bias=False)]
+    for case in cases:
+        for kind in ("uniform", "normal", "specials"):
+            inp = inputs.gemm_inputs(case, kind)
+            x = target.run_gemm(case, inp, "gemm_sme2_mopa_f32acc")
+            y = target.run_gemm(case, inp, "gemm_sme_mopa_f32acc")
+            assert x.error is None and y.error is None, (case.name, x.error, y.error)
+            assert np.array_equal(_bits(x.outputs)[0], _bits(y.outputs)[0]), (case.name, kind)
+    cinp = inputs.conv_inputs(CONV_CASE, "normal")
+    x = target.run_conv(CONV_CASE, cinp, "conv2d_igemm_sme2_mopa_f32acc")
+    y = target.run_conv(CONV_CASE, cinp, "conv2d_igemm_sme_mopa_f32acc")
+    assert np.array_equal(_bits(x.outputs)[0], _bits(y.outputs)[0])

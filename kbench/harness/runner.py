@@ -128,7 +128,9 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
     if ran.name != want.name:
         how = "asked for" if force else "dispatch should have chosen"
         return _verdict(job, FAIL, f"{how} {want.name} but {ran.name} ran", ran)
-    model = AccumModel(ran.accum, ran.k_per_rounding)
+    # a realization whose chain starts from the bias spends no rounding on it
+    model = AccumModel(ran.accum, ran.k_per_rounding,
+                       bias_rounding=ran.error_model != "gemm_bias_first")
     k = case.reduction
     gemm_class = None
     if ran.error_model == "winograd_f2x2_3x3" and isinstance(case, ConvCase):

@@ -13,6 +13,8 @@ Candidate models, in the fixed order used to break ties (simplest first):
     fp32_chain                  sequential FP32 chain acc = fl32(acc + a_k*b_k), bias added in
                                 FP32 at the end, then rounded to FP16 (kbench's scalar backend)
     fp32_chain_bias16           the same chain rounded to FP16, then the bias added in FP16
+    fp32_chain_bias_first       the sequential FP32 chain starting from the bias (converted to
+                                FP32 exactly), then rounded to FP16
     fp16_fma_chain              acc = fl16(acc + a_k*b_k) as one fused operation, from 0;
                                 bias added in FP16 at the end
     fp16_fma_chain_bias_first   the same chain starting from the bias
@@ -108,6 +110,7 @@ def candidates(k: int, has_bias: bool) -> list[Model]:
     out.append(Model("fp32_chain", FP32, "chain32"))
     if has_bias:
         out.append(Model("fp32_chain_bias16", FP32, "chain32", bias="fp16"))
+        out.append(Model("fp32_chain_bias_first", FP32, "chain32", bias="first"))
     out.append(Model("fp16_fma_chain", FP16, "chain16"))
     if has_bias:
         out.append(Model("fp16_fma_chain_bias_first", FP16, "chain16", bias="first"))
@@ -270,12 +273,16 @@ def _simulate(d: DotSet, models: list[Model]) -> dict[str, np.ndarray]:
     fp16 = [m for m in models if m.family == FP16]
     if any(m.kind == "once" for m in models):
         acc["once"] = prods.sum(axis=0) if k else np.zeros(e)
-    if any(m.kind == "chain32" for m in models):
-        a32 = np.zeros(e, np.float32)
+    starts = {_chain32_key(m, d) for m in models if m.kind == "chain32"}
+    if starts:
         p32 = prods.astype(np.float32)
-        for i in range(k):
-            np.add(a32, p32[i], out=a32)
-        acc["chain32"] = a32
+        for key in starts:
+            a32 = np.zeros(e, np.float32)
+            if key != "chain32":  # the bias starts the chain (exact in FP32)
+                np.add(a32, d.bias.astype(np.float32), out=a32)  # type: ignore[union-attr]
+            for i in range(k):
+                np.add(a32, p32[i], out=a32)
+            acc[key] = a32
     if fp16:
         plan = _Fp16Plan()
         for m in fp16:
@@ -318,7 +325,8 @@ def _simulate(d: DotSet, models: list[Model]) -> dict[str, np.ndarray]:
                 acc[m.name] = state[rows[0]]
     out: dict[str, np.ndarray] = {}
     for m in models:
-        v = acc[m.kind] if m.kind in ("once", "chain32") else acc[m.name]
+        v = (acc[m.kind] if m.kind == "once" else acc[_chain32_key(m, d)]
+             if m.kind == "chain32" else acc[m.name])
         if bias64 is None or m.bias == "first":
             r = _r16(v)
         elif m.bias == "exact":
@@ -331,6 +339,11 @@ def _simulate(d: DotSet, models: list[Model]) -> dict[str, np.ndarray]:
             r = _r16(v.astype(np.float64) + bias64)
         out[m.name] = _clamp(r, d.lo, d.hi)
     return out
+
+
+def _chain32_key(m: Model, d: DotSet) -> str:
+    """The FP32 chain a chain32 model reads: from 0, or from the bias."""
+    return "chain32_bias_first" if m.bias == "first" and d.bias is not None else "chain32"
 
 
 def _clamp(r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -50,6 +50,7 @@ class AccumModel:
     k_per_rounding: int = 1  # products summed exactly before each rounding
     extra_roundings: int = 0  # roundings outside the sum (e.g. Winograd transforms)
     finite_inputs_only: bool = False  # non-finite inputs give some non-finite output
+    bias_rounding: bool = True  # False: the bias starts the chain (loaded, not added)
 
     @property
     def unit_roundoff(self) -> float:
@@ -66,9 +67,9 @@ class AccumModel:
         return FP16_OVERFLOW if self.accum == "fp16" else 3.4028235e38
 
     def roundings(self, k: int, has_bias: bool) -> int:
-        """K': roundings on the longest chain (+1 for the bias addition)."""
+        """K': roundings on the longest chain (+1 for a bias added to it)."""
         kpr = max(1, self.k_per_rounding)
-        return -(-k // kpr) + self.extra_roundings + (1 if has_bias else 0)
+        return -(-k // kpr) + self.extra_roundings + (1 if has_bias and self.bias_rounding else 0)
 
     def accumulation_error(self, s: np.ndarray, k: int, has_bias: bool) -> np.ndarray:
         n = self.roundings(k, has_bias)

@@ -22,7 +22,7 @@ OPS = ("gemm", "conv2d")
 BFORMS = {1: "plain", 2: "packed", 4: "native"}
 LAYOUTS = {1: "portable", 2: "scalar_f16p16x1b", 3: "neon", 4: "sme_x16p2vlx2b"}
 CONV_CLASSES = ("any", "3x3s1")
-ERROR_MODELS = ("gemm", "winograd_f2x2_3x3")
+ERROR_MODELS = ("gemm", "winograd_f2x2_3x3", "gemm_bias_first")
 CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2"}
 PLUGIN_BACKEND = "plugin"  # backend of plugin realizations: "plugin:<plugin name>" in Python
 
@@ -175,7 +175,7 @@ class Realization:
     max_groups: int = 0  # convolution: largest groups it takes, 0 = any
     peer: bool = False  # another library's kernel (kbench.peers), shown for comparison only
     conv_class: str = "any"  # convolution shapes it takes: any | 3x3s1
-    error_model: str = "gemm"  # gemm | winograd_f2x2_3x3
+    error_model: str = "gemm"  # gemm | winograd_f2x2_3x3 | gemm_bias_first
     # cache blocking of the loop around the micro-kernel, 0 = none (whole dimension);
     # K blocks carry partial sums at accumulator precision (no bit changes)
     block_m: int = 0

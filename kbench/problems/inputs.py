@@ -201,3 +201,38 @@ def conv_inputs(case: ConvCase, kind: str) -> ConvInputs:
                                 None)
     clamp = _pick_clamp(ref.exact.ravel(), integer=kind == "exact") if case.clamp else None
     return ConvInputs(x, w, bias, clamp, oracle.with_clamp(ref, clamp), kind)
+
+
+def bias_order_gemm_inputs(case: GemmCase, kind: str = "normal") -> GemmInputs:
+    """Real-valued inputs on which an FP32 chain that starts from the bias
+    differs from one that adds it last (and from FP32 rounded once): every
+    fourth column j is a witness with bias[j] = 1 and terms 2^-11 (k = 0)
+    and four of 2^-25 (k = 1..4), the rest zero. Exactly, and for a chain
+    that adds the bias last, the sum lies above 1 + 2^-11 and rounds to
+    1 + 2^-10 in FP16; a chain started from the bias reaches 1 + 2^-11
+    exactly, loses each 2^-25 (a quarter of an FP32 ulp at 1), and rounds
+    the tie to 1. The other columns are ordinary `kind` inputs, which tell
+    apart the models that the witnesses do not (FP16 chains, bias in FP16).
+    Needs case.k >= 5 and case.bias; the clamp, if any, keeps 1 + 2^-10."""
+    if case.k < 5 or not case.bias:
+        raise ValueError(f"case {case.name}: a bias-order witness needs k >= 5 and a bias")
+    base = gemm_inputs(case, kind)
+    a_list, b_list, bias_list, refs = [], [], [], []
+    for a_buf, b_buf, bias in zip(base.a, base.b, base.bias, strict=True):
+        a, b = a_buf.copy(), b_buf.copy()
+        bias = np.array(bias, np.float16)
+        a[:, 0], a[:, 1:5] = np.float16(2.0**-5), np.float16(2.0**-12)
+        wit = np.arange(0, case.n, 4)
+        b[:, wit] = 0
+        b[0, wit], b[1:5, wit] = np.float16(2.0**-6), np.float16(2.0**-13)
+        bias[wit] = 1
+        a_list.append(_padded(a, case.lda))
+        b_list.append(_padded(b, case.ldb))
+        bias_list.append(bias)
+        refs.append(oracle.gemm_reference(a, b, bias, None))
+    clamp = None
+    if case.clamp:  # bounds that keep the witnesses' value 1 + 2^-10
+        lo, hi = _pick_clamp(np.concatenate([r.exact.ravel() for r in refs]), False) or (0, 2)
+        clamp = (min(lo, 1.0), max(hi, 2.0))
+    return GemmInputs(a_list, b_list, bias_list, clamp,
+                      [oracle.with_clamp(r, clamp) for r in refs], kind)

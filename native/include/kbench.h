@@ -81,6 +81,10 @@ typedef enum kb_op { KB_OP_GEMM = 0, KB_OP_CONV2D = 1 } kb_op;
  * transforms add roundings and magnify magnitudes; see the kernel file). */
 #define KB_ERROR_MODEL_GEMM 0u
 #define KB_ERROR_MODEL_WINOGRAD_F2X2_3X3 1u
+/* GEMM class with the bias at the start of the accumulation chain (the
+ * accumulator is loaded with it, exactly): no rounding for the bias, so
+ * K' = ceil(K / k_per_rounding). */
+#define KB_ERROR_MODEL_GEMM_BIAS_FIRST 2u
 
 /* Forms of B a GEMM realization accepts (bit set). */
 #define KB_BFORM_PLAIN    1u

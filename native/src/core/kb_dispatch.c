@@ -143,6 +143,7 @@ void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads, kb_realizat
     r->k_per_rounding = impl->k_per_rounding ? impl->k_per_rounding : 1;
     r->bforms = impl->bforms;
     r->max_m = impl->max_m;
+    r->error_model = impl->error_model;
     r->block_m = impl->block_m;
     r->block_n = impl->block_n;
     r->block_k = impl->block_k;

@@ -165,6 +165,7 @@ typedef struct kb_gemm_impl {
     uint32_t block_m, block_n, block_k; /* cache blocking (0 = none), as reported */
     /* optional: fills parameters known only at run time (e.g. SVL-sized blocks) */
     void (*describe)(kb_realization *r);
+    uint32_t error_model; /* KB_ERROR_MODEL_*: GEMM (0) or GEMM_BIAS_FIRST */
 } kb_gemm_impl;
 
 typedef struct kb_conv_impl {

@@ -52,6 +52,7 @@ typedef struct kb_neon_ukernel {
 
 #if defined(__aarch64__) && defined(__ARM_FEATURE_FP16_VECTOR_ARITHMETIC)
 #include <arm_neon.h>
+#include <math.h>
 #include <string.h>
 
 /* The FP32-accumulating kernels' partial sums across K blocks: mr rows of
@@ -69,7 +70,14 @@ static inline void kb_neon_f32_acc_store(const kb_neon_tile *t, float32x4_t (*ac
 }
 
 /* The FP32-accumulating kernels' epilogue: + bias (one FP32 rounding), clamp
- * (NaN passes), round to FP16, store the tile's m rows of n columns. */
+ * (NaN passes), round to FP16, store the tile's m rows of n columns.
+ *
+ * The clamp is kb_store_f16's. FMAX/FMIN keep NaN (the NaN operand is
+ * returned) and differ from it only on zeros of opposite sign: these
+ * accumulators are never -0 (the chain starts from +0; a sum that is not
+ * exactly zero cannot round to zero in FP32), so FMAX(v, lo) is exact, and
+ * FMIN(w, hi) is exact unless hi is -0 (FMIN(+0, -0) = -0, the clamp keeps
+ * +0): for that bound the upper clamp is a compare and select. */
 static inline void kb_neon_f32_epilogue(const kb_neon_tile *t, float32x4_t (*acc)[4], size_t mr) {
     if (t->bias) {
         float16x8_t b0 = vld1q_f16((const __fp16 *)t->bias), b1 = vld1q_f16((const __fp16 *)t->bias + 8);
@@ -79,9 +87,14 @@ static inline void kb_neon_f32_epilogue(const kb_neon_tile *t, float32x4_t (*acc
             for (int j = 0; j < 4; j++) acc[r][j] = vaddq_f32(acc[r][j], bq[j]);
     }
     float32x4_t vmin = vdupq_n_f32(t->clamp_min), vmax = vdupq_n_f32(t->clamp_max);
+    bool hi_neg_zero = t->clamp_max == 0.0f && signbit(t->clamp_max);
     for (size_t r = 0; r < t->m; r++) {
         float16x4_t h[4];
-        for (int i = 0; i < 4; i++) h[i] = vcvt_f16_f32(vminq_f32(vmaxq_f32(acc[r][i], vmin), vmax));
+        for (int i = 0; i < 4; i++) {
+            float32x4_t w = vmaxq_f32(acc[r][i], vmin);
+            w = hi_neg_zero ? vbslq_f32(vcgtq_f32(w, vmax), vmax, w) : vminq_f32(w, vmax);
+            h[i] = vcvt_f16_f32(w);
+        }
         kb_f16 tmp[KB_NEON_NR];
         vst1q_f16((__fp16 *)tmp, vcombine_f16(h[0], h[1]));
         vst1q_f16((__fp16 *)tmp + 8, vcombine_f16(h[2], h[3]));

@@ -51,11 +51,15 @@ CONV_RUN(conv_f16, UK_F16)
 #define K_CVT "matmul_clamp_f16_f16_f16p16x1b_4x16_neon_cvt_mla"
 #define K_F16 "matmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla"
 
+/* The FP16-accumulating kernel starts its chain from the bias (K roundings):
+ * error model GEMM_BIAS_FIRST; the FP32 ones add the bias last (GEMM). */
+#define ERR_MODEL(acc) ((acc) == KB_ACCUM_FP16 ? KB_ERROR_MODEL_GEMM_BIAS_FIRST : KB_ERROR_MODEL_GEMM)
+
 #define GEMM_ROW(var, nm, kern, isa_, acc, fn, mb, nb, kb)                                        \
     static const kb_gemm_impl var = {                                                             \
         .name = nm, .backend = KB_BACKEND_NEON, .kernel = kern, .isa = isa_, .accum = acc,        \
         .k_per_rounding = 1, .bforms = BFORMS, .native_layout = KB_LAYOUT_NEON, .threaded = 1,   \
-        .run = fn, .block_m = mb, .block_n = nb, .block_k = kb}
+        .run = fn, .block_m = mb, .block_n = nb, .block_k = kb, .error_model = ERR_MODEL(acc)}
 
 GEMM_ROW(g_fhm, "gemm_neon_f32acc_fhm", K_FHM, KB_ISA_NEON_FHM, KB_ACCUM_FP32, gemm_fhm, 0, 0, 0);
 GEMM_ROW(g_cvt, "gemm_neon_f32acc_cvt", K_CVT, KB_ISA_NEON_FP16, KB_ACCUM_FP32, gemm_cvt, 0, 0, 0);
@@ -76,11 +80,12 @@ GEMM_ROW(g_f16_l, "gemm_neon_f16acc_mb96_nb256_kb256", K_F16, KB_ISA_NEON_FP16, 
 #define IGEMM(var, nm, kern, isa_, acc, fn)                                                      \
     static const kb_conv_impl var = {.name = nm, .backend = KB_BACKEND_NEON, .kernel = kern,    \
                                      .isa = isa_, .accum = acc, .k_per_rounding = 1,            \
-                                     .threaded = 1, .run = fn}
+                                     .threaded = 1, .run = fn, .error_model = ERR_MODEL(acc)}
 #define IM2COL(var, nm, kern, isa_, acc, g)                                                      \
     static const kb_conv_impl var = {.name = nm, .backend = KB_BACKEND_NEON, .kernel = kern,    \
                                      .isa = isa_, .accum = acc, .k_per_rounding = 1,            \
-                                     .threaded = 1, .run = kb_conv_im2col_gemm_run, .gemm = &g}
+                                     .threaded = 1, .run = kb_conv_im2col_gemm_run, .gemm = &g,  \
+                                     .error_model = ERR_MODEL(acc)}
 
 IGEMM(c_ind_fhm, "conv2d_igemm_neon_f32acc_fhm",
       "imatmul_clamp_f16_f16_f16p16x1b_4x16_neon_fhm_mlal", KB_ISA_NEON_FHM, KB_ACCUM_FP32, conv_fhm);

@@ -75,6 +75,16 @@ static inline size_t kb_sme_lhs_offset(size_t m_idx, size_t k) {
 
 #define KB_SME_ACC_LOAD 1u  /* start from acc, not from the bias            */
 #define KB_SME_ACC_STORE 2u /* write FP32 partial sums to acc, not FP16 dst  */
+#define KB_SME_CLAMP_SELECT 4u /* clamp by compare/select (see kb_sme_asm.h) */
+
+/* The clamp flag for a call: FMAX/FMIN clamp exactly as kb_store_f16 does
+ * for every FP32 accumulator these kernels produce (never -0), except
+ * when clamp_max is -0 (FMIN(+0, -0) is -0, kb_store_f16 keeps +0); then
+ * the kernels take the compare/select path. */
+static inline uint64_t kb_sme_clamp_flags(float clamp_max) {
+    union { float f; uint32_t u; } v = {clamp_max};
+    return v.u == 0x80000000u ? KB_SME_CLAMP_SELECT : 0u;
+}
 
 typedef struct kb_sme_mopa_args {
     const void *lhs;          /* packed LHS: first pair of the chunk, block 0  */
@@ -105,6 +115,7 @@ typedef struct kb_sme_gemv_args {
     size_t rhs_block_stride;
     size_t n;                 /* columns (> 0)                                 */
     void *dst;                /* FP16 output                                   */
+    uint64_t flags;           /* KB_SME_CLAMP_SELECT or 0                      */
     float clamp_min;
     float clamp_max;
 } kb_sme_gemv_args;
@@ -172,7 +183,8 @@ extern const kb_sme_gemv_ukernel kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_ml
 extern const kb_sme_imatmul_ukernel kb_imatmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa;
 extern const kb_sme_imatmul_ukernel kb_imatmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa;
 
-/* ---- packers (plain C, run outside streaming mode) ----------------------- */
+/* ---- packers: C functions, called outside streaming mode; those that use
+ * SME (the LHS transposes, the RHS interleave) enter and leave it inside. */
 
 /* RHS x16p2vlx2b. */
 size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_n_step(void);

@@ -124,7 +124,8 @@ static void mopa_task(void *ctx, size_t t) {
                     .dst = p->C + r0 * p->ldc + n0, .dst_stride = p->ldc * sizeof(kb_f16),
                     .acc = p->acc_bytes ? acc + rb * mr * acc_row : acc, /* unused in one pass */
                     .acc_stride = acc_row * sizeof(float),
-                    .flags = (c > 0 ? KB_SME_ACC_LOAD : 0u) | (c + 1 < p->nchunks ? KB_SME_ACC_STORE : 0u),
+                    .flags = (c > 0 ? KB_SME_ACC_LOAD : 0u) | (c + 1 < p->nchunks ? KB_SME_ACC_STORE : 0u) |
+                             kb_sme_clamp_flags(p->clamp_max),
                     .clamp_min = p->clamp_min, .clamp_max = p->clamp_max,
                 };
                 p->core(&a);
@@ -245,6 +246,7 @@ static void gemv_task(void *ctx, size_t t) {
             .a = c->A + m * c->lda, .k = c->K,
             .rhs = g->rhs + b0 * g->rhs_stride, .rhs_block_stride = g->rhs_stride,
             .n = cols, .dst = c->C + m * c->ldc + n0,
+            .flags = kb_sme_clamp_flags(c->clamp_max),
             .clamp_min = c->clamp_min, .clamp_max = c->clamp_max,
         };
         g->uk->core(&a);

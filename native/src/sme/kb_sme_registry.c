@@ -9,7 +9,8 @@
  * allows it); the SME rows run on any SME CPU.
  *
  * Every row accumulates in FP32 with at most one rounding per product on a
- * chain (plus the bias): k_per_rounding = 1. Every row splits its output
+ * chain (plus the bias): k_per_rounding = 1. The SME GEMV loads the bias
+ * into its accumulators first (error model gemm_bias_first: K roundings). Every row splits its output
  * blocks across selector.threads threads without changing a bit. */
 #include "kb_sme.h"
 
@@ -82,6 +83,7 @@ static const kb_gemm_impl gemv_sme_row = {
     .isa = KB_ISA_SME,
     .accum = KB_ACCUM_FP32,
     .k_per_rounding = 1,
+    .error_model = KB_ERROR_MODEL_GEMM_BIAS_FIRST, /* bias first: K roundings */
     .bforms = KB_SME_BFORMS,
     .native_layout = KB_LAYOUT_SME_X16P2VLX2B,
     .max_m = 1,

@@ -61,7 +61,7 @@ void kb_imatmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_imatmul(
         .rhs_k_offset = mr * sizeof(kb_f16),
         .m = m, .n = n, .kpairs = k / KB_SME_KR,
         .dst = dst, .dst_stride = dst_stride_row,
-        .acc = NULL, .acc_stride = 0, .flags = 0,
+        .acc = NULL, .acc_stride = 0, .flags = kb_sme_clamp_flags(clamp_max),
         .clamp_min = clamp_min, .clamp_max = clamp_max,
     };
     kb_imatmul_core(&a);

@@ -1,6 +1,7 @@
 /* kb_rhs_imatmul_pack_kxn_x16p2vlx2b_x16_x16_sme.c — packs convolution
  * filters and bias together into the x16p2vlx2b layout for the indirect GEMM
- * kernels. Plain C: it runs outside streaming mode.
+ * kernels, through kb_sme_rhs_pack_view: the C loop for several chunks,
+ * the streaming packer for one (1x1 filters).
  *
  * The RHS is K x N FP16 (for a convolution: HWIO filters, K = kh * kw * c_in
  * rows of c_out values) seen as k_chunk_count chunks of k_chunk_length rows;

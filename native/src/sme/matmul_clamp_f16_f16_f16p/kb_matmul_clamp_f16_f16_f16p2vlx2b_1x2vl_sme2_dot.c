@@ -8,12 +8,18 @@
  * LHS is read eight values (four k pairs) at a time, replicated into every
  * 128-bit segment (LD1RQH); each k pair is one SME2 FDOT of the two RHS
  * vectors of that pair with the indexed LHS pair: a fused 2-way dot product
- * b[k][j]*a[k] + b[k+1][j]*a[k+1] added to the FP32 accumulator.
+ * b[k][j]*a[k] + b[k+1][j]*a[k+1] added to the FP32 accumulator. The main
+ * loop takes 32 k (16 pairs, eight four-vector loads) per step, then steps
+ * of 8 k, then single pairs (LD1RW broadcasts the pair), then an odd last
+ * k as the pair (a[K-1], 0) (LD1RH into 32-bit containers); no step tests
+ * for the end of K.
  *
  * Accumulation: the group starts from the bias (converted to FP32, -0 made
- * +0), then one FDOT per k pair in increasing k; the store clamps in FP32 and
- * rounds once to FP16. At most K + 1 FP32 roundings on a chain ("fp32,
- * k_per_rounding = 1").
+ * +0), then one FDOT per k pair in increasing k; the store clamps in FP32
+ * (FMAX/FMIN on both vectors at once, or compare/select when clamp_max is
+ * -0: see kb_sme_asm.h), narrows both vectors into one FP16 vector (FCVT of
+ * a two-vector group) and stores it once. At most K + 1 FP32 roundings on
+ * a chain ("fp32, k_per_rounding = 1").
  *
  * The kernel enters streaming mode and enables ZA itself (SMSTART) and
  * leaves both off (SMSTOP) before it returns. */
@@ -39,10 +45,17 @@ static void kb_sme2_gemv_core(const kb_sme_gemv_args *args) {
         "ldr x4, [%x[args], %[o_rbs]]\n"
         "ldr x5, [%x[args], %[o_n]]\n"
         "ldr x6, [%x[args], %[o_dst]]\n"
-        "ld1rw {z30.s}, p0/z, [%x[args], %[o_lo]]\n"
-        "ld1rw {z31.s}, p0/z, [%x[args], %[o_hi]]\n"
+        "ldr x7, [%x[args], %[o_fl]]\n"
+        "ld1rw {z14.s}, p0/z, [%x[args], %[o_lo]]\n" /* z0-z15: SME2 operand */
+        "ld1rw {z15.s}, p0/z, [%x[args], %[o_hi]]\n"
+        "mov z30.d, z14.d\n"                      /* KB_SME_CLAMP's bounds  */
+        "mov z31.d, z15.d\n"
         "dup z28.s, #0\n"
         "mov w8, #0\n"
+        "lsr x9, x2, #5\n"                        /* steps of 32 k          */
+        "ubfx x10, x2, #3, #2\n"                  /* then steps of 8 k      */
+        "ubfx x11, x2, #1, #2\n"                  /* then single pairs      */
+        "lsl x12, x17, #5\n"                      /* 32 vectors             */
 
         "1:\n"                                    /* ---- block ----        */
         "ld1h {z2.s}, p0/z, [x3]\n"               /* bias, FP16 -> FP32     */
@@ -54,43 +67,95 @@ static void kb_sme2_gemv_core(const kb_sme_gemv_args *args) {
         ".inst 0xc0040840\n" /* mova za.d[w8, 0, vgx2], {z2.d-z3.d} */
         "add x24, x3, x17\n"                      /* first k pair           */
         "mov x23, x1\n"
-        "mov x25, #0\n"                           /* k                      */
-
-        "2:\n"                                    /* four k pairs per step  */
-        "whilelt p1.h, x25, x2\n"
-        "ld1rqh {z8.h}, p1/z, [x23]\n"            /* a[k .. k+7], 0 past K  */
-        "sub x26, x2, x25\n"
-        ".inst 0xa0402300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24] */
+        "cbz x9, 3f\n"
+        "addvl x24, x24, #16\n"                   /* loads at -16 .. 12 VL  */
+        "mov x25, x9\n"
+        "2:\n"                                    /* 16 k pairs per step    */
+        "ld1rqh {z8.h}, p0/z, [x23]\n"
+        "ld1rqh {z9.h}, p0/z, [x23, #16]\n"
+        "ld1rqh {z10.h}, p0/z, [x23, #32]\n"
+        "ld1rqh {z11.h}, p0/z, [x23, #48]\n"
+        ".inst 0xa04ca300\n" /* ld1h {z0.h-z3.h}, pn8/z, [x24, #-16, mul vl] */
         ".inst 0xc1581008\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[0] */
-        "cmp x26, #2\n"
-        "b.le 3f\n"
-        ".inst 0xa0412300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24, #2, mul vl] */
-        ".inst 0xc1581408\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[1] */
-        "cmp x26, #4\n"
-        "b.le 3f\n"
-        ".inst 0xa0422300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24, #4, mul vl] */
-        ".inst 0xc1581808\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[2] */
-        "cmp x26, #6\n"
-        "b.le 3f\n"
-        ".inst 0xa0432300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24, #6, mul vl] */
-        ".inst 0xc1581c08\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[3] */
+        ".inst 0xc1581448\n" /* fdot za.s[w8, 0, vgx2], {z2.h-z3.h}, z8.h[1] */
+        ".inst 0xa04da304\n" /* ld1h {z4.h-z7.h}, pn8/z, [x24, #-12, mul vl] */
+        ".inst 0xc1581888\n" /* fdot za.s[w8, 0, vgx2], {z4.h-z5.h}, z8.h[2] */
+        ".inst 0xc1581cc8\n" /* fdot za.s[w8, 0, vgx2], {z6.h-z7.h}, z8.h[3] */
+        ".inst 0xa04ea310\n" /* ld1h {z16.h-z19.h}, pn8/z, [x24, #-8, mul vl] */
+        ".inst 0xc1591208\n" /* fdot za.s[w8, 0, vgx2], {z16.h-z17.h}, z9.h[0] */
+        ".inst 0xc1591648\n" /* fdot za.s[w8, 0, vgx2], {z18.h-z19.h}, z9.h[1] */
+        ".inst 0xa04fa314\n" /* ld1h {z20.h-z23.h}, pn8/z, [x24, #-4, mul vl] */
+        ".inst 0xc1591a88\n" /* fdot za.s[w8, 0, vgx2], {z20.h-z21.h}, z9.h[2] */
+        ".inst 0xc1591ec8\n" /* fdot za.s[w8, 0, vgx2], {z22.h-z23.h}, z9.h[3] */
+        ".inst 0xa040a300\n" /* ld1h {z0.h-z3.h}, pn8/z, [x24] */
+        ".inst 0xc15a1008\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z10.h[0] */
+        ".inst 0xc15a1448\n" /* fdot za.s[w8, 0, vgx2], {z2.h-z3.h}, z10.h[1] */
+        ".inst 0xa041a304\n" /* ld1h {z4.h-z7.h}, pn8/z, [x24, #4, mul vl] */
+        ".inst 0xc15a1888\n" /* fdot za.s[w8, 0, vgx2], {z4.h-z5.h}, z10.h[2] */
+        ".inst 0xc15a1cc8\n" /* fdot za.s[w8, 0, vgx2], {z6.h-z7.h}, z10.h[3] */
+        ".inst 0xa042a310\n" /* ld1h {z16.h-z19.h}, pn8/z, [x24, #8, mul vl] */
+        ".inst 0xc15b1208\n" /* fdot za.s[w8, 0, vgx2], {z16.h-z17.h}, z11.h[0] */
+        ".inst 0xc15b1648\n" /* fdot za.s[w8, 0, vgx2], {z18.h-z19.h}, z11.h[1] */
+        ".inst 0xa043a314\n" /* ld1h {z20.h-z23.h}, pn8/z, [x24, #12, mul vl] */
+        ".inst 0xc15b1a88\n" /* fdot za.s[w8, 0, vgx2], {z20.h-z21.h}, z11.h[2] */
+        ".inst 0xc15b1ec8\n" /* fdot za.s[w8, 0, vgx2], {z22.h-z23.h}, z11.h[3] */
+        "add x23, x23, #64\n"
+        "add x24, x24, x12\n"
+        "subs x25, x25, #1\n"
+        "b.ne 2b\n"
+        "addvl x24, x24, #-16\n"
+        "3:\n"
+        "cbz x10, 5f\n"
+        "mov x25, x10\n"
+        "4:\n"                                    /* 4 k pairs per step     */
+        "ld1rqh {z8.h}, p0/z, [x23]\n"
+        ".inst 0xa040a300\n" /* ld1h {z0.h-z3.h}, pn8/z, [x24] */
+        ".inst 0xc1581008\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[0] */
+        ".inst 0xc1581448\n" /* fdot za.s[w8, 0, vgx2], {z2.h-z3.h}, z8.h[1] */
+        ".inst 0xa041a304\n" /* ld1h {z4.h-z7.h}, pn8/z, [x24, #4, mul vl] */
+        ".inst 0xc1581888\n" /* fdot za.s[w8, 0, vgx2], {z4.h-z5.h}, z8.h[2] */
+        ".inst 0xc1581cc8\n" /* fdot za.s[w8, 0, vgx2], {z6.h-z7.h}, z8.h[3] */
         "add x23, x23, #16\n"
         "addvl x24, x24, #8\n"
-        "add x25, x25, #8\n"
-        "cmp x25, x2\n"
-        "b.lo 2b\n"
-
-        "3:\n"                                    /* clamp, FP16, store     */
-        ".inst 0xc0060804\n" /* mova {z4.d-z5.d}, za.d[w8, 0, vgx2] */
+        "subs x25, x25, #1\n"
+        "b.ne 4b\n"
+        "5:\n"
+        "cbz x11, 7f\n"
+        "mov x25, x11\n"
+        "6:\n"                                    /* one k pair             */
+        "ld1rw {z8.s}, p0/z, [x23]\n"             /* (a[k], a[k+1])         */
+        ".inst 0xa0402300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24] */
+        ".inst 0xc1581008\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[0] */
+        "add x23, x23, #4\n"
+        "addvl x24, x24, #2\n"
+        "subs x25, x25, #1\n"
+        "b.ne 6b\n"
+        "7:\n"
+        "tbz x2, #0, 8f\n"                        /* odd K: (a[K-1], 0)     */
+        "ld1rh {z8.s}, p0/z, [x23]\n"
+        ".inst 0xa0402300\n" /* ld1h {z0.h-z1.h}, pn8/z, [x24] */
+        ".inst 0xc1581008\n" /* fdot za.s[w8, 0, vgx2], {z0.h-z1.h}, z8.h[0] */
+        "8:\n"                                    /* clamp, FP16, store     */
+        ".inst 0xc0060818\n" /* mova {z24.d-z25.d}, za.d[w8, 0, vgx2] */
+        "tbnz x7, #2, 10f\n"
+        ".inst 0xc1aea118\n" /* fmax {z24.s-z25.s}, {z24.s-z25.s}, z14.s */
+        ".inst 0xc1afa119\n" /* fmin {z24.s-z25.s}, {z24.s-z25.s}, z15.s */
+        "9:\n"
         "cmp x5, x13\n"
         "csel x26, x5, x13, lo\n"
-        "whilelt p4.s, xzr, x26\n"
-        "whilelt p5.s, x16, x26\n"
-        KB_SME_STORE_ROW("z4", "z5", "x6")
+        "whilelt p4.h, xzr, x26\n"
+        ".inst 0xc120e318\n" /* fcvt z24.h, {z24.s-z25.s} packed: z24 low half, z25 high */
+        "st1h {z24.h}, p4, [x6]\n"
         "add x3, x3, x4\n"
         "add x6, x6, x17\n"
         "subs x5, x5, x13\n"
         "b.gt 1b\n"
+        "b 11f\n"
+        "10:\n"                                   /* clamp_max is -0        */
+        KB_SME_CLAMP("z24")
+        KB_SME_CLAMP("z25")
+        "b 9b\n"
+        "11:\n"
         "smstop\n"
         :
         : [args] "r"(args),
@@ -100,10 +165,11 @@ static void kb_sme2_gemv_core(const kb_sme_gemv_args *args) {
           [o_rbs] "I"(offsetof(kb_sme_gemv_args, rhs_block_stride)),
           [o_n] "I"(offsetof(kb_sme_gemv_args, n)),
           [o_dst] "I"(offsetof(kb_sme_gemv_args, dst)),
+          [o_fl] "I"(offsetof(kb_sme_gemv_args, flags)),
           [o_lo] "I"(offsetof(kb_sme_gemv_args, clamp_min)),
           [o_hi] "I"(offsetof(kb_sme_gemv_args, clamp_max))
-        : "x1", "x2", "x3", "x4", "x5", "x6", "x8", "x13", "x16", "x17", "x23", "x24", "x25",
-          "x26", KB_SME_CLOBBER_VEC);
+        : "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x16",
+          "x17", "x23", "x24", "x25", "x26", KB_SME_CLOBBER_VEC);
 }
 
 /* ---- micro-kernel interface -------------------------------------------- */
@@ -143,6 +209,7 @@ void kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_run_matmul(
             .a = (const unsigned char *)lhs + i * lhs_stride, .k = k,
             .rhs = rhs_packed, .rhs_block_stride = kb_sme_rhs_block_bytes(kb_sme_block(), k),
             .n = n, .dst = (unsigned char *)dst + i * dst_stride_row,
+            .flags = kb_sme_clamp_flags(clamp_max),
             .clamp_min = clamp_min, .clamp_max = clamp_max,
         };
         kb_sme2_gemv_core(&a);

@@ -8,16 +8,23 @@
  *     za2 = rows [VL32, 2VL32) x columns [0, VL32)
  *     za3 = rows [VL32, 2VL32) x columns [VL32, 2*VL32)
  * with widening FMOPA (FP16 pairs into FP32). The SME2 parts: the k loop
- * takes two k pairs per step with four-register contiguous loads (LD1H
- * {z0.h-z3.h} under a predicate-as-counter), and the store reads four tile
- * rows per MOVA.
+ * takes eight k pairs per step from four-register contiguous loads (LD1H
+ * {z.h-z.h} under a predicate-as-counter, two pairs per load), then four,
+ * two and one pair as the pair count's bits say (no loop for the rest);
+ * the store reads four tile rows per MOVA and clamps four vectors per
+ * FMAX/FMIN.
  *
  * Accumulation is that of the SME kernel, step for step: the tiles start
  * from the bias (one FMOPA of the pair (1.0, 0) with (bias[j], 0), which also
  * turns a -0 bias into +0), then one FMOPA per k pair in increasing k, each a
  * fused 2-way dot product added to the FP32 tile; the store clamps in FP32
- * and rounds once to FP16. At most K + 1 FP32 roundings on any chain: the
- * "fp32, k_per_rounding = 1" model.
+ * (FMAX then FMIN, exact for these accumulators; compare/select when
+ * clamp_max is -0: see kb_sme_asm.h) and rounds once to FP16. At most K + 1
+ * FP32 roundings on any chain: the "fp32, k_per_rounding = 1" model.
+ *
+ * Registers: z16-z27 and z8-z11 k-loop operands, z0-z7 store rows, z12/z13
+ * bias, z14/z15 the clamp bounds (SME2 multi-vector operands must be in
+ * z0-z15), z29 the pairs (1.0, 0), z30/z31 the bounds for KB_SME_CLAMP.
  *
  * The kernel enters streaming mode and enables ZA itself (SMSTART) and
  * leaves both off (SMSTOP) before it returns. */
@@ -50,8 +57,10 @@ static void kb_sme2_mopa_core(const kb_sme_mopa_args *args) {
         "ldr x11, [%x[args], %[o_acc]]\n"
         "ldr x14, [%x[args], %[o_as]]\n"
         "ldr x15, [%x[args], %[o_fl]]\n"
-        "ld1rw {z30.s}, p0/z, [%x[args], %[o_lo]]\n"
-        "ld1rw {z31.s}, p0/z, [%x[args], %[o_hi]]\n"
+        "ld1rw {z14.s}, p0/z, [%x[args], %[o_lo]]\n"
+        "ld1rw {z15.s}, p0/z, [%x[args], %[o_hi]]\n"
+        "mov z30.d, z14.d\n"
+        "mov z31.d, z15.d\n"
         "mov z29.s, #0x3c00\n"                    /* FP16 pairs (1.0, +0)   */
 
         "1:\n"                                    /* ---- block row ----    */
@@ -65,12 +74,12 @@ static void kb_sme2_mopa_core(const kb_sme_mopa_args *args) {
         "2:\n"                                    /* ---- block ----        */
         "tbnz x15, #0, 3f\n"
         "zero {za}\n"
-        "ld1h {z2.s}, p0/z, [x19]\n"              /* (bias[j], 0) pairs     */
-        "ld1h {z3.s}, p0/z, [x19, #1, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z29.h, z2.h\n"
-        "fmopa za1.s, p0/m, p0/m, z29.h, z3.h\n"
-        "fmopa za2.s, p0/m, p0/m, z29.h, z2.h\n"
-        "fmopa za3.s, p0/m, p0/m, z29.h, z3.h\n"
+        "ld1h {z12.s}, p0/z, [x19]\n"             /* (bias[j], 0) pairs     */
+        "ld1h {z13.s}, p0/z, [x19, #1, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z29.h, z12.h\n"
+        "fmopa za1.s, p0/m, p0/m, z29.h, z13.h\n"
+        "fmopa za2.s, p0/m, p0/m, z29.h, z12.h\n"
+        "fmopa za3.s, p0/m, p0/m, z29.h, z13.h\n"
         "b 5f\n"
         "3:\n"                                    /* start from partial sums */
         "mov w12, #0\n"
@@ -90,34 +99,100 @@ static void kb_sme2_mopa_core(const kb_sme_mopa_args *args) {
         "5:\n"                                    /* ---- k pairs ----      */
         "mov x23, x1\n"
         "add x24, x19, x5\n"
-        "mov x25, x8\n"
-        "cmp x25, #2\n"
-        "b.lo 61f\n"
-        "6:\n"                                    /* two pairs per step     */
-        ".inst 0xa040a2e0\n" /* ld1h {z0.h-z3.h}, pn8/z, [x23] */
-        ".inst 0xa040a304\n" /* ld1h {z4.h-z7.h}, pn8/z, [x24] */
-        "fmopa za0.s, p0/m, p0/m, z0.h, z4.h\n"
-        "fmopa za1.s, p0/m, p0/m, z0.h, z5.h\n"
-        "fmopa za2.s, p0/m, p0/m, z1.h, z4.h\n"
-        "fmopa za3.s, p0/m, p0/m, z1.h, z5.h\n"
-        "fmopa za0.s, p0/m, p0/m, z2.h, z6.h\n"
-        "fmopa za1.s, p0/m, p0/m, z2.h, z7.h\n"
-        "fmopa za2.s, p0/m, p0/m, z3.h, z6.h\n"
-        "fmopa za3.s, p0/m, p0/m, z3.h, z7.h\n"
+        "lsr x25, x8, #3\n"
+        "cbz x25, 52f\n"
+        "51:\n"                                   /* eight pairs per step   */
+        ".inst 0xa040a2f0\n" /* ld1h {z16.h-z19.h}, pn8/z, [x23] */
+        ".inst 0xa040a318\n" /* ld1h {z24.h-z27.h}, pn8/z, [x24] */
+        "fmopa za0.s, p0/m, p0/m, z16.h, z24.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z25.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z24.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z25.h\n"
+        "fmopa za0.s, p0/m, p0/m, z18.h, z26.h\n"
+        "fmopa za1.s, p0/m, p0/m, z18.h, z27.h\n"
+        "fmopa za2.s, p0/m, p0/m, z19.h, z26.h\n"
+        "fmopa za3.s, p0/m, p0/m, z19.h, z27.h\n"
+        ".inst 0xa041a2f4\n" /* ld1h {z20.h-z23.h}, pn8/z, [x23, #4, mul vl] */
+        ".inst 0xa041a308\n" /* ld1h {z8.h-z11.h}, pn8/z, [x24, #4, mul vl] */
+        "fmopa za0.s, p0/m, p0/m, z20.h, z8.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z9.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z8.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z9.h\n"
+        "fmopa za0.s, p0/m, p0/m, z22.h, z10.h\n"
+        "fmopa za1.s, p0/m, p0/m, z22.h, z11.h\n"
+        "fmopa za2.s, p0/m, p0/m, z23.h, z10.h\n"
+        "fmopa za3.s, p0/m, p0/m, z23.h, z11.h\n"
+        ".inst 0xa042a2f0\n" /* ld1h {z16.h-z19.h}, pn8/z, [x23, #8, mul vl] */
+        ".inst 0xa042a318\n" /* ld1h {z24.h-z27.h}, pn8/z, [x24, #8, mul vl] */
+        "fmopa za0.s, p0/m, p0/m, z16.h, z24.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z25.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z24.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z25.h\n"
+        "fmopa za0.s, p0/m, p0/m, z18.h, z26.h\n"
+        "fmopa za1.s, p0/m, p0/m, z18.h, z27.h\n"
+        "fmopa za2.s, p0/m, p0/m, z19.h, z26.h\n"
+        "fmopa za3.s, p0/m, p0/m, z19.h, z27.h\n"
+        ".inst 0xa043a2f4\n" /* ld1h {z20.h-z23.h}, pn8/z, [x23, #12, mul vl] */
+        ".inst 0xa043a308\n" /* ld1h {z8.h-z11.h}, pn8/z, [x24, #12, mul vl] */
+        "fmopa za0.s, p0/m, p0/m, z20.h, z8.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z9.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z8.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z9.h\n"
+        "fmopa za0.s, p0/m, p0/m, z22.h, z10.h\n"
+        "fmopa za1.s, p0/m, p0/m, z22.h, z11.h\n"
+        "fmopa za2.s, p0/m, p0/m, z23.h, z10.h\n"
+        "fmopa za3.s, p0/m, p0/m, z23.h, z11.h\n"
+        "addvl x23, x23, #16\n"
+        "addvl x24, x24, #16\n"
+        "subs x25, x25, #1\n"
+        "b.ne 51b\n"
+        "52:\n"
+        "tbz x8, #2, 53f\n"                       /* four pairs             */
+        ".inst 0xa040a2f0\n" /* ld1h {z16.h-z19.h}, pn8/z, [x23] */
+        ".inst 0xa040a318\n" /* ld1h {z24.h-z27.h}, pn8/z, [x24] */
+        "fmopa za0.s, p0/m, p0/m, z16.h, z24.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z25.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z24.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z25.h\n"
+        "fmopa za0.s, p0/m, p0/m, z18.h, z26.h\n"
+        "fmopa za1.s, p0/m, p0/m, z18.h, z27.h\n"
+        "fmopa za2.s, p0/m, p0/m, z19.h, z26.h\n"
+        "fmopa za3.s, p0/m, p0/m, z19.h, z27.h\n"
+        ".inst 0xa041a2f4\n" /* ld1h {z20.h-z23.h}, pn8/z, [x23, #4, mul vl] */
+        ".inst 0xa041a308\n" /* ld1h {z8.h-z11.h}, pn8/z, [x24, #4, mul vl] */
+        "fmopa za0.s, p0/m, p0/m, z20.h, z8.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z9.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z8.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z9.h\n"
+        "fmopa za0.s, p0/m, p0/m, z22.h, z10.h\n"
+        "fmopa za1.s, p0/m, p0/m, z22.h, z11.h\n"
+        "fmopa za2.s, p0/m, p0/m, z23.h, z10.h\n"
+        "fmopa za3.s, p0/m, p0/m, z23.h, z11.h\n"
+        "addvl x23, x23, #8\n"
+        "addvl x24, x24, #8\n"
+        "53:\n"
+        "tbz x8, #1, 54f\n"                       /* two pairs              */
+        ".inst 0xa040a2f0\n" /* ld1h {z16.h-z19.h}, pn8/z, [x23] */
+        ".inst 0xa040a318\n" /* ld1h {z24.h-z27.h}, pn8/z, [x24] */
+        "fmopa za0.s, p0/m, p0/m, z16.h, z24.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z25.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z24.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z25.h\n"
+        "fmopa za0.s, p0/m, p0/m, z18.h, z26.h\n"
+        "fmopa za1.s, p0/m, p0/m, z18.h, z27.h\n"
+        "fmopa za2.s, p0/m, p0/m, z19.h, z26.h\n"
+        "fmopa za3.s, p0/m, p0/m, z19.h, z27.h\n"
         "addvl x23, x23, #4\n"
         "addvl x24, x24, #4\n"
-        "sub x25, x25, #2\n"
-        "cmp x25, #2\n"
-        "b.hs 6b\n"
-        "61:\n"
-        "cbz x25, 62f\n"                         /* odd pair count         */
-        ".inst 0xa04022e0\n" /* ld1h {z0.h-z1.h}, pn8/z, [x23] */
-        ".inst 0xa0402304\n" /* ld1h {z4.h-z5.h}, pn8/z, [x24] */
-        "fmopa za0.s, p0/m, p0/m, z0.h, z4.h\n"
-        "fmopa za1.s, p0/m, p0/m, z0.h, z5.h\n"
-        "fmopa za2.s, p0/m, p0/m, z1.h, z4.h\n"
-        "fmopa za3.s, p0/m, p0/m, z1.h, z5.h\n"
-        "62:\n"
+        "54:\n"
+        "tbz x8, #0, 55f\n"                       /* one pair               */
+        ".inst 0xa04022f0\n" /* ld1h {z16.h-z17.h}, pn8/z, [x23] */
+        ".inst 0xa0402318\n" /* ld1h {z24.h-z25.h}, pn8/z, [x24] */
+        "fmopa za0.s, p0/m, p0/m, z16.h, z24.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z25.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z24.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z25.h\n"
+        "55:\n"
 
         "tbnz x15, #1, 9f\n"
         /* ---- clamp, FP16, store rows < rows and columns < cols ---- */
@@ -126,56 +201,133 @@ static void kb_sme2_mopa_core(const kb_sme_mopa_args *args) {
         "whilelt p4.s, xzr, x25\n"
         "whilelt p5.s, x16, x25\n"
         "mov x27, x21\n"
-        "cmp x26, x16\n"
-        "csel x28, x26, x16, lo\n"
         "mov w12, #0\n"
-        "7:\n"
-        ".inst 0xc0860410\n" /* mova {z16.s-z19.s}, za0h.s[w12, 0:3] */
-        ".inst 0xc0860434\n" /* mova {z20.s-z23.s}, za1h.s[w12, 0:3] */
-        KB_SME_STORE_ROW("z16", "z20", "x27")
+        "cmp x26, x16\n"
+        "csel x28, x26, x16, lo\n"                /* rows in za0/za1        */
+        "tbnz x15, #2, 8f\n"
+        "lsr x25, x28, #2\n"                     /* groups of four rows    */
+        "and x28, x28, #3\n"
+        "cbz x25, 61f\n"
+        "60:\n"
+        ".inst 0xc0860400\n" /* mova {z0.s-z3.s}, za0h.s[w12, 0:3] */
+        ".inst 0xc0860424\n" /* mova {z4.s-z7.s}, za1h.s[w12, 0:3] */
+        ".inst 0xc1aea900\n" /* fmax {z0.s-z3.s}, {z0.s-z3.s}, z14.s */
+        ".inst 0xc1aea904\n" /* fmax {z4.s-z7.s}, {z4.s-z7.s}, z14.s */
+        ".inst 0xc1afa901\n" /* fmin {z0.s-z3.s}, {z0.s-z3.s}, z15.s */
+        ".inst 0xc1afa905\n" /* fmin {z4.s-z7.s}, {z4.s-z7.s}, z15.s */
+        "fcvt z0.h, p0/m, z0.s\n"
+        "fcvt z4.h, p0/m, z4.s\n"
+        "st1h {z0.s}, p4, [x27]\n"
+        "st1h {z4.s}, p5, [x27, #1, mul vl]\n"
         "add x27, x27, x10\n"
-        "subs x28, x28, #1\n"
-        "b.eq 79f\n"
-        KB_SME_STORE_ROW("z17", "z21", "x27")
+        "fcvt z1.h, p0/m, z1.s\n"
+        "fcvt z5.h, p0/m, z5.s\n"
+        "st1h {z1.s}, p4, [x27]\n"
+        "st1h {z5.s}, p5, [x27, #1, mul vl]\n"
         "add x27, x27, x10\n"
-        "subs x28, x28, #1\n"
-        "b.eq 79f\n"
-        KB_SME_STORE_ROW("z18", "z22", "x27")
+        "fcvt z2.h, p0/m, z2.s\n"
+        "fcvt z6.h, p0/m, z6.s\n"
+        "st1h {z2.s}, p4, [x27]\n"
+        "st1h {z6.s}, p5, [x27, #1, mul vl]\n"
         "add x27, x27, x10\n"
-        "subs x28, x28, #1\n"
-        "b.eq 79f\n"
-        KB_SME_STORE_ROW("z19", "z23", "x27")
+        "fcvt z3.h, p0/m, z3.s\n"
+        "fcvt z7.h, p0/m, z7.s\n"
+        "st1h {z3.s}, p4, [x27]\n"
+        "st1h {z7.s}, p5, [x27, #1, mul vl]\n"
         "add x27, x27, x10\n"
-        "subs x28, x28, #1\n"
-        "b.eq 79f\n"
         "add w12, w12, #4\n"
-        "b 7b\n"
-        "79:\n"
+        "subs x25, x25, #1\n"
+        "b.ne 60b\n"
+        "61:\n"
+        "cbz x28, 62f\n"
+        "63:\n"                                   /* single rows            */
+        "mova z0.s, p0/m, za0h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za1h.s[w12, 0]\n"
+        KB_SME_CLAMP_MAXMIN("z0")
+        KB_SME_CLAMP_MAXMIN("z4")
+        "fcvt z0.h, p0/m, z0.s\n"
+        "fcvt z4.h, p0/m, z4.s\n"
+        "st1h {z0.s}, p4, [x27]\n"
+        "st1h {z4.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "add w12, w12, #1\n"
+        "subs x28, x28, #1\n"
+        "b.ne 63b\n"
+        "62:\n"
+        "subs x28, x26, x16\n"                    /* rows in za2/za3        */
+        "b.le 10f\n"
+        "mov w12, #0\n"
+        "lsr x25, x28, #2\n"                     /* groups of four rows    */
+        "and x28, x28, #3\n"
+        "cbz x25, 71f\n"
+        "70:\n"
+        ".inst 0xc0860440\n" /* mova {z0.s-z3.s}, za2h.s[w12, 0:3] */
+        ".inst 0xc0860464\n" /* mova {z4.s-z7.s}, za3h.s[w12, 0:3] */
+        ".inst 0xc1aea900\n" /* fmax {z0.s-z3.s}, {z0.s-z3.s}, z14.s */
+        ".inst 0xc1aea904\n" /* fmax {z4.s-z7.s}, {z4.s-z7.s}, z14.s */
+        ".inst 0xc1afa901\n" /* fmin {z0.s-z3.s}, {z0.s-z3.s}, z15.s */
+        ".inst 0xc1afa905\n" /* fmin {z4.s-z7.s}, {z4.s-z7.s}, z15.s */
+        "fcvt z0.h, p0/m, z0.s\n"
+        "fcvt z4.h, p0/m, z4.s\n"
+        "st1h {z0.s}, p4, [x27]\n"
+        "st1h {z4.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "fcvt z1.h, p0/m, z1.s\n"
+        "fcvt z5.h, p0/m, z5.s\n"
+        "st1h {z1.s}, p4, [x27]\n"
+        "st1h {z5.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "fcvt z2.h, p0/m, z2.s\n"
+        "fcvt z6.h, p0/m, z6.s\n"
+        "st1h {z2.s}, p4, [x27]\n"
+        "st1h {z6.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "fcvt z3.h, p0/m, z3.s\n"
+        "fcvt z7.h, p0/m, z7.s\n"
+        "st1h {z3.s}, p4, [x27]\n"
+        "st1h {z7.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "add w12, w12, #4\n"
+        "subs x25, x25, #1\n"
+        "b.ne 70b\n"
+        "71:\n"
+        "cbz x28, 72f\n"
+        "73:\n"                                   /* single rows            */
+        "mova z0.s, p0/m, za2h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za3h.s[w12, 0]\n"
+        KB_SME_CLAMP_MAXMIN("z0")
+        KB_SME_CLAMP_MAXMIN("z4")
+        "fcvt z0.h, p0/m, z0.s\n"
+        "fcvt z4.h, p0/m, z4.s\n"
+        "st1h {z0.s}, p4, [x27]\n"
+        "st1h {z4.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "add w12, w12, #1\n"
+        "subs x28, x28, #1\n"
+        "b.ne 73b\n"
+        "72:\n"
+        "b 10f\n"
+
+        "8:\n"                                    /* clamp_max is -0: row by */
+        "81:\n"                                   /* row, compare/select     */
+        "mova z0.s, p0/m, za0h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za1h.s[w12, 0]\n"
+        KB_SME_STORE_ROW("z0", "z4", "x27")
+        "add x27, x27, x10\n"
+        "add w12, w12, #1\n"
+        "subs x28, x28, #1\n"
+        "b.ne 81b\n"
         "subs x28, x26, x16\n"
         "b.le 10f\n"
         "mov w12, #0\n"
-        "8:\n"
-        ".inst 0xc0860450\n" /* mova {z16.s-z19.s}, za2h.s[w12, 0:3] */
-        ".inst 0xc0860474\n" /* mova {z20.s-z23.s}, za3h.s[w12, 0:3] */
-        KB_SME_STORE_ROW("z16", "z20", "x27")
+        "82:\n"
+        "mova z0.s, p0/m, za2h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za3h.s[w12, 0]\n"
+        KB_SME_STORE_ROW("z0", "z4", "x27")
         "add x27, x27, x10\n"
+        "add w12, w12, #1\n"
         "subs x28, x28, #1\n"
-        "b.eq 89f\n"
-        KB_SME_STORE_ROW("z17", "z21", "x27")
-        "add x27, x27, x10\n"
-        "subs x28, x28, #1\n"
-        "b.eq 89f\n"
-        KB_SME_STORE_ROW("z18", "z22", "x27")
-        "add x27, x27, x10\n"
-        "subs x28, x28, #1\n"
-        "b.eq 89f\n"
-        KB_SME_STORE_ROW("z19", "z23", "x27")
-        "add x27, x27, x10\n"
-        "subs x28, x28, #1\n"
-        "b.eq 89f\n"
-        "add w12, w12, #4\n"
-        "b 8b\n"
-        "89:\n"
+        "b.ne 82b\n"
         "b 10f\n"
 
         "9:\n"                                    /* FP32 partial sums out  */
@@ -266,7 +418,7 @@ void kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul(
         .rhs_k_offset = mr * sizeof(kb_f16),
         .m = m, .n = n, .kpairs = kp,
         .dst = dst, .dst_stride = dst_stride_row,
-        .acc = NULL, .acc_stride = 0, .flags = 0,
+        .acc = NULL, .acc_stride = 0, .flags = kb_sme_clamp_flags(clamp_max),
         .clamp_min = clamp_min, .clamp_max = clamp_max,
     };
     kb_sme2_mopa_core(&a);

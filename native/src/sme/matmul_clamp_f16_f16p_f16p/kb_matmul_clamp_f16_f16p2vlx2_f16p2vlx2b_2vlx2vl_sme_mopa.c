@@ -14,11 +14,18 @@
  * RHS vector holds (b[k][j], b[k+1][j]), so one FMOPA adds
  * a[i][k]*b[k][j] + a[i][k+1]*b[k+1][j] to every element of a tile.
  *
+ * The k loop takes eight k pairs per step (sixteen single-vector loads of
+ * each operand at immediate offsets around one base), then four, two and
+ * one pair as the pair count's bits say; the store moves four tile rows
+ * per step. Registers: z16-z23 k-loop operands, z0-z7 store rows, z12/z13
+ * bias, z29 the pairs (1.0, 0), z30/z31 the clamp bounds.
+ *
  * Accumulation: the tiles start from the bias, loaded by one FMOPA per tile
  * of the pair (1.0, 0) with the pair (bias[j], 0) (which also turns a -0 bias
  * into +0, as the scalar reference's +0 start does); then one FMOPA per k
  * pair, each a fused 2-way dot product added to the FP32 tile. The store
- * clamps in FP32 and rounds once to FP16. At most K + 1 FP32 roundings lie on
+ * clamps in FP32 (FMAX then FMIN, exact for these accumulators; compare/
+ * select when clamp_max is -0: see kb_sme_asm.h) and rounds once to FP16. At most K + 1 FP32 roundings lie on
  * any chain, the "fp32, k_per_rounding = 1" model.
  *
  * The kernel enters streaming mode and enables ZA itself (SMSTART) and
@@ -66,12 +73,12 @@ static void kb_sme_mopa_core(const kb_sme_mopa_args *args) {
         "2:\n"                                    /* ---- block ----        */
         "tbnz x15, #0, 3f\n"
         "zero {za}\n"
-        "ld1h {z2.s}, p0/z, [x19]\n"              /* (bias[j], 0) pairs     */
-        "ld1h {z3.s}, p0/z, [x19, #1, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z29.h, z2.h\n"
-        "fmopa za1.s, p0/m, p0/m, z29.h, z3.h\n"
-        "fmopa za2.s, p0/m, p0/m, z29.h, z2.h\n"
-        "fmopa za3.s, p0/m, p0/m, z29.h, z3.h\n"
+        "ld1h {z12.s}, p0/z, [x19]\n"             /* (bias[j], 0) pairs     */
+        "ld1h {z13.s}, p0/z, [x19, #1, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z29.h, z12.h\n"
+        "fmopa za1.s, p0/m, p0/m, z29.h, z13.h\n"
+        "fmopa za2.s, p0/m, p0/m, z29.h, z12.h\n"
+        "fmopa za3.s, p0/m, p0/m, z29.h, z13.h\n"
         "b 5f\n"
         "3:\n"                                    /* start from partial sums */
         "mov w12, #0\n"
@@ -91,20 +98,148 @@ static void kb_sme_mopa_core(const kb_sme_mopa_args *args) {
         "5:\n"                                    /* ---- k pairs ----      */
         "mov x23, x1\n"
         "add x24, x19, x5\n"
-        "mov x25, x8\n"
-        "6:\n"
-        "ld1h {z0.h}, p0/z, [x23]\n"
-        "ld1h {z1.h}, p0/z, [x23, #1, mul vl]\n"
-        "ld1h {z2.h}, p0/z, [x24]\n"
-        "ld1h {z3.h}, p0/z, [x24, #1, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z0.h, z2.h\n"
-        "fmopa za1.s, p0/m, p0/m, z0.h, z3.h\n"
-        "fmopa za2.s, p0/m, p0/m, z1.h, z2.h\n"
-        "fmopa za3.s, p0/m, p0/m, z1.h, z3.h\n"
-        "addvl x23, x23, #2\n"
-        "addvl x24, x24, #2\n"
+        "lsr x25, x8, #3\n"
+        "cbz x25, 52f\n"
+        "addvl x23, x23, #8\n"                    /* loads at -8 .. 7 VL    */
+        "addvl x24, x24, #8\n"
+        "51:\n"                                   /* eight pairs per step   */
+        "ld1h {z16.h}, p0/z, [x23, #-8, mul vl]\n"
+        "ld1h {z17.h}, p0/z, [x23, #-7, mul vl]\n"
+        "ld1h {z18.h}, p0/z, [x24, #-8, mul vl]\n"
+        "ld1h {z19.h}, p0/z, [x24, #-7, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
+        "ld1h {z20.h}, p0/z, [x23, #-6, mul vl]\n"
+        "ld1h {z21.h}, p0/z, [x23, #-5, mul vl]\n"
+        "ld1h {z22.h}, p0/z, [x24, #-6, mul vl]\n"
+        "ld1h {z23.h}, p0/z, [x24, #-5, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
+        "ld1h {z16.h}, p0/z, [x23, #-4, mul vl]\n"
+        "ld1h {z17.h}, p0/z, [x23, #-3, mul vl]\n"
+        "ld1h {z18.h}, p0/z, [x24, #-4, mul vl]\n"
+        "ld1h {z19.h}, p0/z, [x24, #-3, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
+        "ld1h {z20.h}, p0/z, [x23, #-2, mul vl]\n"
+        "ld1h {z21.h}, p0/z, [x23, #-1, mul vl]\n"
+        "ld1h {z22.h}, p0/z, [x24, #-2, mul vl]\n"
+        "ld1h {z23.h}, p0/z, [x24, #-1, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
+        "ld1h {z16.h}, p0/z, [x23]\n"
+        "ld1h {z17.h}, p0/z, [x23, #1, mul vl]\n"
+        "ld1h {z18.h}, p0/z, [x24]\n"
+        "ld1h {z19.h}, p0/z, [x24, #1, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
+        "ld1h {z20.h}, p0/z, [x23, #2, mul vl]\n"
+        "ld1h {z21.h}, p0/z, [x23, #3, mul vl]\n"
+        "ld1h {z22.h}, p0/z, [x24, #2, mul vl]\n"
+        "ld1h {z23.h}, p0/z, [x24, #3, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
+        "ld1h {z16.h}, p0/z, [x23, #4, mul vl]\n"
+        "ld1h {z17.h}, p0/z, [x23, #5, mul vl]\n"
+        "ld1h {z18.h}, p0/z, [x24, #4, mul vl]\n"
+        "ld1h {z19.h}, p0/z, [x24, #5, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
+        "ld1h {z20.h}, p0/z, [x23, #6, mul vl]\n"
+        "ld1h {z21.h}, p0/z, [x23, #7, mul vl]\n"
+        "ld1h {z22.h}, p0/z, [x24, #6, mul vl]\n"
+        "ld1h {z23.h}, p0/z, [x24, #7, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
+        "addvl x23, x23, #16\n"
+        "addvl x24, x24, #16\n"
         "subs x25, x25, #1\n"
-        "b.ne 6b\n"
+        "b.ne 51b\n"
+        "addvl x23, x23, #-8\n"
+        "addvl x24, x24, #-8\n"
+        "52:\n"
+        "tbz x8, #2, 53f\n"                       /* four pairs             */
+        "ld1h {z16.h}, p0/z, [x23]\n"
+        "ld1h {z17.h}, p0/z, [x23, #1, mul vl]\n"
+        "ld1h {z18.h}, p0/z, [x24]\n"
+        "ld1h {z19.h}, p0/z, [x24, #1, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
+        "ld1h {z20.h}, p0/z, [x23, #2, mul vl]\n"
+        "ld1h {z21.h}, p0/z, [x23, #3, mul vl]\n"
+        "ld1h {z22.h}, p0/z, [x24, #2, mul vl]\n"
+        "ld1h {z23.h}, p0/z, [x24, #3, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
+        "ld1h {z16.h}, p0/z, [x23, #4, mul vl]\n"
+        "ld1h {z17.h}, p0/z, [x23, #5, mul vl]\n"
+        "ld1h {z18.h}, p0/z, [x24, #4, mul vl]\n"
+        "ld1h {z19.h}, p0/z, [x24, #5, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
+        "ld1h {z20.h}, p0/z, [x23, #6, mul vl]\n"
+        "ld1h {z21.h}, p0/z, [x23, #7, mul vl]\n"
+        "ld1h {z22.h}, p0/z, [x24, #6, mul vl]\n"
+        "ld1h {z23.h}, p0/z, [x24, #7, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
+        "addvl x23, x23, #8\n"
+        "addvl x24, x24, #8\n"
+        "53:\n"
+        "tbz x8, #1, 54f\n"                       /* two pairs              */
+        "ld1h {z16.h}, p0/z, [x23]\n"
+        "ld1h {z17.h}, p0/z, [x23, #1, mul vl]\n"
+        "ld1h {z18.h}, p0/z, [x24]\n"
+        "ld1h {z19.h}, p0/z, [x24, #1, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
+        "ld1h {z20.h}, p0/z, [x23, #2, mul vl]\n"
+        "ld1h {z21.h}, p0/z, [x23, #3, mul vl]\n"
+        "ld1h {z22.h}, p0/z, [x24, #2, mul vl]\n"
+        "ld1h {z23.h}, p0/z, [x24, #3, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
+        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
+        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
+        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
+        "addvl x23, x23, #4\n"
+        "addvl x24, x24, #4\n"
+        "54:\n"
+        "tbz x8, #0, 55f\n"                       /* one pair               */
+        "ld1h {z16.h}, p0/z, [x23]\n"
+        "ld1h {z17.h}, p0/z, [x23, #1, mul vl]\n"
+        "ld1h {z18.h}, p0/z, [x24]\n"
+        "ld1h {z19.h}, p0/z, [x24, #1, mul vl]\n"
+        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
+        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
+        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
+        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
+        "55:\n"
 
         "tbnz x15, #1, 9f\n"
         /* ---- clamp, FP16, store rows < rows and columns < cols ---- */
@@ -113,28 +248,153 @@ static void kb_sme_mopa_core(const kb_sme_mopa_args *args) {
         "whilelt p4.s, xzr, x25\n"
         "whilelt p5.s, x16, x25\n"
         "mov x27, x21\n"
-        "cmp x26, x16\n"
-        "csel x28, x26, x16, lo\n"
         "mov w12, #0\n"
-        "7:\n"
-        "mova z4.s, p0/m, za0h.s[w12, 0]\n"
-        "mova z5.s, p0/m, za1h.s[w12, 0]\n"
-        KB_SME_STORE_ROW("z4", "z5", "x27")
+        "cmp x26, x16\n"
+        "csel x28, x26, x16, lo\n"                /* rows in za0/za1        */
+        "tbnz x15, #2, 8f\n"
+        "lsr x25, x28, #2\n"                     /* groups of four rows    */
+        "and x28, x28, #3\n"
+        "cbz x25, 61f\n"
+        "60:\n"
+        "mova z0.s, p0/m, za0h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za1h.s[w12, 0]\n"
+        "mova z1.s, p0/m, za0h.s[w12, 1]\n"
+        "mova z5.s, p0/m, za1h.s[w12, 1]\n"
+        "mova z2.s, p0/m, za0h.s[w12, 2]\n"
+        "mova z6.s, p0/m, za1h.s[w12, 2]\n"
+        "mova z3.s, p0/m, za0h.s[w12, 3]\n"
+        "mova z7.s, p0/m, za1h.s[w12, 3]\n"
+        KB_SME_CLAMP_MAXMIN("z0")
+        KB_SME_CLAMP_MAXMIN("z4")
+        KB_SME_CLAMP_MAXMIN("z1")
+        KB_SME_CLAMP_MAXMIN("z5")
+        KB_SME_CLAMP_MAXMIN("z2")
+        KB_SME_CLAMP_MAXMIN("z6")
+        KB_SME_CLAMP_MAXMIN("z3")
+        KB_SME_CLAMP_MAXMIN("z7")
+        "fcvt z0.h, p0/m, z0.s\n"
+        "fcvt z4.h, p0/m, z4.s\n"
+        "st1h {z0.s}, p4, [x27]\n"
+        "st1h {z4.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "fcvt z1.h, p0/m, z1.s\n"
+        "fcvt z5.h, p0/m, z5.s\n"
+        "st1h {z1.s}, p4, [x27]\n"
+        "st1h {z5.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "fcvt z2.h, p0/m, z2.s\n"
+        "fcvt z6.h, p0/m, z6.s\n"
+        "st1h {z2.s}, p4, [x27]\n"
+        "st1h {z6.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "fcvt z3.h, p0/m, z3.s\n"
+        "fcvt z7.h, p0/m, z7.s\n"
+        "st1h {z3.s}, p4, [x27]\n"
+        "st1h {z7.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "add w12, w12, #4\n"
+        "subs x25, x25, #1\n"
+        "b.ne 60b\n"
+        "61:\n"
+        "cbz x28, 62f\n"
+        "63:\n"                                   /* single rows            */
+        "mova z0.s, p0/m, za0h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za1h.s[w12, 0]\n"
+        KB_SME_CLAMP_MAXMIN("z0")
+        KB_SME_CLAMP_MAXMIN("z4")
+        "fcvt z0.h, p0/m, z0.s\n"
+        "fcvt z4.h, p0/m, z4.s\n"
+        "st1h {z0.s}, p4, [x27]\n"
+        "st1h {z4.s}, p5, [x27, #1, mul vl]\n"
         "add x27, x27, x10\n"
         "add w12, w12, #1\n"
         "subs x28, x28, #1\n"
-        "b.ne 7b\n"
+        "b.ne 63b\n"
+        "62:\n"
+        "subs x28, x26, x16\n"                    /* rows in za2/za3        */
+        "b.le 10f\n"
+        "mov w12, #0\n"
+        "lsr x25, x28, #2\n"                     /* groups of four rows    */
+        "and x28, x28, #3\n"
+        "cbz x25, 71f\n"
+        "70:\n"
+        "mova z0.s, p0/m, za2h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za3h.s[w12, 0]\n"
+        "mova z1.s, p0/m, za2h.s[w12, 1]\n"
+        "mova z5.s, p0/m, za3h.s[w12, 1]\n"
+        "mova z2.s, p0/m, za2h.s[w12, 2]\n"
+        "mova z6.s, p0/m, za3h.s[w12, 2]\n"
+        "mova z3.s, p0/m, za2h.s[w12, 3]\n"
+        "mova z7.s, p0/m, za3h.s[w12, 3]\n"
+        KB_SME_CLAMP_MAXMIN("z0")
+        KB_SME_CLAMP_MAXMIN("z4")
+        KB_SME_CLAMP_MAXMIN("z1")
+        KB_SME_CLAMP_MAXMIN("z5")
+        KB_SME_CLAMP_MAXMIN("z2")
+        KB_SME_CLAMP_MAXMIN("z6")
+        KB_SME_CLAMP_MAXMIN("z3")
+        KB_SME_CLAMP_MAXMIN("z7")
+        "fcvt z0.h, p0/m, z0.s\n"
+        "fcvt z4.h, p0/m, z4.s\n"
+        "st1h {z0.s}, p4, [x27]\n"
+        "st1h {z4.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "fcvt z1.h, p0/m, z1.s\n"
+        "fcvt z5.h, p0/m, z5.s\n"
+        "st1h {z1.s}, p4, [x27]\n"
+        "st1h {z5.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "fcvt z2.h, p0/m, z2.s\n"
+        "fcvt z6.h, p0/m, z6.s\n"
+        "st1h {z2.s}, p4, [x27]\n"
+        "st1h {z6.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "fcvt z3.h, p0/m, z3.s\n"
+        "fcvt z7.h, p0/m, z7.s\n"
+        "st1h {z3.s}, p4, [x27]\n"
+        "st1h {z7.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "add w12, w12, #4\n"
+        "subs x25, x25, #1\n"
+        "b.ne 70b\n"
+        "71:\n"
+        "cbz x28, 72f\n"
+        "73:\n"                                   /* single rows            */
+        "mova z0.s, p0/m, za2h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za3h.s[w12, 0]\n"
+        KB_SME_CLAMP_MAXMIN("z0")
+        KB_SME_CLAMP_MAXMIN("z4")
+        "fcvt z0.h, p0/m, z0.s\n"
+        "fcvt z4.h, p0/m, z4.s\n"
+        "st1h {z0.s}, p4, [x27]\n"
+        "st1h {z4.s}, p5, [x27, #1, mul vl]\n"
+        "add x27, x27, x10\n"
+        "add w12, w12, #1\n"
+        "subs x28, x28, #1\n"
+        "b.ne 73b\n"
+        "72:\n"
+        "b 10f\n"
+
+        "8:\n"                                    /* clamp_max is -0: row by */
+        "81:\n"                                   /* row, compare/select     */
+        "mova z0.s, p0/m, za0h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za1h.s[w12, 0]\n"
+        KB_SME_STORE_ROW("z0", "z4", "x27")
+        "add x27, x27, x10\n"
+        "add w12, w12, #1\n"
+        "subs x28, x28, #1\n"
+        "b.ne 81b\n"
         "subs x28, x26, x16\n"
         "b.le 10f\n"
         "mov w12, #0\n"
-        "8:\n"
-        "mova z4.s, p0/m, za2h.s[w12, 0]\n"
-        "mova z5.s, p0/m, za3h.s[w12, 0]\n"
-        KB_SME_STORE_ROW("z4", "z5", "x27")
+        "82:\n"
+        "mova z0.s, p0/m, za2h.s[w12, 0]\n"
+        "mova z4.s, p0/m, za3h.s[w12, 0]\n"
+        KB_SME_STORE_ROW("z0", "z4", "x27")
         "add x27, x27, x10\n"
         "add w12, w12, #1\n"
         "subs x28, x28, #1\n"
-        "b.ne 8b\n"
+        "b.ne 82b\n"
         "b 10f\n"
 
         "9:\n"                                    /* FP32 partial sums out  */
@@ -225,7 +485,7 @@ void kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa_run_matmul(
         .rhs_k_offset = mr * sizeof(kb_f16),
         .m = m, .n = n, .kpairs = kp,
         .dst = dst, .dst_stride = dst_stride_row,
-        .acc = NULL, .acc_stride = 0, .flags = 0,
+        .acc = NULL, .acc_stride = 0, .flags = kb_sme_clamp_flags(clamp_max),
         .clamp_min = clamp_min, .clamp_max = clamp_max,
     };
     kb_sme_mopa_core(&a);

@@ -1,24 +1,157 @@
 /* kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme.c — packs a K x N FP16 RHS and
  * its FP16 bias into the x16p2vlx2b layout the SME GEMM and GEMV kernels
- * read (see kb_sme.h). Plain C: it runs outside streaming mode.
+ * read (see kb_sme.h).
  *
  * For each block of nr columns: nr bias values, then for each k pair the
  * values b[k][j], b[k+1][j] of every column j of the block, column by
- * column. Columns past N, and the k past an odd K, are zero. */
+ * column. Columns past N, and the k past an odd K, are zero.
+ *
+ * A block row of B is one streaming vector of nr = VL16 FP16 values, so a
+ * k pair is two loads (rows k and k+1, predicated to the block's columns),
+ * ZIP1 and ZIP2 (the interleaved halves) and two stores. The streaming
+ * packer (SME1 instructions only) does that for four k pairs per step, in
+ * every block, whenever a block's columns are contiguous in one row of B:
+ * plain B, and panel layouts whose panels hold whole blocks (the portable
+ * and scalar layouts' 16 columns at nr = 8 or 16). Other views (panels
+ * narrower than nr, K made of chunks for the indirect GEMM) take the plain
+ * C loop. */
 #include "../kb_sme.h"
 
 #if defined(__aarch64__)
+#include "../kb_sme_asm.h"
+
+#include <stddef.h>
 #include <string.h>
+
+typedef struct rhs_args {
+    const kb_f16 *data;     /* B through the view (kb_bview)                  */
+    size_t panel_cols;      /* columns per panel (N for plain B)              */
+    size_t panel_bytes;     /* bytes between panels                           */
+    size_t row_bytes;       /* bytes between rows                             */
+    const kb_f16 *bias;     /* or NULL: zeros                                 */
+    size_t bias_panel_bytes;
+    size_t n;
+    size_t pairs;           /* whole k pairs                                  */
+    size_t lone;            /* 1: an odd K's last k follows them              */
+    kb_f16 *out;
+} rhs_args;
+
+static void rhs_pack_core(const rhs_args *g) {
+    __asm__ volatile(
+        ".arch armv8.2-a+sme\n"
+        "smstart sm\n"
+        "ptrue p0.h\n"
+        "cnth x16\n"                              /* nr                     */
+        "ldr x1, [%x[g], %[o_data]]\n"
+        "ldr x2, [%x[g], %[o_pc]]\n"
+        "ldr x3, [%x[g], %[o_pb]]\n"
+        "ldr x4, [%x[g], %[o_rb]]\n"
+        "ldr x5, [%x[g], %[o_bias]]\n"
+        "ldr x6, [%x[g], %[o_bpb]]\n"
+        "ldr x7, [%x[g], %[o_out]]\n"
+        "ldr x17, [%x[g], %[o_n]]\n"
+        "lsr x11, x4, #1\n"                       /* rows 1..7, in values   */
+        "add x12, x11, x11\n"
+        "add x13, x12, x11\n"
+        "add x14, x13, x11\n"
+        "add x15, x14, x11\n"
+        "add x19, x15, x11\n"
+        "add x20, x19, x11\n"
+        "mov x8, #0\n"                            /* first column of block  */
+        "1:\n"
+        "whilelt p1.h, x8, x17\n"
+        "udiv x9, x8, x2\n"                       /* panel, column in it    */
+        "msub x10, x9, x2, x8\n"
+        "dup z0.h, #0\n"
+        "cbz x5, 2f\n"
+        "madd x21, x9, x6, x5\n"
+        "ld1h {z0.h}, p1/z, [x21, x10, lsl #1]\n"
+        "2:\n"
+        "st1h {z0.h}, p0, [x7]\n"                 /* the bias               */
+        "addvl x7, x7, #1\n"
+        "madd x9, x9, x3, x1\n"
+        "add x9, x9, x10, lsl #1\n"               /* row 0 of the block     */
+        "ldr x10, [%x[g], %[o_pairs]]\n"
+        "lsr x21, x10, #2\n"
+        "and x10, x10, #3\n"
+        "cbz x21, 4f\n"
+        "3:\n"                                    /* four k pairs           */
+        "ld1h {z0.h}, p1/z, [x9]\n"
+        "ld1h {z1.h}, p1/z, [x9, x11, lsl #1]\n"
+        "ld1h {z2.h}, p1/z, [x9, x12, lsl #1]\n"
+        "ld1h {z3.h}, p1/z, [x9, x13, lsl #1]\n"
+        "ld1h {z4.h}, p1/z, [x9, x14, lsl #1]\n"
+        "ld1h {z5.h}, p1/z, [x9, x15, lsl #1]\n"
+        "ld1h {z6.h}, p1/z, [x9, x19, lsl #1]\n"
+        "ld1h {z7.h}, p1/z, [x9, x20, lsl #1]\n"
+        "zip1 z16.h, z0.h, z1.h\n"
+        "zip2 z17.h, z0.h, z1.h\n"
+        "zip1 z18.h, z2.h, z3.h\n"
+        "zip2 z19.h, z2.h, z3.h\n"
+        "zip1 z20.h, z4.h, z5.h\n"
+        "zip2 z21.h, z4.h, z5.h\n"
+        "zip1 z22.h, z6.h, z7.h\n"
+        "zip2 z23.h, z6.h, z7.h\n"
+        "st1h {z16.h}, p0, [x7]\n"
+        "st1h {z17.h}, p0, [x7, #1, mul vl]\n"
+        "st1h {z18.h}, p0, [x7, #2, mul vl]\n"
+        "st1h {z19.h}, p0, [x7, #3, mul vl]\n"
+        "st1h {z20.h}, p0, [x7, #4, mul vl]\n"
+        "st1h {z21.h}, p0, [x7, #5, mul vl]\n"
+        "st1h {z22.h}, p0, [x7, #6, mul vl]\n"
+        "st1h {z23.h}, p0, [x7, #7, mul vl]\n"
+        "add x9, x9, x4, lsl #3\n"
+        "addvl x7, x7, #8\n"
+        "subs x21, x21, #1\n"
+        "b.ne 3b\n"
+        "4:\n"
+        "cbz x10, 6f\n"
+        "5:\n"                                    /* one k pair             */
+        "ld1h {z0.h}, p1/z, [x9]\n"
+        "ld1h {z1.h}, p1/z, [x9, x11, lsl #1]\n"
+        "zip1 z16.h, z0.h, z1.h\n"
+        "zip2 z17.h, z0.h, z1.h\n"
+        "st1h {z16.h}, p0, [x7]\n"
+        "st1h {z17.h}, p0, [x7, #1, mul vl]\n"
+        "add x9, x9, x4, lsl #1\n"
+        "addvl x7, x7, #2\n"
+        "subs x10, x10, #1\n"
+        "b.ne 5b\n"
+        "6:\n"
+        "ldr x10, [%x[g], %[o_lone]]\n"
+        "cbz x10, 7f\n"                           /* odd K: (b[K-1][j], 0)  */
+        "ld1h {z0.h}, p1/z, [x9]\n"
+        "dup z1.h, #0\n"
+        "zip1 z16.h, z0.h, z1.h\n"
+        "zip2 z17.h, z0.h, z1.h\n"
+        "st1h {z16.h}, p0, [x7]\n"
+        "st1h {z17.h}, p0, [x7, #1, mul vl]\n"
+        "addvl x7, x7, #2\n"
+        "7:\n"
+        "add x8, x8, x16\n"
+        "cmp x8, x17\n"
+        "b.lo 1b\n"
+        "smstop sm\n"
+        :
+        : [g] "r"(g), [o_data] "I"(offsetof(rhs_args, data)),
+          [o_pc] "I"(offsetof(rhs_args, panel_cols)), [o_pb] "I"(offsetof(rhs_args, panel_bytes)),
+          [o_rb] "I"(offsetof(rhs_args, row_bytes)), [o_bias] "I"(offsetof(rhs_args, bias)),
+          [o_bpb] "I"(offsetof(rhs_args, bias_panel_bytes)), [o_n] "I"(offsetof(rhs_args, n)),
+          [o_pairs] "I"(offsetof(rhs_args, pairs)), [o_lone] "I"(offsetof(rhs_args, lone)),
+          [o_out] "I"(offsetof(rhs_args, out))
+        : "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
+          "x14", "x15", "x16", "x17", "x19", "x20", "x21", KB_SME_CLOBBER_VEC);
+}
 
 #define KB_SME_MAX_NR 128 /* SVL 2048: 2 * 2048 / 32 */
 
-void kb_sme_rhs_pack_view(const kb_bview *b, size_t n, size_t chunk_count, size_t chunk_length,
-                          size_t nr, void *rhs_packed) {
+/* The C loop for views the streaming packer does not take. */
+static void rhs_pack_c(const kb_bview *b, size_t n, size_t chunk_count, size_t chunk_length,
+                       size_t nr, void *rhs_packed) {
     size_t clp = kb_sme_roundup(chunk_length, KB_SME_KR);
     size_t kpairs = chunk_count * clp / KB_SME_KR;
     size_t col_off[KB_SME_MAX_NR], bias_off[KB_SME_MAX_NR];
     kb_f16 *out = (kb_f16 *)rhs_packed;
-    if (nr > KB_SME_MAX_NR) return; /* no such vector length */
     for (size_t n0 = 0; n0 < n; n0 += nr) {
         size_t w = n - n0 < nr ? n - n0 : nr;
         for (size_t j = 0; j < w; j++) {
@@ -48,6 +181,25 @@ void kb_sme_rhs_pack_view(const kb_bview *b, size_t n, size_t chunk_count, size_
             out += 2 * nr;
         }
     }
+}
+
+void kb_sme_rhs_pack_view(const kb_bview *b, size_t n, size_t chunk_count, size_t chunk_length,
+                          size_t nr, void *rhs_packed) {
+    if (nr > KB_SME_MAX_NR) return; /* no such vector length */
+    /* the streaming packer: one K chunk, blocks inside one panel, nr = this SVL's */
+    bool contiguous = b->panel_cols >= n || b->panel_cols % nr == 0;
+    if (chunk_count != 1 || !contiguous || nr != kb_sme_block()) {
+        rhs_pack_c(b, n, chunk_count, chunk_length, nr, rhs_packed);
+        return;
+    }
+    rhs_args g = {
+        .data = b->data, .panel_cols = b->panel_cols, .panel_bytes = b->panel_stride * sizeof(kb_f16),
+        .row_bytes = b->row_stride * sizeof(kb_f16), .bias = b->bias,
+        .bias_panel_bytes = b->bias_panel_stride * sizeof(kb_f16), .n = n,
+        .pairs = chunk_length / KB_SME_KR, .lone = chunk_length % KB_SME_KR,
+        .out = (kb_f16 *)rhs_packed,
+    };
+    rhs_pack_core(&g);
 }
 
 size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_n_step(void) { return kb_sme_block(); }
