@@ -127,3 +127,42 @@ def test_inputs_that_cannot_be_generated_are_an_error_verdict(case):
     v = runner.run_job(target, runner.Job(case, "normal", want, "host"))
     assert v.status == ERROR and v.message.startswith("inputs: ")
     assert v.realization == want.name
+
+
+def test_the_winograd_magnitude_sum_is_inf_exactly_where_an_inf_input_reaches():
+    """An inf input makes S_w infinite for the outputs whose 3x3 window holds
+    it and leaves every other output of the same 4x4 tile finite: the
+    transforms' zero coefficients carry nothing (0 * inf is no NaN there).
+    A NaN S_w made a right finite output of the Winograd kernel fail."""
+    from kbench.judge import winograd
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (1, 9, 9, 3)).astype(np.float16)
+    w = rng.uniform(-1, 1, (3, 3, 3, 4)).astype(np.float16)
+    pad = (1, 1, 1, 1)
+    base = winograd.magnitude_sum(x, w, None, pad, 1)
+    assert np.isfinite(base).all()
+    for (i, j, c) in [(4, 4, 0), (0, 8, 2), (8, 0, 1), (5, 2, 1)]:
+        xi = x.copy()
+        xi[0, i, j, c] = np.inf
+        s = winograd.magnitude_sum(xi, w, np.ones(4, np.float16), pad, 1)
+        assert not np.isnan(s).any()
+        oy, ox = np.meshgrid(np.arange(9), np.arange(9), indexing="ij")
+        window = (np.abs(oy - i) <= 1) & (np.abs(ox - j) <= 1)  # pad 1: output (y, x) sees y-1..y+1
+        assert np.isinf(s[0][window]).all()
+        assert np.isfinite(s[0][~window]).all()
+        assert np.allclose(s[0][~window], base[0][~window] + 1.0)
+    wi = w.copy()
+    wi[1, 1, 2, 3] = -np.inf  # an inf weight reaches every output of its channel
+    s = winograd.magnitude_sum(x, wi, None, pad, 1)
+    assert np.isinf(s[..., 3]).all() and np.isfinite(s[..., :3]).all()
+
+
+def test_the_winograd_kernel_passes_specials_with_an_inf_beside_finite_outputs():
+    """The smoke case that failed with an S_w of NaN passes (host)."""
+    case = next(c for c in load_catalog(resolve_catalog("smoke")).conv
+                if c.name == "smoke_k3x3_p1_n1h9w9_c3o8")
+    target = parse_target("host")
+    real = next(r for r in target.info().realizations
+                if r.name == "conv2d_winograd_f2x2_3x3_scalar_f32acc")
+    v = runner.run_job(target, runner.Job(case, "specials", real, target.name))
+    assert v.status == "pass", v.line()
