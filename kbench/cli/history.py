@@ -242,7 +242,9 @@ def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: 
     except (HistoryError, *driver_errors()) as exc:
         where = describe(db_path) if "db_path" in locals() else "(no database)"
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise click.ClickException(f"history {where}: {text}") from None
+        # one line, naming the database once
+        raise click.ClickException(
+            f"history: {text}" if where in text else f"history: {where}: {text}") from None
     click.echo(_listing(listing))
 
 

@@ -5,6 +5,7 @@ scipy or matplotlib."""
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
@@ -42,7 +43,11 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy_commands and cmd_name not in self.commands:
             module, attr = self.lazy_commands[cmd_name][0].split(":")
-            cmd = getattr(importlib.import_module(module), attr)
+            try:
+                cmd = getattr(importlib.import_module(module), attr)
+            except KeyboardInterrupt:  # Ctrl-C while numpy/pandas load: 130, one line
+                sys.stderr.write("kbench: interrupted\n")
+                raise SystemExit(130) from None
             if not isinstance(cmd, click.Command):
                 raise TypeError(f"{module}:{attr} is not a click command")
             self.add_command(cmd, cmd_name)
