@@ -292,3 +292,22 @@ def test_rule_bounds_are_readable() -> None:
     for m in (1, 16):
         small = gemm_class(GemmCase(name="s", m=m, n=64, k=64))
         assert small["m_max"] in (1, 32)
+
+
+def test_max_time_bounds_the_rounds_of_a_microsecond_kernel(tmp_path: Path) -> None:
+    """--max-time is spent in rounds of --min-round-ms: a 4 us kernel with
+    --rounds 3, --max-time 0.01 and 1 ms rounds gets a handful of rounds.
+    Before: pytest-benchmark spent --max-time on the per-call clock, i.e.
+    max-time / 4 us = ~2,800 rounds of 1 ms (and 0.5 s by default: minutes
+    per smoke case)."""
+    out = tmp_path / "perf"
+    res = kbench("run", "--suite", "perf", "--shapes", "smoke", "-k", "m7_n8",
+                 "--realization", "gemm_scalar_f32acc", "--rounds", "3", "--max-time", "0.01",
+                 "--min-round-ms", "1", "--no-history", "--out", str(out))
+    assert res.returncode == 0, res.stdout[-3000:]
+    with (out / "results.csv").open() as fh:
+        timed = [r for r in csv.DictReader(fh) if int(r["rounds"] or 0) > 0]
+    assert timed
+    for row in timed:
+        # at least --rounds; at most about max-time / min-round (10) plus calibration
+        assert 3 <= int(row["rounds"]) <= 40, row["rounds"]
