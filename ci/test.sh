@@ -45,8 +45,8 @@ PYTHON="$PY" bash ci/install-pyroot.sh
 step "ruff"
 "$PY" -m ruff check .
 
-step "suites on the host"
-"$PY" -m pytest suites -q -p no:cacheprovider
+step "suites on the host (pytest-xdist: one worker per core)"
+"$PY" -m pytest suites -q -p no:cacheprovider -n auto --durations=15
 
 step "contracts under AddressSanitizer + UBSan"
 bash ci/sanitize.sh
