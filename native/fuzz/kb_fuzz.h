@@ -64,7 +64,7 @@ static inline void kb_take_selector(kb_cursor *c, kb_selector *sel, int op) {
     sel->disabled_backends = (flags & 1) ? kb_take_u8(c) & 7u : 0;
     if (flags & 2) sel->isa_cap = (int)(kb_take_u8(c) % 7) - 1;
     sel->threads = (flags & 4) ? (int)(kb_take_u8(c) % 3) : 1;
-    sel->trust_payload = (flags >> 3) & 1;
+    sel->verify_payload = (flags >> 3) & 1;
     sel->force = NULL;
     if (flags & 16) {
         static kb_realization list[64];

@@ -681,6 +681,7 @@ static int handle_set_svl(kb_reader *r) {
     return rc;
 }
 
+#ifndef KB_WORKER_FUZZ /* the fuzzer never loads libraries it names */
 /* LOAD_PLUGIN: payload = the library's path. Reply: i32 status, str field,
  * str message; on success the plugin (str name, version, path, description,
  * u32 abi_version, u32 count) and per declared realization str name, i32 op,
@@ -729,6 +730,7 @@ static int handle_load_plugin(kb_reader *r) {
     free(w.buf);
     return rc;
 }
+#endif
 
 #define FRAME_SHUTDOWN 1000
 
