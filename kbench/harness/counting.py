@@ -137,12 +137,18 @@ def count_fields(counter: Counter, job: Job, cache: InputCache | None = None,
             fields["count_efficiency"] = fl.instructions / kernel
     return fields
 
+PLUGIN_NOT_COUNTED = ("not counted: a plugin's realization (the count engine runs the static "
+                      "worker, whose phase ranges are kbench's own symbols; a plugin's code is "
+                      "loaded at run time, elsewhere)")
+
 
 def with_counts(counter: Counter, v: Verdict, job: Job, cache: InputCache | None = None
                 ) -> Verdict:
     """The perf verdict with its counts (or a note saying why it has none)."""
     if job.target.startswith("qemu-python"):
         return replace(v, count_note=NOT_FEASIBLE)
+    if job.realization.is_plugin and countable(job.target):
+        return replace(v, count_note=PLUGIN_NOT_COUNTED)
     if not countable(job.target):
         return v
     try:
