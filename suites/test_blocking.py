@@ -17,13 +17,13 @@ listing and serialization tests run everywhere."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from qemu_gate import needs_qemu
 
 from kbench.cli.main import main as cli_main
 from kbench.harness import runner
@@ -35,18 +35,6 @@ from kbench.native.api import DispatchTable, Realization, Selector
 from kbench.problems import inputs
 from kbench.problems.cases import GemmCase
 from kbench.targets.spec import Target, parse_target
-from kbench.targets.tools import find_qemu
-
-try:
-    find_qemu()
-    HAVE_QEMU = True
-except Exception:  # noqa: BLE001
-    HAVE_QEMU = False
-    if os.environ.get("KBENCH_REQUIRE_QEMU"):
-        raise
-
-needs_qemu = pytest.mark.skipif(not HAVE_QEMU, reason="qemu-aarch64 not installed "
-                                "(bash ci/install-toolchain.sh)")
 
 BLOCKED_NAME = re.compile(r"^(?P<base>.+)_mb(?P<mb>\d+)_nb(?P<nb>\d+)_kb(?P<kb>\d+)$")
 NEON_BLOCKED = {

@@ -12,11 +12,11 @@ Skipped when QEMU is not installed, unless KBENCH_REQUIRE_QEMU is set."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from qemu_gate import needs_qemu
 
 from kbench.judge import fingerprint as fp
 from kbench.judge import oracle
@@ -25,17 +25,8 @@ from kbench.native.calls import ConvDesc
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.problems.inputs import ConvInputs, GemmInputs
 from kbench.targets.spec import Target, parse_target
-from kbench.targets.tools import find_qemu
 
-try:
-    find_qemu()
-    HAVE_QEMU = True
-except Exception:  # noqa: BLE001
-    HAVE_QEMU = False
-    if os.environ.get("KBENCH_REQUIRE_QEMU"):
-        raise
-
-pytestmark = pytest.mark.skipif(not HAVE_QEMU, reason="qemu-aarch64 not installed")
+pytestmark = needs_qemu
 
 BOUNDS = [(-np.inf, np.inf), (-1.0, 1.0), (0.0, 0.0), (-0.0, -0.0), (0.0, -0.0), (-0.0, 0.0),
           (2.0, 2.0), (-3.0, 5.0)]

@@ -5,26 +5,15 @@ the realization that default dispatch picks (no silent fallback).
 The expected feature sets were read under qemu-aarch64 11.1.3. Skipped when
 QEMU is not installed, unless KBENCH_REQUIRE_QEMU is set (as in CI)."""
 
-import os
-
 import numpy as np
 import pytest
+from qemu_gate import needs_qemu
 
 from kbench.native import api
 from kbench.native.api import RawProblem
 from kbench.targets.spec import parse_target
-from kbench.targets.tools import find_qemu
 
-try:
-    find_qemu()
-    HAVE_QEMU = True
-except Exception:  # noqa: BLE001
-    HAVE_QEMU = False
-    if os.environ.get("KBENCH_REQUIRE_QEMU"):
-        raise
-
-pytestmark = pytest.mark.skipif(not HAVE_QEMU, reason="qemu-aarch64 not installed "
-                                "(bash ci/install-toolchain.sh)")
+pytestmark = needs_qemu
 
 ALL = {"fp16", "fhm", "sve", "sme", "sme2"}
 MODELS = {

@@ -4,10 +4,9 @@ the simulated FP16 chain started from the bias bit for bit, threads change
 no bit, the native layout is what the header declares, and the FP16
 accumulator's accuracy loss at large K shows up in the data."""
 
-import os
-
 import numpy as np
 import pytest
+from qemu_gate import needs_qemu
 
 from kbench.harness import runner
 from kbench.judge import fingerprint as fp
@@ -17,17 +16,8 @@ from kbench.native.calls import pack
 from kbench.problems import inputs
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.targets.spec import parse_target
-from kbench.targets.tools import find_qemu
 
-try:
-    find_qemu()
-    HAVE_QEMU = True
-except Exception:  # noqa: BLE001
-    HAVE_QEMU = False
-    if os.environ.get("KBENCH_REQUIRE_QEMU"):
-        raise
-
-pytestmark = pytest.mark.skipif(not HAVE_QEMU, reason="qemu-aarch64 not installed")
+pytestmark = needs_qemu
 
 
 @pytest.fixture(scope="module", params=["qemu:cpu=max", "qemu:cpu=neoverse-n1"])

@@ -9,13 +9,13 @@ Skipped when QEMU is not installed, unless KBENCH_REQUIRE_QEMU is set."""
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from qemu_gate import needs_qemu
 
 from kbench.errors import ContractViolation, Unsupported
 from kbench.judge import fingerprint as fp
@@ -25,18 +25,6 @@ from kbench.native.calls import ConvDesc, Engine, pack
 from kbench.problems import inputs
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.targets.spec import Target, parse_target
-from kbench.targets.tools import find_qemu
-
-try:
-    find_qemu()
-    HAVE_QEMU = True
-except Exception:  # noqa: BLE001
-    HAVE_QEMU = False
-    if os.environ.get("KBENCH_REQUIRE_QEMU"):
-        raise
-
-needs_qemu = pytest.mark.skipif(not HAVE_QEMU, reason="qemu-aarch64 not installed "
-                                "(bash ci/install-toolchain.sh)")
 
 SVLS = (128, 256, 512, 1024, 2048)
 SME2_ROWS = {"gemv_sme2_dot_f32acc", "gemm_sme2_mopa_f32acc", "conv2d_igemm_sme2_mopa_f32acc",

@@ -13,9 +13,8 @@ Skipped when QEMU is not installed, unless KBENCH_REQUIRE_QEMU is set."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from qemu_gate import needs_qemu
 
 from kbench.errors import InvalidArgument
 from kbench.native import api
@@ -23,18 +22,6 @@ from kbench.native.api import Selector
 from kbench.problems import inputs
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.targets.spec import parse_qemu, parse_target
-from kbench.targets.tools import find_qemu
-
-try:
-    find_qemu()
-    HAVE_QEMU = True
-except Exception:  # noqa: BLE001
-    HAVE_QEMU = False
-    if os.environ.get("KBENCH_REQUIRE_QEMU"):
-        raise
-
-needs_qemu = pytest.mark.skipif(not HAVE_QEMU, reason="qemu-aarch64 not installed "
-                                "(bash ci/install-toolchain.sh)")
 
 GEMM = [GemmCase("state_gemv", 1, 70, 33, bias=True), GemmCase("state_gemm", 9, 70, 33,
                                                                    clamp=True)]
