@@ -44,9 +44,10 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str) -> float:
               help="Only this realization; repeatable.")
 @click.option("-k", "case_expr", default="", metavar="REGEX",
               help="Only cases whose CATALOG/CASE matches this regular expression.")
-@click.option("--rounds", type=click.IntRange(2), default=30, show_default=True,
+@click.option("--rounds", type=click.IntRange(2), default=60, show_default=True,
               help="Interleaved round pairs per case (the median's confidence interval needs "
-                   "about 12 or more at the default alpha over a few dozen cases).")
+                   "about 12 or more at the default alpha over a few dozen cases; 60 caught a "
+                   "5% slowdown in 20 of 20 trials under a CPU hog, 30 in 18: README).")
 @click.option("--min-round-ms", type=click.FloatRange(0.0), default=2.0, show_default=True,
               help="Calls per round calibrated (once, on the candidate) to last at least this "
                    "long; both sides then run that many calls per round.")

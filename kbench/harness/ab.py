@@ -41,7 +41,7 @@ BASE, CAND = "base", "cand"
 
 @dataclass(frozen=True)
 class AbSettings:
-    rounds: int = 30
+    rounds: int = 60
     min_round_ns: int = 2_000_000
     warmup: int = 2
     threads: int = 1
