@@ -11,6 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from qemu_gate import needs_qemu
 
 import kbench
 from kbench.harness.runner import Job, run_job
@@ -21,7 +22,6 @@ from kbench.problems import inputs
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.problems.catalog import load_catalog, resolve_catalog
 from kbench.targets.spec import parse_target
-from kbench.targets.tools import find_qemu
 
 REQUIRE_ORT = bool(os.environ.get("KBENCH_REQUIRE_ORT"))
 
@@ -403,18 +403,7 @@ def test_runner_fingerprints_peers_by_default_and_any_realization_on_request(hos
     assert v.accum_match == 1.0
 
 
-def _have_qemu() -> bool:
-    try:
-        find_qemu()
-    except Exception:  # noqa: BLE001
-        if os.environ.get("KBENCH_REQUIRE_QEMU"):
-            raise
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _have_qemu(), reason="qemu-aarch64 not installed "
-                    "(bash ci/install-toolchain.sh)")
+@needs_qemu
 def test_emulated_neon_kernels_fingerprint_as_they_declare() -> None:
     """Real FP16 arithmetic (FMLA .8h under QEMU): the FP16-accumulating NEON
     kernel is the fused FP16 chain started from the bias (README), bit for
