@@ -580,6 +580,54 @@ def test_command_rejects_a_missing_folder(tmp_path: Path) -> None:
     assert "not a folder" in result.output
 
 
+def _blank_medians(run_dir: Path, case: str) -> None:
+    """Empties time_median_ns of every row of `case` in results.csv, as a run
+    whose timing gave no median records it."""
+    path = run_dir / "results.csv"
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    df.loc[df["case"] == case, "time_median_ns"] = ""
+    df.to_csv(path, index=False)
+
+
+def _html_cells(html: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", html,
+                                                                  flags=re.S)]
+
+
+def test_command_reports_a_run_whose_medians_are_nan(tmp_path: Path) -> None:
+    # one case timed with NaN medians by every realization (rounds > 0), another with
+    # its time_median_ns cells empty in results.csv, one case timed normally
+    rows = [_perf(LLAMA_CASES[0], r, d, t, nan_time=True) for r, d, t in LLAMA_REALS]
+    rows += [_perf(c, r, d, t) for c in LLAMA_CASES[1:] for r, d, t in LLAMA_REALS]
+    write_run(tmp_path / "run", rows)
+    _blank_medians(tmp_path / "run", LLAMA_CASES[1][1])
+    result = CliRunner().invoke(report_command, [str(tmp_path / "run"), "--baseline",
+                                                 str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "run" / "report"
+    fastest = pd.read_csv(out / "fastest.csv", keep_default_na=False)
+    by_case = fastest.set_index("case")
+    for _, name, shape, *_ in LLAMA_CASES[:2]:
+        assert by_case.loc[name, "shape"] == shape and by_case.loc[name, "fastest_ours"] == ""
+    assert by_case.loc[LLAMA_CASES[2][1], "fastest_ours"] == "gemm_neon_f16acc ×4t"
+    cells = _html_cells((out / "report.html").read_text(encoding="utf-8"))
+    assert cells.count("n/a") >= 2 * len(LLAMA_REALS)  # the timings table and the pivot
+    assert "nan" not in {c.lower() for c in cells}
+
+
+def test_tuning_view_lists_a_nan_median_as_n_a(tmp_path: Path) -> None:
+    w = RunWriter(tmp_path / "tune", {"kind": "tune", "tuning_defaults": {"c1": "slow"}})
+    for name, t in (("broken", float("nan")), ("slow", 200.0), ("fast", 100.0)):
+        w.add(Verdict(case="c1", op="gemm", shape="m4n4k4", kind="uniform", target="host",
+                      backend="scalar", realization=name, kernel=name, accum="fp32", k=4, m=4,
+                      n=4, b_form="plain", vector_bits=0, status="pass", catalog="cat",
+                      suite="tune", rounds=3, time_median_ns=t))
+    w.close(complete=True)
+    row = rep.tuning_table(load_run(tmp_path / "tune")).iloc[0]
+    assert row["winner"] == "fast"
+    assert row["candidates"] == "fast 0.1 us; slow 0.2 us; broken n/a"
+
+
 # ----------------------------------------------------------------------------- Chromium
 
 def _chromium() -> str | None:

@@ -31,6 +31,7 @@ from kbench.results.runfolder import Run
 TEMPLATE_DIR = resource_dir("reports")
 TEMPLATE_NAME = "report.html.j2"
 EMULATED_LABEL = "emulated — not a speed"
+NA = "n/a"  # a time that was not measured (a NaN median)
 
 STATUSES = ("pass", "fail", "mistrusted", "error", "skip")
 SEVERITY = ("fail", "error", "mistrusted", "pass", "skip")  # worst first
@@ -460,7 +461,8 @@ class ReportTables:
 def tuning_table(run: Run) -> pd.DataFrame:
     """The tuning view (a `kbench tune` run): per shape, each candidate's
     median time, the winner, the default dispatch's choice and the gain of
-    the winner over it. Candidates that failed verification have no time."""
+    the winner over it. Candidates that failed verification have no time;
+    one timed without a median (NaN) is listed as n/a and never wins."""
     cols = ["catalog", "case", "shape", "candidates", "winner", "winner_time_ns", "default",
             "default_time_ns", "gain_over_default"]
     df = run.results
@@ -471,10 +473,12 @@ def tuning_table(run: Run) -> pd.DataFrame:
     rows = []
     for (catalog, case), g in df.groupby(["catalog", "case"], sort=False):
         ok = g[(g["status"].isin(["pass", "mistrusted"])) & (g["rounds"] > 0)]
-        times = dict(zip(ok["realization"], ok["time_median_ns"], strict=True))
-        refused = sorted(set(g["realization"]) - set(times))
-        cand = "; ".join(f"{r} {t / 1e3:.1f} us" for r, t in sorted(times.items(),
-                                                                   key=lambda x: x[1]))
+        timed = dict(zip(ok["realization"], ok["time_median_ns"], strict=True))
+        times = {r: t for r, t in timed.items() if t == t}
+        cand = "; ".join([f"{r} {t / 1e3:.1f} us" for r, t in sorted(times.items(),
+                                                                    key=lambda x: x[1])]
+                         + [f"{r} {NA}" for r in sorted(set(timed) - set(times))])
+        refused = sorted(set(g["realization"]) - set(timed))
         if refused:
             cand += "; not eligible: " + ", ".join(refused)
         winner = min(times, key=times.__getitem__) if times else ""
@@ -745,11 +749,12 @@ def _fmt_time(ns: float) -> str:
 
 
 def _cell(col: str, value: Any) -> Cell:
-    """Format one value by its column's meaning."""
+    """Format one value by its column's meaning. A missing time (a NaN median:
+    the timing gave none) reads n/a, any other missing number –."""
     if isinstance(value, bool | np.bool_):
         return Cell("yes" if value else "no")
     if value is None or (isinstance(value, float | np.floating) and not np.isfinite(value)):
-        return Cell("–", "num na")
+        return Cell(NA if col.endswith("_ns") else "–", "num na")
     if isinstance(value, int | np.integer):
         return Cell(str(value), "num")
     if isinstance(value, float | np.floating):
@@ -847,6 +852,8 @@ def _pivot_gflops(gflops: pd.DataFrame) -> HtmlTable:
                 Cell(str(best["fastest_peer"]) or "–", "best-peer-name")]
         for s in series:
             cell = _cell("gflops", float(vals.get(s, np.nan)))
+            if s in vals.index and cell.text == "–":  # timed, but no median came back
+                cell = Cell(NA, cell.cls)
             if s == best["fastest_ours"]:
                 cell = Cell(f"★ {cell.text}", f"{cell.cls} best")
             elif s == best["fastest_peer"]:

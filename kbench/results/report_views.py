@@ -88,14 +88,16 @@ def fastest_per_shape(gflops: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=FASTEST_COLUMNS)
     rows = []
     for (target, catalog, case), g in gflops.groupby(["target", "catalog", "case"], sort=False):
-        g = g[g["time_median_ns"] > 0]
-        ours = g[~g["series"].map(is_peer)].sort_values("time_median_ns")
-        peer = g[g["series"].map(is_peer)].sort_values("time_median_ns")
+        shape = str(g["shape"].iloc[0])
+        g = g[g["time_median_ns"] > 0]  # a NaN median (timing failed) is never the fastest
+        peers = g["series"].map(is_peer).astype(bool)  # an empty group's mask stays a mask
+        ours = g[~peers].sort_values("time_median_ns")
+        peer = g[peers].sort_values("time_median_ns")
         o = ours.iloc[0] if len(ours) else None
         p = peer.iloc[0] if len(peer) else None
         rows.append({
             "target": target, "catalog": catalog, "case": case,
-            "shape": str(g["shape"].iloc[0]) if len(g) else "",
+            "shape": shape,
             "fastest_ours": "" if o is None else str(o["series"]),
             "ours_time_ns": math.nan if o is None else float(o["time_median_ns"]),
             "ours_gflops": math.nan if o is None else float(o["gflops"]),
