@@ -63,6 +63,29 @@ def kbench(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
                           text=True, timeout=1500, env={**os.environ, **(env or {})})
 
 
+LATIN1_FLEET = "[[target]]\nlabel = 'café'\nspec = 'host'\n".encode("latin-1")  # é at 23
+
+
+def test_fleet_file_not_utf8_names_file_and_offset(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_bytes(LATIN1_FLEET)
+    with pytest.raises(FleetError) as exc:
+        load_fleet(path, {})
+    assert str(exc.value) == (f"{path}: not UTF-8 (byte 0xe9 at offset 23); a fleet file is "
+                              "UTF-8 TOML")
+
+
+@pytest.mark.parametrize("command", ["info", "run"])
+def test_fleet_file_not_utf8_is_a_usage_error(tmp_path: Path, command: str) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_bytes(LATIN1_FLEET)
+    res = kbench(command, "--fleet", str(path), *(["--out", str(tmp_path / "run")]
+                                                  if command == "run" else []))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    assert "not UTF-8 (byte 0xe9 at offset 23)" in res.stderr and "--fleet" in res.stderr
+
+
 def test_info_fleet_checks_every_target(tmp_path: Path) -> None:
     path = write(tmp_path, "[[target]]\nlabel = 'me'\nspec = 'host'\n"
                            "[[target]]\nlabel = 'native-worker'\nspec = 'worker:host'\n"

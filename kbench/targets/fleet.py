@@ -67,10 +67,16 @@ def expand(text: str, env: Mapping[str, str], where: str) -> str:
 def load_fleet(path: Path, env: Mapping[str, str] | None = None) -> Fleet:
     environ = os.environ if env is None else env
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise FleetError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FleetError(f"{path}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+                         f"{exc.start}); a fleet file is UTF-8 TOML") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise FleetError(f"{path}: not TOML ({exc})") from None
     unknown = set(data) - {"jobs", "target"}
