@@ -209,3 +209,43 @@ def test_cli_history_default_db_follows_xdg(tmp_path: Path) -> None:
                              env={"XDG_DATA_HOME": str(tmp_path / "xdg")})
     assert out.exit_code == 0, out.output
     assert (tmp_path / "xdg" / "kbench" / "history.sqlite").exists()
+
+
+SMOKE_RUN = ["run", "--suite", "correctness", "--shapes", "smoke", "--backend", "scalar",
+             "--kinds", "exact"]
+
+
+def _run_unwritable_history(tmp_path: Path, name: str, *extra: str) -> Any:
+    from kbench.cli.main import main
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the history's folder should be")
+    return CliRunner().invoke(main, [*SMOKE_RUN, "--db", str(blocker / "history.sqlite"),
+                                     "--out", str(tmp_path / name), *extra])
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_run_ends_with_a_warning_when_history_is_not_written(tmp_path: Path,
+                                                             strict: bool) -> None:
+    res = _run_unwritable_history(tmp_path, "run", *(["--strict-history"] if strict else []))
+    assert res.exit_code == (1 if strict else 0), res.output
+    assert "history: run not appended (" in res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("kbench run: warning: history not written (")
+    assert "cannot create its folder" in last
+    assert (tmp_path / "run" / "results.csv").is_file()
+
+
+def test_strict_history_keeps_the_exit_status_of_a_run_that_failed(tmp_path: Path) -> None:
+    res = _run_unwritable_history(tmp_path, "run", "--strict-history", "-k", "no_such_case")
+    assert res.exit_code == 5, res.output  # pytest's "no tests collected", not 1
+    assert res.stderr.strip().splitlines()[-1].startswith(
+        "kbench run: warning: history not written (")
+
+
+def test_run_appended_to_history_gives_no_warning(tmp_path: Path) -> None:
+    from kbench.cli.main import main
+    db = tmp_path / "h.sqlite"
+    res = CliRunner().invoke(main, [*SMOKE_RUN, "--db", str(db), "--strict-history",
+                                    "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    assert f"history: run #1 in {db}" in res.stdout and "warning" not in res.stderr

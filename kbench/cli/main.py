@@ -225,6 +225,9 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
                    "postgresql://USER@HOST/DB URL shared by many runners "
                    "[default: $KBENCH_DB, else $XDG_DATA_HOME/kbench/history.sqlite].")
 @click.option("--no-history", is_flag=True, help="Do not append the run to the history.")
+@click.option("--strict-history", is_flag=True,
+              help="A run that passed exits 1 when it cannot be appended to the history "
+                   "(by default it warns and keeps its exit status).")
 @click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
 @click.option("-n", "--jobs", type=click.IntRange(1, 64), default=None,
@@ -246,7 +249,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         passes: int, threads: int, count_method: str,
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
         exitfirst: bool, jobs: int | None = None, fleet: str | None = None,
-        plugins: tuple[str, ...] = (), strict_plugins: bool = False) -> None:
+        plugins: tuple[str, ...] = (), strict_plugins: bool = False,
+        strict_history: bool = False) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed."""
     import pytest
 
@@ -329,16 +333,21 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-fleet", json.dumps(fleet_meta)]
     click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}")
     terminated = False
+    not_appended: str | None = None
     with sigterm_as_interrupt() as term:
         try:
             code = int(pytest.main(args))
         finally:
             terminated = term.received
         if not no_history:
-            _append_history(run_dir, db)
+            not_appended = _append_history(run_dir, db)
     if code == int(pytest.ExitCode.NO_TESTS_COLLECTED):
         click.echo("kbench run: the filters selected no case (see above); nothing was "
                    "verified or timed", err=True)
+    if not_appended is not None:
+        click.echo(f"kbench run: warning: history not written ({not_appended})", err=True)
+        if strict_history and code == 0:
+            code = 1
     sys.exit(128 + signal.SIGTERM if terminated else code)
 
 
@@ -482,9 +491,9 @@ def _fleet_targets(path: str, targets: tuple[str, ...], jobs: int | None
     return chosen, fl.labels, jobs if jobs is not None else fl.jobs
 
 
-def _append_history(run_dir: Path, db: str | None) -> None:
+def _append_history(run_dir: Path, db: str | None) -> str | None:
     """Adds the run folder (complete or not) to the history database; if it
-    cannot, says why and how to add it later."""
+    cannot, says why and how to add it later, and returns why (None: added)."""
     from kbench.results.history import HistoryError, append_run, default_db_path
     from kbench.results.historydb import describe, driver_errors, resolve_db
     from kbench.results.runfolder import RunFolderError, load_run
@@ -496,12 +505,13 @@ def _append_history(run_dir: Path, db: str | None) -> None:
     except (RunFolderError, HistoryError, OSError, *driver_errors()) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         click.echo(f"history: run not appended ({text}); add it later with: {later}", err=True)
-        return
+        return text
     except KeyboardInterrupt:
         click.echo(f"history: interrupted, run not appended; add it later with: {later}",
                    err=True)
-        return
+        return "interrupted"
     click.echo(f"history: run #{run_id} in {describe(path)}")
+    return None
 
 
 @main.command("realizations")
