@@ -249,3 +249,42 @@ def test_run_appended_to_history_gives_no_warning(tmp_path: Path) -> None:
                                     "--out", str(tmp_path / "run")])
     assert res.exit_code == 0, res.output
     assert f"history: run #1 in {db}" in res.stdout and "warning" not in res.stderr
+
+
+PAGE = 4096  # SQLite's default page size, the size of the history's pages
+
+
+def _history_of_runs(tmp_path: Path, db: Path | str, runs: int = 5) -> None:
+    for i in range(runs):
+        append_run(db, make_run(tmp_path / f"r{i}", [verdict(f"c{j}") for j in range(200)],
+                                date=f"2025-03-0{i + 1}T00:00:00"))
+
+
+def test_history_check_of_a_healthy_database(tmp_path: Path, db: Path | str) -> None:
+    _history_of_runs(tmp_path, db)
+    out = CliRunner().invoke(history, ["--db", str(db), "--check"])
+    assert out.exit_code == 0, out.output
+    assert out.output.count("\n") == 1 and ": ok (" in out.output
+    if isinstance(db, str):
+        assert "5 runs, 1000 results readable" in out.output
+
+
+def test_history_check_finds_a_zeroed_page(tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    _history_of_runs(tmp_path, db)
+    data = bytearray(db.read_bytes())
+    assert len(data) >= 20 * PAGE and len(data) % PAGE == 0
+    middle = len(data) // PAGE // 2
+    data[middle * PAGE:(middle + 1) * PAGE] = bytes(PAGE)
+    db.write_bytes(data)
+    out = CliRunner().invoke(history, ["--db", str(db), "--check"])
+    assert out.exit_code == 1, out.output
+    assert out.output.count("\n") == 1 and "Traceback" not in out.output
+    assert out.output.startswith(f"history: {db}: damaged: table results: ")
+    assert db.read_bytes() == data  # the check changed nothing
+
+
+def test_history_check_of_a_missing_database(tmp_path: Path) -> None:
+    out = CliRunner().invoke(history, ["--db", str(tmp_path / "none.sqlite"), "--check"])
+    assert out.exit_code == 1 and "no history database there" in out.output
+    assert not (tmp_path / "none.sqlite").exists()

@@ -20,7 +20,15 @@ from kbench.resources import resource_dir
 from kbench.results.compare import Comparison, GateResult, compare_runs, gate, markdown
 from kbench.results.count_compare import DEFAULT_LIMIT, fmt_count
 from kbench.results.history import append_run, default_db_path, query_runs
-from kbench.results.historydb import HistoryError, describe, driver_errors, is_postgres, resolve_db
+from kbench.results.historydb import (
+    HistoryError,
+    check_postgres,
+    check_sqlite,
+    describe,
+    driver_errors,
+    is_postgres,
+    resolve_db,
+)
 from kbench.results.runfolder import Run, RunFolderError, load_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -225,8 +233,12 @@ def _listing(df: pd.DataFrame) -> str:
 @click.option("--commit", default=None, help="Only runs of commits starting with this.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
               help="At most this many runs, newest first.")
+@click.option("--check", "check", is_flag=True,
+              help="Check the database instead of listing runs (SQLite: PRAGMA "
+                   "integrity_check and foreign_key_check): one line, ok or what is "
+                   "damaged; exit 1 when damaged.")
 def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: str | None,
-            commit: str | None, limit: int) -> None:
+            commit: str | None, limit: int, check: bool = False) -> None:
     """List recorded runs (newest first); --add records run folders."""
     try:
         db_path = resolve_db(db, default_db_path())
@@ -234,6 +246,9 @@ def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: 
             run_id = append_run(db_path, _load(folder, "--add"),
                                 on_wait=lambda msg: click.echo(msg, err=True))
             click.echo(f"recorded {folder} as run {run_id} in {describe(db_path)}")
+        if check:
+            _check(db_path)
+            return
         if not is_postgres(db_path) and not Path(db_path).exists():
             click.echo(f"no history yet at {db_path}")
             return
@@ -246,6 +261,19 @@ def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: 
         raise click.ClickException(
             f"history: {text}" if where in text else f"history: {where}: {text}") from None
     click.echo(_listing(listing))
+
+
+def _check(db_path: str | Path) -> None:
+    """`kbench history --check`: one line; exit 1 when the database is damaged."""
+    if is_postgres(db_path):
+        found = check_postgres(str(db_path))
+    elif not Path(db_path).is_file():
+        raise click.ClickException(f"history: {db_path}: no history database there")
+    else:
+        found = check_sqlite(Path(db_path))
+    click.echo(f"history: {describe(db_path)}: {found.text}")
+    if not found.ok:
+        raise SystemExit(1)
 
 
 @click.command("compare")

@@ -20,6 +20,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -271,6 +272,72 @@ class HistoryDB:
                            f"({', '.join('?' * len(names))}) ON CONFLICT (path, date) "
                            f"DO UPDATE SET {updates} RETURNING id", values)
         return int(cur.fetchone()[0])
+
+
+@dataclass(frozen=True)
+class Integrity:
+    """What `kbench history --check` found: ok, or one line saying what is damaged."""
+
+    ok: bool
+    text: str
+
+
+SHOWN_PROBLEMS = 3  # integrity problems named in the one line; the rest are counted
+
+
+def check_sqlite(path: Path) -> Integrity:
+    """SQLite's PRAGMA integrity_check and foreign_key_check on the file, opened
+    read-only (nothing is changed, whatever is found)."""
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return Integrity(False, f"cannot open ({exc})")
+    try:
+        problems = [str(r[0]) for r in con.execute("PRAGMA integrity_check").fetchall()]
+        if problems == ["ok"]:
+            problems = [f"{r[0]} row {r[1]}: its {r[2]} row is missing"
+                        for r in con.execute("PRAGMA foreign_key_check").fetchall()]
+    except sqlite3.DatabaseError as exc:  # damaged past what integrity_check can walk
+        problems = _damaged_tables(con) or [str(exc)]
+    finally:
+        con.close()
+    if not problems:
+        return Integrity(True, "ok (SQLite integrity_check and foreign_key_check)")
+    more = len(problems) - SHOWN_PROBLEMS
+    text = "; ".join(" ".join(p.split()) for p in problems[:SHOWN_PROBLEMS])
+    return Integrity(False, f"damaged: {text}" + (f" (and {more} more)" if more > 0 else ""))
+
+
+def _damaged_tables(con: sqlite3.Connection) -> list[str]:
+    """Table by table, what integrity_check finds (or why it could not walk it)."""
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = "
+                                           "'table' ORDER BY name").fetchall()]
+    except sqlite3.DatabaseError:
+        return []
+    problems = []
+    for name in names:
+        try:
+            found = [str(r[0]) for r in con.execute(
+                f"PRAGMA integrity_check({quote(name)})").fetchall()]
+        except sqlite3.DatabaseError as exc:
+            found = [str(exc)]
+        problems += [f"table {name}: {p}" for p in found if p != "ok"]
+    return problems
+
+
+def check_postgres(location: str) -> Integrity:
+    """PostgreSQL checks its own pages; here the tables are read end to end."""
+    with HistoryDB(location) as db:
+        tables = db.execute("SELECT count(*) FROM information_schema.tables WHERE table_name "
+                            "IN ('runs', 'results') AND table_schema = current_schema()"
+                            ).fetchone()[0]
+        if tables < 2:
+            return Integrity(True, "ok (no history tables yet)")
+        runs = db.execute("SELECT count(*) FROM runs").fetchone()[0]
+        results = db.execute("SELECT count(*) FROM results").fetchone()[0]
+    return Integrity(True, f"ok ({runs} runs, {results} results readable; integrity_check "
+                           "applies to SQLite files only)")
 
 
 def quote(name: str) -> str:
