@@ -288,3 +288,37 @@ def test_history_check_of_a_missing_database(tmp_path: Path) -> None:
     out = CliRunner().invoke(history, ["--db", str(tmp_path / "none.sqlite"), "--check"])
     assert out.exit_code == 1 and "no history database there" in out.output
     assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_concurrent_appends_each_return_their_own_run_id(tmp_path: Path,
+                                                         db: Path | str) -> None:
+    """Two threads append their own runs into one database at once: the id each
+    append returns is the row of its own run folder (the id comes from the
+    INSERT ... RETURNING of that row, not from a later look-up)."""
+    import threading
+    folders = {w: [make_run(tmp_path / f"w{w}_{i}", [verdict(f"c{j}") for j in range(50)],
+                            host=f"writer-{w}") for i in range(4)] for w in range(2)}
+    barrier = threading.Barrier(2)
+    got: dict[int, list[int]] = {0: [], 1: []}
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            for run in folders[w]:
+                barrier.wait(timeout=60)
+                got[w].append(append_run(db, run, wait=120))
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the test below
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not errors, errors
+    paths = dict(zip(query_runs(db, limit=None)["id"], query_runs(db, limit=None)["path"],
+                     strict=True))
+    assert len(paths) == 8
+    for w in range(2):
+        assert [paths[i] for i in got[w]] == [str(r.path.resolve()) for r in folders[w]]
