@@ -351,16 +351,83 @@ def _overlaps(x: np.ndarray, y: np.ndarray) -> bool:
         return True
 
 
+def _address(x: np.ndarray) -> int:
+    return int(x.__array_interface__["data"][0])
+
+
+def _extent(x: np.ndarray) -> tuple[int, int]:
+    """The first and one-past-the-last byte address any element of x touches."""
+    lo = hi = _address(x)
+    for size, stride in zip(x.shape, x.strides, strict=True):
+        step = (size - 1) * stride
+        lo, hi = (lo + step, hi) if step < 0 else (lo, hi + step)
+    return lo, hi + x.itemsize
+
+
+def _spans(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bytes x occupies as sorted, disjoint [lo, hi) intervals: one for a
+    contiguous array, one per row for a matrix of contiguous rows (columns of
+    a wider array), else its whole extent (which covers it)."""
+    if x.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    if x.flags.c_contiguous:
+        lo = _address(x)
+        return np.array([lo], np.int64), np.array([lo + x.nbytes], np.int64)
+    if x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] >= x.shape[1] * x.itemsize:
+        lo = _address(x) + np.arange(x.shape[0], dtype=np.int64) * x.strides[0]
+        return lo, lo + x.shape[1] * x.itemsize
+    lo, hi = _extent(x)
+    return np.array([lo], np.int64), np.array([hi], np.int64)
+
+
+def _sharing_operands(outputs: list[np.ndarray], inputs: list[np.ndarray]) -> set[int]:
+    """Indices (outputs first, then inputs) of the operands that share a byte
+    with an output, found in one sort of every operand's byte intervals:
+    O(R log R) for R intervals, however many operands there are."""
+    operands = outputs + inputs
+    parts = [_spans(x) for x in operands]
+    lo = np.concatenate([p[0] for p in parts])
+    hi = np.concatenate([p[1] for p in parts])
+    owner = np.repeat(np.arange(len(operands)), [len(p[0]) for p in parts])
+    order = np.argsort(lo, kind="stable")
+    lo, hi, owner = lo[order], hi[order], owner[order]
+    written = owner < len(outputs)
+    floor = np.iinfo(np.int64).min
+    # an operand's own intervals are disjoint: any overlap is between two operands
+    reach_all = np.maximum.accumulate(np.concatenate([[floor], hi[:-1]]))
+    reach_out = np.maximum.accumulate(np.concatenate([[floor], np.where(written, hi,
+                                                                         floor)[:-1]]))
+    ceiling = np.iinfo(np.int64).max
+    next_all = np.concatenate([lo[1:], [ceiling]])
+    out_lo = np.where(written, lo, ceiling)
+    next_out = np.concatenate([np.minimum.accumulate(out_lo[::-1])[::-1][1:], [ceiling]])
+    clash = np.where(written, (lo < reach_all) | (next_all < hi),
+                     (lo < reach_out) | (next_out < hi))
+    return set(owner[clash].tolist())
+
+
 def _no_aliasing(outputs: list[tuple[str, np.ndarray]],
                  inputs: list[tuple[str, np.ndarray]]) -> None:
     """Refuses an output that shares memory with an input or another output:
     kernels read their inputs while they write, so such a call would compute
-    a wrong result."""
-    for i, (oname, out) in enumerate(outputs):
-        for iname, other in inputs + outputs[:i]:
-            if _overlaps(out, other):
-                raise InvalidArgument(f"{oname}: shares memory with {iname}; the output "
-                                      "must not overlap any operand", oname)
+    a wrong result. Names the first output (in order) that shares memory with
+    an input or an earlier output, and the first such operand. One sort finds
+    the outputs involved; only those are compared operand by operand."""
+    outs, ins = [x for _, x in outputs], [x for _, x in inputs]
+    suspects = sorted(i for i in _sharing_operands(outs, ins) if i < len(outs))
+    if not suspects:
+        return
+    extents = np.array([_extent(x) for x in outs + ins], dtype=np.int64).reshape(-1, 2)
+    out_ext, in_ext = extents[:len(outs)], extents[len(outs):]
+    for i in suspects:
+        lo, hi = out_ext[i]
+        near_in = np.flatnonzero((in_ext[:, 0] < hi) & (in_ext[:, 1] > lo))
+        near_out = np.flatnonzero((out_ext[:i, 0] < hi) & (out_ext[:i, 1] > lo))
+        for other_name, other in [inputs[j] for j in near_in] + [outputs[j] for j in near_out]:
+            if _overlaps(outs[i], other):
+                name = outputs[i][0]
+                raise InvalidArgument(f"{name}: shares memory with {other_name}; the output "
+                                      "must not overlap any operand", name)
 
 
 # ---- public API ---------------------------------------------------------------
