@@ -244,6 +244,109 @@ def test_conv2d_refuses_an_output_that_is_its_input(force):
     assert exc.value.field == "output" and np.array_equal(x, keep)
 
 
+# ---- views that reach outside their buffer --------------------------------------------
+
+
+OUTSIDE_VIEWS = """
+    import numpy as np, kbench
+    from numpy.lib.stride_tricks import as_strided
+    from kbench.native import api
+    from kbench.native.calls import ConvDesc
+    from kbench.targets.inprocess import InProcessEngine
+
+    HUGE = 2**62  # bytes between rows: far outside any buffer
+    buf = np.ones((8, 8), np.float16)
+    ones = lambda *shape: np.ones(shape, np.float16)
+
+    class Before:  # an array interface 16 bytes before buf's memory, as as_strided builds one
+        def __init__(self):
+            self.base = buf
+            self.__array_interface__ = {
+                "data": (buf.__array_interface__["data"][0] - 16, False), "shape": (4, 8),
+                "strides": (16, 2), "typestr": "<f2", "version": 3}
+
+    engine = InProcessEngine()
+    flat = np.zeros(64, np.float16)
+    cases = {
+        "a_row_stride": lambda: kbench.gemm(as_strided(buf, (4, 8), (HUGE, 2)), ones(8, 4)),
+        "b_row_stride": lambda: kbench.gemm(ones(4, 8), as_strided(buf, (8, 4), (HUGE, 2))),
+        "c_row_stride": lambda: kbench.gemm(ones(4, 8), ones(8, 8),
+                                            out=as_strided(buf, (4, 8), (HUGE, 2))),
+        "c_too_many_rows": lambda: kbench.gemm(ones(12, 8), ones(8, 8),
+                                               out=as_strided(buf, (12, 8), (16, 2))),
+        "a_before_buffer": lambda: kbench.gemm(np.asarray(Before()), ones(8, 4)),
+        "bias_negative_stride": lambda: kbench.gemm(
+            ones(4, 8), ones(8, 8), bias=as_strided(buf[0], (8,), (-HUGE,))),
+        "packed_past_end": lambda: api.describe_packed(
+            as_strided(np.zeros(64, np.uint8), (4096,), (1,))),
+        "pack_b": lambda: kbench.pack_b(as_strided(buf, (8, 8), (HUGE, 2))),
+        "conv_input": lambda: kbench.conv2d(as_strided(buf, (1, 6, 6, 4), (0, HUGE, 8, 2)),
+                                            ones(3, 3, 4, 4)),
+        "conv_output": lambda: kbench.conv2d(  # contiguous, but twice its buffer's size
+            ones(1, 6, 6, 4), ones(3, 3, 4, 4), out=as_strided(buf[4:], (1, 4, 4, 4),
+                                                               (128, 32, 8, 2))),
+        "raw_a": lambda: api.gemm_raw(4, 8, 8, [api.RawProblem(
+            as_strided(flat, (64,), (HUGE,)), 8, flat, 8, np.zeros(32, np.float16), 8)]),
+        "engine_conv_input": lambda: engine.conv_raw(
+            ConvDesc(1, 6, 6, 4, 4, 3, 3), as_strided(flat, (144,), (HUGE,)), ones(144),
+            None, np.zeros(64, np.float16)),
+        "engine_pack_b": lambda: engine.pack_raw(None, 8, 8, as_strided(flat, (64,), (HUGE,)),
+                                                 8),
+    }
+    for name, call in cases.items():
+        try:
+            call()
+            print(name, "accepted")
+        except kbench.InvalidArgument as exc:
+            assert "the view reaches outside its buffer" in str(exc), exc
+            print(name, exc.field)
+"""
+
+
+def test_views_reaching_outside_their_buffer_are_refused_naming_the_argument():
+    """Before: an as_strided view with a 2^62-byte row stride reached the
+    library, which read (or wrote) 2^62 bytes past the array: SIGSEGV."""
+    res = run_isolated(OUTSIDE_VIEWS)
+    assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
+    assert dict(line.split() for line in res.stdout.splitlines()) == {
+        "a_row_stride": "problems[0].a", "b_row_stride": "problems[0].b",
+        "c_row_stride": "problems[0].c", "c_too_many_rows": "problems[0].c",
+        "a_before_buffer": "problems[0].a", "bias_negative_stride": "problems[0].bias",
+        "packed_past_end": "B", "pack_b": "B", "conv_input": "input",
+        "conv_output": "output", "raw_a": "problems[0].a", "engine_conv_input": "input",
+        "engine_pack_b": "B"}
+
+
+def test_a_view_ending_exactly_at_its_buffer_end_is_fine():
+    from numpy.lib.stride_tricks import as_strided
+    store = f16(8, 8)
+    a = as_strided(store[4:], (4, 8), (16, 2))  # the last four rows, last byte included
+    b = f16(8, 4)
+    res = kbench.gemm(a, b)
+    expected = oracle.round16(store[4:].astype(np.float64) @ b.astype(np.float64))
+    assert np.array_equal(res.c[0], expected)
+    past = as_strided(store[4:], (5, 8), (16, 2))  # one row more: 16 bytes past the end
+    with pytest.raises(InvalidArgument, match=r"problems\[0\]\.a: the view reaches outside its "
+                       r"buffer \(bytes 64\.\.144 of a 128-byte buffer") as exc:
+        kbench.gemm(past, f16(8, 4))
+    assert exc.value.field == "problems[0].a"
+
+
+def test_views_of_memory_kbench_does_not_own_are_checked_against_it(tmp_path):
+    """A memmap and an array over bytes: the buffer is the mapping, the bytes."""
+    raw = bytes(2 * 8 * 8)
+    over_bytes = np.frombuffer(raw, np.float16).reshape(8, 8)
+    assert kbench.gemm(over_bytes[2:6], f16(8, 4)).c[0].shape == (4, 4)
+    path = tmp_path / "m.bin"
+    np.ones(64, np.float16).tofile(path)
+    mapped = np.memmap(path, dtype=np.float16, mode="r+", shape=(8, 8))
+    assert kbench.gemm(mapped, f16(8, 4)).c[0].shape == (8, 4)
+    from numpy.lib.stride_tricks import as_strided
+    with pytest.raises(InvalidArgument, match="reaches outside its buffer") as exc:
+        kbench.gemm(as_strided(mapped, (9, 8), (16, 2)), f16(8, 4))
+    assert exc.value.field == "problems[0].a"
+
+
 # ---- malformed arguments: typed errors naming the field -------------------------------
 
 

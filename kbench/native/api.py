@@ -281,6 +281,44 @@ class ConvResult:
 # ---- helpers -----------------------------------------------------------------
 
 
+def _root_extent(x: np.ndarray) -> tuple[int, int]:
+    """The bytes of the memory x is a view of: the extent of the array at the
+    root of its chain of bases (through as_strided's interface objects), or
+    of the buffer object it was made over (bytes, mmap, ...)."""
+    obj: Any = x
+    last = x
+    while True:
+        if isinstance(obj, np.ndarray):
+            last = obj
+            if obj.base is None:
+                return _extent(obj)
+            obj = obj.base
+        elif isinstance(getattr(obj, "base", None), np.ndarray):  # as_strided's DummyArray
+            obj = obj.base
+        else:
+            break
+    try:
+        raw = np.frombuffer(obj, dtype=np.uint8)
+    except (TypeError, ValueError, BufferError):  # opaque memory: trust its owner's array
+        return _extent(last)
+    return _extent(raw) if raw.size else _extent(last)
+
+
+def in_buffer(x: np.ndarray, name: str) -> np.ndarray:
+    """Refuses a view that reaches outside the memory it is a view of (an
+    as_strided view with a stride or shape its buffer does not have): the
+    library would read or write whatever lies there. Returns x."""
+    if x.size == 0:
+        return x
+    lo, hi = _extent(x)
+    root_lo, root_hi = _root_extent(x)
+    if lo < root_lo or hi > root_hi:
+        raise InvalidArgument(f"{name}: the view reaches outside its buffer (bytes "
+                              f"{lo - root_lo}..{hi - root_lo} of a {root_hi - root_lo}-byte "
+                              f"buffer; strides {x.strides}, shape {x.shape})", name)
+    return x
+
+
 def _matrix(x: np.ndarray, name: str, writable: bool = False) -> tuple[np.ndarray, int]:
     """Checks an FP16 matrix view; returns it with its leading dimension."""
     if not isinstance(x, np.ndarray):
@@ -298,7 +336,7 @@ def _matrix(x: np.ndarray, name: str, writable: bool = False) -> tuple[np.ndarra
         )
     if writable and not x.flags.writeable:
         raise InvalidArgument(f"{name}: must be writable", name)
-    return x, x.strides[0] // 2
+    return in_buffer(x, name), x.strides[0] // 2
 
 
 def _ptr(nat: Native, x: np.ndarray, ctype: str = "kb_f16 *") -> Any:
@@ -312,7 +350,7 @@ def _vector(x: np.ndarray | None, n: int, name: str) -> np.ndarray | None:
         raise InvalidArgument(f"{name}: must be a float16 numpy array", name)
     if x.shape != (n,):
         raise InvalidArgument(f"{name}: shape must be ({n},), got {x.shape}", name)
-    return np.ascontiguousarray(x)
+    return np.ascontiguousarray(in_buffer(x, name))
 
 
 def _clamp(clamp: tuple[float, float] | None, name: str = "clamp") -> tuple[float, float]:
@@ -508,7 +546,7 @@ def _packed_bytes(data: Any, name: str) -> np.ndarray:
                 else f"{data.ndim}-D {data.dtype} array with strides {data.strides}")
         raise InvalidArgument(f"{name}: a packed buffer must be a contiguous 1-D uint8 array, "
                               f"got a {what}", name)
-    return data
+    return in_buffer(data, name)
 
 
 def verify_packed(b: PackedB | np.ndarray, nat: Native | None = None) -> PackedB:
@@ -716,8 +754,8 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
     for name, arr, nd in (("input", x, 4), ("filter", w, 4)):
         if not isinstance(arr, np.ndarray) or arr.dtype != np.float16 or arr.ndim != nd:
             raise InvalidArgument(f"{name}: must be a {nd}-D float16 numpy array", name)
-    x = np.ascontiguousarray(x)
-    w = np.ascontiguousarray(w)
+    x = np.ascontiguousarray(in_buffer(x, "input"))
+    w = np.ascontiguousarray(in_buffer(w, "filter"))
     groups = params.groups
     if isinstance(groups, bool) or not isinstance(groups, int | np.integer):
         raise InvalidArgument(f"params.groups: must be an integer, got {groups!r}",
@@ -736,6 +774,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
                               "output")
     if not out.flags.writeable:
         raise InvalidArgument("output: must be writable", "output")
+    in_buffer(out, "output")
     bias = _vector(bias, w.shape[3], "bias")
     _no_aliasing([("output", out)], [("input", x), ("filter", w)]
                  + ([("bias", bias)] if bias is not None else []))
@@ -816,18 +855,18 @@ def _gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], selector: Sele
     arr = nat.ffi.new("kb_gemm_problem[]", max(len(problems), 1))
     keep: list[Any] = []
 
-    def ptr(x: np.ndarray | None, ctype: str) -> Any:
+    def ptr(x: np.ndarray | None, ctype: str, name: str) -> Any:
         if x is None:
             return nat.ffi.NULL
-        keep.append(x)
+        keep.append(in_buffer(x, name))
         return _ptr(nat, x, ctype)
 
     for i, p in enumerate(problems):
         q = arr[i]
-        q.A = ptr(p.a, "kb_f16 *")
-        q.B = ptr(p.b, "void *")
-        q.C = ptr(p.c, "kb_f16 *")
-        q.bias = ptr(p.bias, "kb_f16 *")
+        q.A = ptr(p.a, "kb_f16 *", f"problems[{i}].a")
+        q.B = ptr(p.b, "void *", f"problems[{i}].b")
+        q.C = ptr(p.c, "kb_f16 *", f"problems[{i}].c")
+        q.bias = ptr(p.bias, "kb_f16 *", f"problems[{i}].bias")
         q.lda = _size_arg(p.lda, f"problems[{i}].lda")
         q.ldb = _size_arg(p.ldb, f"problems[{i}].ldb")
         q.ldc = _size_arg(p.ldc, f"problems[{i}].ldc")

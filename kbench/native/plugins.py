@@ -121,8 +121,8 @@ def pack_raw(realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
         nat.check(nat.lib.kb_pack_b_plugin_size(name, n, k, size, err), err)
         dst_size = int(size[0])
     dst = np.zeros(max(dst_size, 1), dtype=np.uint8)
-    bp = nat.ffi.NULL if b is None else api._ptr(nat, b)
-    biasp = nat.ffi.NULL if bias is None else api._ptr(nat, bias)
+    bp = nat.ffi.NULL if b is None else api._ptr(nat, api.in_buffer(b, "B"))
+    biasp = nat.ffi.NULL if bias is None else api._ptr(nat, api.in_buffer(bias, "bias"))
     nat.check(nat.lib.kb_pack_b_plugin(name, n, k, bp, ldb, biasp, api._ptr(nat, dst, "void *"),
                                        dst_size, err), err)
     return dst[:dst_size]

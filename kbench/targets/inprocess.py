@@ -132,19 +132,21 @@ class InProcessEngine:
             setattr(d, name, value)
         d.clamp_min, d.clamp_max = float(desc.clamp_min), float(desc.clamp_max)
 
-        def ptr(a: np.ndarray | None) -> Any:
-            return nat.ffi.NULL if a is None else api._ptr(nat, a)
+        def ptr(a: np.ndarray | None, name: str) -> Any:
+            return nat.ffi.NULL if a is None else api._ptr(nat, api.in_buffer(a, name))
+        xp, wp, bp, outp = (ptr(x, "input"), ptr(w, "filter"), ptr(bias, "bias"),
+                            ptr(out, "output"))
         sel, keep = (self._sel(selector) or Selector()).to_c(nat)
         ran = nat.ffi.new("kb_realization *")
         err = nat.new_error()
         if timing is None:
-            st = nat.lib.kb_conv2d(d, ptr(x), ptr(w), ptr(bias), ptr(out), sel, ran, err)
+            st = nat.lib.kb_conv2d(d, xp, wp, bp, outp, sel, ran, err)
             nat.check(st, err)
             return self._ran(CallResult(Realization.from_c(nat, ran)))
         times = nat.ffi.new("double[]", timing.rounds)
         reps = nat.ffi.new("uint32_t *")
-        st = nat.lib.kb_time_conv(d, ptr(x), ptr(w), ptr(bias), ptr(out), sel, timing.to_c(nat),
-                                  times, reps, ran, err)
+        st = nat.lib.kb_time_conv(d, xp, wp, bp, outp, sel, timing.to_c(nat), times, reps, ran,
+                                  err)
         nat.check(st, err)
         del keep
         return self._ran(CallResult(Realization.from_c(nat, ran), list(times), int(reps[0])))
@@ -188,12 +190,12 @@ class InProcessEngine:
         # filled with a pattern, not zeros: a packer must write every byte of its
         # layout (zero padding included), and a byte it skips shows up
         dst = np.full(max(dst_size, 1), 0xA5, dtype=np.uint8)
-        bp = nat.ffi.NULL if b is None else api._ptr(nat, b)
+        bp = nat.ffi.NULL if b is None else api._ptr(nat, api.in_buffer(b, "B"))
         dp = api._ptr(nat, dst, "void *")
         if be is None:
             st = nat.lib.kb_pack_b(n, k, bp, ldb, dp, dst_size, err)
         else:
-            biasp = nat.ffi.NULL if bias is None else api._ptr(nat, bias)
+            biasp = nat.ffi.NULL if bias is None else api._ptr(nat, api.in_buffer(bias, "bias"))
             st = nat.lib.kb_pack_b_native(be, n, k, bp, ldb, biasp, dp, dst_size, sel, err)
         nat.check(st, err)
         del keep
