@@ -18,6 +18,11 @@ class InvalidArgument(KbenchError):
     code = "invalid_argument"
 
 
+class InvalidPackedB(InvalidArgument, ValueError):
+    """A PackedB built with a field of the wrong type or range: an InvalidArgument
+    that is also a ValueError, as Python's own constructors raise."""
+
+
 class ContractViolation(KbenchError):
     """The packed-B contract was violated (wrong backend, SVL, shape, corruption...)."""
 

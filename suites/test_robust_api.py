@@ -15,7 +15,14 @@ import numpy as np
 import pytest
 
 import kbench
-from kbench.errors import ContractViolation, InvalidArgument, OutOfMemory, Unsupported
+from kbench.errors import (
+    ContractViolation,
+    InvalidArgument,
+    InvalidPackedB,
+    KbenchError,
+    OutOfMemory,
+    Unsupported,
+)
 from kbench.judge import oracle
 from kbench.native import api
 
@@ -348,6 +355,35 @@ def test_views_of_memory_kbench_does_not_own_are_checked_against_it(tmp_path):
 
 
 # ---- malformed arguments: typed errors naming the field -------------------------------
+
+
+def _packed_fields() -> dict:
+    p = kbench.pack_b(f16(8, 24))
+    return {"data": p.data, "n": p.n, "k": p.k, "native": p.native, "backend": p.backend,
+            "layout": p.layout, "vector_bits": p.vector_bits}
+
+
+@pytest.mark.parametrize("name,value", [
+    ("n", -1), ("n", 0), ("n", True), ("n", 24.0), ("n", "24"), ("k", -1), ("k", None),
+    ("data", [0, 1, 2]), ("data", np.zeros(8, np.float16)), ("backend", None),
+    ("layout", 1), ("vector_bits", -1), ("vector_bits", 0.5),
+])
+def test_a_packed_b_with_a_bad_field_is_a_value_error_naming_it(name, value):
+    """Before: PackedB(n=-1, ...) was accepted and the call raised cffi's
+    OverflowError (can't convert negative int to unsigned), naming nothing."""
+    with pytest.raises(ValueError, match=rf"^PackedB\.{name}: ") as exc:
+        kbench.PackedB(**{**_packed_fields(), name: value})
+    assert isinstance(exc.value, InvalidPackedB) and isinstance(exc.value, InvalidArgument)
+    assert isinstance(exc.value, KbenchError) and exc.value.field == f"PackedB.{name}"
+
+
+def test_a_packed_b_with_numpy_integer_fields_is_accepted():
+    fields = _packed_fields()
+    packed = kbench.PackedB(**{**fields, "n": np.int64(fields["n"]), "k": np.uint32(fields["k"]),
+                               "vector_bits": np.int32(0)})
+    assert kbench.gemm(f16(3, 8), packed).c[0].shape == (3, 24)
+
+
 
 
 @pytest.mark.parametrize("clamp", [(1.0,), (0.0, 1.0, 2.0), "ab", 3.0, (None, 1.0),

@@ -11,7 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from kbench.errors import InvalidArgument, KbenchError, OutOfMemory, SizeOverflow
+from kbench.errors import (
+    InvalidArgument,
+    InvalidPackedB,
+    KbenchError,
+    OutOfMemory,
+    SizeOverflow,
+)
 from kbench.native import table as table_rules
 from kbench.native.loader import Native, load
 
@@ -264,6 +270,32 @@ class PackedB:
     backend: str
     layout: str
     vector_bits: int
+
+    def __post_init__(self) -> None:
+        """InvalidPackedB (an InvalidArgument and a ValueError) naming the field
+        of the wrong type or range."""
+        if not isinstance(self.data, np.ndarray) or self.data.dtype != np.uint8:
+            what = (f"a {self.data.dtype} array" if isinstance(self.data, np.ndarray)
+                    else type(self.data).__name__)
+            _packed_field("data", f"must be a uint8 numpy array, got {what}")
+        for name in ("n", "k"):
+            value = getattr(self, name)
+            if not _is_int(value) or value <= 0:
+                _packed_field(name, f"must be a positive integer, got {value!r}")
+        for name in ("backend", "layout"):
+            if not isinstance(getattr(self, name), str):
+                _packed_field(name, f"must be a string, got {getattr(self, name)!r}")
+        if not _is_int(self.vector_bits) or self.vector_bits < 0:
+            _packed_field("vector_bits", f"must be a non-negative integer, got "
+                                         f"{self.vector_bits!r}")
+
+
+def _is_int(value: Any) -> bool:
+    return not isinstance(value, bool | np.bool_) and isinstance(value, int | np.integer)
+
+
+def _packed_field(name: str, what: str) -> None:
+    raise InvalidPackedB(f"PackedB.{name}: {what}", f"PackedB.{name}")
 
 
 @dataclass(frozen=True)
