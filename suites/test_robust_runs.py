@@ -192,9 +192,10 @@ def test_readers_take_a_run_with_no_rows(tmp_path):
     assert rep.exit_code == 0 and rep.exception is None, rep.output
     assert "incomplete run, with no results" in rep.output
     gated = runner.invoke(gate_command, [str(base), str(empty)])
-    assert gated.exit_code == 1 and gated.exception is None or isinstance(gated.exception,
-                                                                           SystemExit)
-    assert "incomplete, no results" in gated.output and "gate: FAILED" in gated.output
+    # the gate refuses it (a gate over no results would pass nothing by comparing nothing)
+    assert gated.exit_code == 2 and isinstance(gated.exception, SystemExit), gated.output
+    assert gated.output.strip() == (f"Error: CAND: {empty}: not gated: results.csv is empty "
+                                    "(not even its header)")
     added = runner.invoke(history, ["--db", str(tmp_path / "h.sqlite"), "--add", str(empty)])
     assert added.exit_code == 0, added.output
     assert query_runs(tmp_path / "h.sqlite")["n_results"].tolist() == [0]

@@ -114,12 +114,20 @@ class BadRunFolder(click.ClickException):
     exit_code = 2
 
 
-def _load(path: str, hint: str) -> Run:
+def _load(path: str, hint: str, strict: bool = False) -> Run:
+    """A run folder read back. What is wrong with its results (missing,
+    empty, a row cut off, duplicated rows, a count run.json disagrees with)
+    is one line each on stderr; with strict (the gate) it is a refusal: a
+    verdict over such results would be wrong."""
     try:
         run = load_run(path)
     except RunFolderError as exc:
         raise BadRunFolder(f"{hint}: {exc}") from None
-    if not run.has_results:
+    if strict and run.defects:
+        raise BadRunFolder(f"{hint}: {path}: not gated: {'; '.join(run.defects)}")
+    for defect in run.defects:
+        click.echo(f"note: {path}: {defect}", err=True)
+    if not run.has_results and not run.defects:
         click.echo(f"note: {path}: {run.state()}", err=True)
     return run
 
@@ -327,7 +335,8 @@ def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | 
     emulated targets, exactly) an instruction count of a call or a B packing
     grown by more than --max-count-growth; 0 if none; 2 on bad input."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
-    result = gate(_load(base, "BASE"), _load(cand, "CAND"), cfg.alpha, cfg.max_slowdown,
+    result = gate(_load(base, "BASE", strict=True), _load(cand, "CAND", strict=True), cfg.alpha,
+                  cfg.max_slowdown,
                   cfg.speed_targets, cfg.max_count_growth)
     click.echo(gate_text(result))
     _write_markdown(markdown(result), markdown_file, step_summary=True)

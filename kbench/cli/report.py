@@ -11,10 +11,15 @@ from kbench.results.runfolder import Run, RunFolderError, load_run
 
 
 def _load(path: Path, what: str) -> Run:
+    """The run folder; what is wrong with its results is one note line each
+    (the report is still built from the rows that can be read)."""
     try:
-        return load_run(path)
+        run = load_run(path)
     except RunFolderError as exc:
         raise click.ClickException(f"{what}: {exc}") from None
+    for defect in run.defects:
+        click.echo(f"note: {path}: {defect}", err=True)
+    return run
 
 
 @click.command("report")

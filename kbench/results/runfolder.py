@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,14 @@ class Run:
     path: Path
     meta: dict[str, Any]
     results: pd.DataFrame
+    # what the reader found wrong with results.csv (missing, empty, a last row cut
+    # off, duplicated rows, a row count run.json disagrees with): one line each
+    defects: list[str] = field(default_factory=list)
+
+    @property
+    def whole(self) -> bool:
+        """Complete, with results.csv exactly as run.json describes it."""
+        return self.complete and not self.defects
 
     @property
     def complete(self) -> bool:
@@ -144,9 +152,11 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def _read_rows(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+def _read_rows(path: Path, defects: list[str] | None = None
+               ) -> tuple[list[str], list[list[str]], list[int]]:
     """Header, rows and each row's line number. A last row cut off in the
-    middle (no newline: the run was killed while writing it) is dropped."""
+    middle (no newline: the run was killed while writing it) is dropped, and
+    said so in `defects`."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -175,12 +185,15 @@ def _read_rows(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
     header = rows[0] if rows else []
     body, body_lines = rows[1:], lines[1:]
     if body and len(body[-1]) != len(header) and not text.endswith("\n"):
+        if defects is not None:
+            defects.append(f"{path.name}: line {body_lines[-1]} is cut off (the run was "
+                           "stopped while writing it); that row is left out")
         body, body_lines = body[:-1], body_lines[:-1]
     return header, body, body_lines
 
 
-def _read_results(path: Path) -> pd.DataFrame:
-    header, rows, lines = _read_rows(path)
+def _read_results(path: Path, defects: list[str] | None = None) -> pd.DataFrame:
+    header, rows, lines = _read_rows(path, defects)
     types = _verdict_types()
     if header and ("status" not in header or "case" not in header):
         raise RunFolderError(f"{path}: line 1 is not a results header (no case and status "
@@ -244,8 +257,46 @@ def load_run(path: str | Path) -> Run:
             raise RunFolderError(f"{meta_path}: missing (results.csv without its run.json)")
         raise RunFolderError(f"{folder}: not a run folder (needs run.json and results.csv)")
     meta = _read_meta(meta_path)
-    df = _read_results(csv_path) if csv_path.exists() else _read_results_missing()
-    return Run(folder, meta, df)
+    defects: list[str] = []
+    if csv_path.exists():
+        if csv_path.stat().st_size == 0:
+            defects.append("results.csv is empty (not even its header)")
+        df = _read_results(csv_path, defects)
+    else:
+        defects.append("results.csv is missing")
+        df = _read_results_missing()
+    defects += _row_defects(meta, df)
+    return Run(folder, meta, df, defects)
+
+
+# what identifies one verdict of a suite other than perf (a perf case has one
+# row per pass); exact duplicate rows are a defect in every suite
+IDENTITY = ["suite", "target", "op", "catalog", "case", "kind", "realization", "b_form",
+            "threads"]
+
+
+def _row_defects(meta: dict[str, Any], df: pd.DataFrame) -> list[str]:
+    """Rows run.json does not account for, and duplicated rows."""
+    out = []
+    said = meta.get("results")
+    if isinstance(said, int) and not isinstance(said, bool) and said != len(df):
+        out.append(f"run.json says {said} result(s), results.csv holds {len(df)} row(s)")
+    if df.empty:
+        return out
+    text = df.drop(columns=["round_times"], errors="ignore").astype(str)
+    exact = int(text.duplicated().sum())
+    if exact:
+        first = text[text.duplicated()].iloc[0]
+        out.append(f"results.csv holds {exact} duplicated row(s) (first: {first['target']} "
+                   f"{first['realization']} {first['case']} {first['kind']})")
+    judged = text[(df["suite"] != "perf").to_numpy() & ~text.duplicated().to_numpy()]
+    again = judged.duplicated(IDENTITY)
+    if again.any():
+        first = judged[again].iloc[0]
+        out.append(f"results.csv holds {int(again.sum())} verdict(s) twice with different "
+                   f"results (first: {first['suite']} {first['target']} {first['realization']} "
+                   f"{first['case']} {first['kind']})")
+    return out
 
 
 def _read_results_missing() -> pd.DataFrame:
