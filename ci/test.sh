@@ -36,8 +36,8 @@ bash ci/install-toolchain.sh
 "$PY" -m kbench.targets.crossbuild --arch aarch64
 "$PY" -m kbench.targets.crossbuild --arch host
 "$PY" -m kbench.targets.crossbuild --arch aarch64-dyn   # the worker that loads plugins
-make -s -C examples/plugins all broken                   # example plugins for this machine
-make -s -C examples/plugins ARCH=aarch64 all broken      # ... and for Arm64
+make -s -C examples/plugins all broken faults            # example plugins for this machine
+make -s -C examples/plugins ARCH=aarch64 all broken faults  # ... and for Arm64
 
 step "emulated aarch64 Python (CPython root, aarch64 wheels, cross-built cffi module)"
 PYTHON="$PY" bash ci/install-pyroot.sh

@@ -46,9 +46,28 @@ class InternalError(KbenchError):
 
 
 class WorkerCrashed(KbenchError):
-    """A worker target died while running a problem (signal or broken pipe)."""
+    """A worker target died while running a problem (signal or broken pipe).
+    `fault` says how: "crashed" (a signal), "exited" (the process ended by
+    itself, e.g. exit() inside a kernel) or "timed out" (no reply within the
+    call's bound: it was killed); "" when the process is not to blame (a
+    remote target's lost connection)."""
 
     code = "worker_crashed"
+    fault = "crashed"
+
+
+class WorkerExited(WorkerCrashed):
+    """A worker ended by itself (an exit() inside a call) before it replied."""
+
+    code = "worker_exited"
+    fault = "exited"
+
+
+class WorkerTimedOut(WorkerCrashed):
+    """A worker gave no reply within the call's time bound and was killed."""
+
+    code = "worker_timed_out"
+    fault = "timed out"
 
 
 class ProtocolError(KbenchError):
@@ -69,7 +88,8 @@ BY_STATUS: dict[int, type[KbenchError]] = {
 BY_CODE: dict[str, type[KbenchError]] = {
     cls.code: cls
     for cls in (InvalidArgument, ContractViolation, Unsupported, OutOfMemory, SizeOverflow,
-                InternalError, WorkerCrashed, ProtocolError)
+                InternalError, WorkerCrashed, WorkerExited, WorkerTimedOut,
+                ProtocolError)
 }
 
 

@@ -4,11 +4,17 @@ target (plugins included; threads only where a realization takes them);
 and every cache-blocked realization gives the same bits with threads = 4 as
 with threads = 1, on shapes spanning several K blocks and enough output
 blocks for four threads to run at once (a thread that shares another's
-partial-sum scratch changes bits there)."""
+partial-sum scratch changes bits there).
+
+A call that fails does not stop the others: each test checks every
+realization and fails at the end with every problem it found; a call
+whose process crashed, exited or timed out (a plugin's) is also recorded
+as that fault's verdict."""
 
 import numpy as np
 import pytest
 
+from kbench.errors import WorkerCrashed
 from kbench.harness import runner
 from kbench.native.api import Selector
 from kbench.problems import inputs
@@ -26,9 +32,41 @@ def _bits(outputs):
     return [o.view(np.uint16).copy() for o in outputs]
 
 
+class Findings:
+    """The problems one test finds over every realization it checks."""
+
+    def __init__(self, kb_session, spec):
+        self.kb, self.spec, self.problems = kb_session, spec, []
+
+    def ran(self, r, case, kind, *outcomes) -> bool:
+        """True when every call succeeded and wrote only its outputs; else the
+        problem is noted (and a fault recorded as its verdict)."""
+        for o in outcomes:
+            if o.error is None and not o.guard_detail:
+                continue
+            if isinstance(o.error, WorkerCrashed):
+                job = runner.Job(case, kind, r, self.spec, "determinism")
+                self.kb.record(runner.fault_verdict(job, o.error, o.guard_detail))
+            self.problems.append(f"{self.spec} {r.name} {case.name}: "
+                                 f"{o.error or ''} {o.guard_detail}".strip())
+            return False
+        return True
+
+    def differ(self, text):
+        self.problems.append(text)
+
+    def check(self):
+        assert not self.problems, "\n".join(self.problems)
+
+
+def _same(x, y):
+    return all(np.array_equal(a, b) for a, b in zip(_bits(x), _bits(y), strict=True))
+
+
 @pytest.mark.parametrize("case", GEMM, ids=lambda c: c.name)
 def test_gemm_bit_identical(kb_session, kb_spec, case):
     spec = kb_spec  # one target per test, so that targets can run in parallel
+    found = Findings(kb_session, spec)
     for r in kb_session.chosen(spec, "gemm"):
         if not runner.applicable(case, r):
             continue
@@ -36,14 +74,16 @@ def test_gemm_bit_identical(kb_session, kb_spec, case):
         inp = inputs.gemm_inputs(case, "normal")
         first = target.run_gemm(case, inp, r.name)
         second = target.run_gemm(case, inp, r.name)
-        assert first.error is None and second.error is None
-        for x, y in zip(_bits(first.outputs), _bits(second.outputs), strict=True):
-            assert np.array_equal(x, y), f"{spec} {r.name}: outputs differ between runs"
+        if found.ran(r, case, "normal", first, second) and not _same(first.outputs,
+                                                                     second.outputs):
+            found.differ(f"{spec} {r.name}: outputs differ between runs")
+    found.check()
 
 
 @pytest.mark.parametrize("case", CONV, ids=lambda c: c.name)
 def test_conv_bit_identical(kb_session, kb_spec, case):
     spec = kb_spec
+    found = Findings(kb_session, spec)
     for r in kb_session.chosen(spec, "conv2d"):
         if not runner.applicable(case, r):
             continue
@@ -51,8 +91,9 @@ def test_conv_bit_identical(kb_session, kb_spec, case):
         inp = inputs.conv_inputs(case, "uniform")
         a = target.run_conv(case, inp, r.name)
         b = target.run_conv(case, inp, r.name)
-        assert a.error is None and b.error is None
-        assert np.array_equal(_bits(a.outputs)[0], _bits(b.outputs)[0]), r.name
+        if found.ran(r, case, "uniform", a, b) and not _same(a.outputs, b.outputs):
+            found.differ(f"{spec} {r.name}: outputs differ between runs")
+    found.check()
 
 
 THREADS = [GemmCase("threads_gemm", 37, 45, 70, clamp=True, bias=True, ldc_pad=1),
@@ -60,12 +101,12 @@ THREADS = [GemmCase("threads_gemm", 37, 45, 70, clamp=True, bias=True, ldc_pad=1
 THREADS_CONV = [ConvCase("threads_conv", 3, 9, 9, 8, 20, 3, 3, pad=(1, 1, 1, 1))]
 
 
-def _threaded(r, run):
-    """Runs `run(threads)` at 1 and 3 threads; None when the realization does not
-    take threads (it reports 1 thread whatever is asked)."""
+def _threaded(found, r, case, run):
+    """Runs `run(threads)` at 1 and 3 threads; None when a call failed (noted)
+    or the realization does not take threads (it reports 1 thread whatever
+    is asked)."""
     one, three = run(1), run(3)
-    assert one.error is None and three.error is None, (one.error, three.error)
-    if three.ran.threads == 1:
+    if not found.ran(r, case, "uniform", one, three) or three.ran.threads == 1:
         return None
     assert three.ran.name == r.name and three.ran.threads == 3
     return one, three
@@ -77,32 +118,32 @@ def test_threads_change_no_bit_gemm(kb_session, kb_spec, case):
     themselves thread safe) gives the same bits on 3 threads as on 1."""
     spec = kb_spec
     target = kb_session.target(spec)
+    found = Findings(kb_session, spec)
     for r in kb_session.chosen(spec, "gemm"):
         if r.peer or not runner.applicable(case, r):
             continue
         inp = inputs.gemm_inputs(case, "uniform")
-        pair = _threaded(r, lambda t, r=r, target=target, inp=inp: target.run_gemm(
+        pair = _threaded(found, r, case, lambda t, r=r, target=target, inp=inp: target.run_gemm(
             case, inp, r.name, Selector(threads=t)))
-        if pair is None:
-            continue
-        for x, y in zip(_bits(pair[0].outputs), _bits(pair[1].outputs), strict=True):
-            assert np.array_equal(x, y), f"{spec} {r.name}: 3 threads differ from 1"
+        if pair is not None and not _same(pair[0].outputs, pair[1].outputs):
+            found.differ(f"{spec} {r.name}: 3 threads differ from 1")
+    found.check()
 
 
 @pytest.mark.parametrize("case", THREADS_CONV, ids=lambda c: c.name)
 def test_threads_change_no_bit_conv(kb_session, kb_spec, case):
     spec = kb_spec
     target = kb_session.target(spec)
+    found = Findings(kb_session, spec)
     for r in kb_session.chosen(spec, "conv2d"):
         if r.peer or not runner.applicable(case, r):
             continue
         inp = inputs.conv_inputs(case, "uniform")
-        pair = _threaded(r, lambda t, r=r, target=target, inp=inp: target.run_conv(
+        pair = _threaded(found, r, case, lambda t, r=r, target=target, inp=inp: target.run_conv(
             case, inp, r.name, Selector(threads=t)))
-        if pair is None:
-            continue
-        assert np.array_equal(_bits(pair[0].outputs)[0], _bits(pair[1].outputs)[0]), \
-            f"{spec} {r.name}: 3 threads differ from 1"
+        if pair is not None and not _same(pair[0].outputs, pair[1].outputs):
+            found.differ(f"{spec} {r.name}: 3 threads differ from 1")
+    found.check()
 
 
 def blocked_case(r) -> GemmCase:
@@ -124,8 +165,9 @@ def is_blocked(r) -> bool:
 
 def test_blocked_threads_bit_identical(kb_session, kb_spec):
     spec = kb_spec  # one target per test, so that targets can run in parallel
-    ran, differ = 0, []
+    ran = 0
     target = kb_session.target(spec)
+    found = Findings(kb_session, spec)
     for r in kb_session.chosen(spec, "gemm"):
         if not is_blocked(r):
             continue
@@ -133,13 +175,12 @@ def test_blocked_threads_bit_identical(kb_session, kb_spec):
         inp = inputs.gemm_inputs(case, "normal")
         one = target.run_gemm(case, inp, r.name, Selector(threads=1))
         four = target.run_gemm(case, inp, r.name, Selector(threads=4))
-        for o in (one, four):
-            assert o.error is None and not o.guard_detail, (spec, r.name, o.error)
-        assert four.ran is not None and four.ran.threads == 4, (spec, r.name)
-        if not all(np.array_equal(x, y) for x, y in
-                   zip(_bits(one.outputs), _bits(four.outputs), strict=True)):
-            differ.append(f"{spec} {r.name}")
         ran += 1
+        if not found.ran(r, case, "normal", one, four):
+            continue
+        assert four.ran is not None and four.ran.threads == 4, (spec, r.name)
+        if not _same(one.outputs, four.outputs):
+            found.differ(f"{spec} {r.name}: threads = 4 differs from threads = 1")
     if not ran:
         pytest.skip(f"no cache-blocked realization on {spec}")
-    assert not differ, "threads = 4 differs from threads = 1: " + ", ".join(differ)
+    found.check()

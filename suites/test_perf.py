@@ -8,12 +8,17 @@ targets every case is also counted: exact dynamic instructions per phase
 of one single-threaded call (kbench.harness.counting). Only collected with
 --kb-perf."""
 
+from dataclasses import replace
+
 import pytest
 
+from kbench.errors import WorkerCrashed
 from kbench.harness import counting, perf
+from kbench.harness.runner import fault_verdict
 from kbench.judge.verdict import MISTRUSTED, PASS
 from kbench.native.calls import Timing
 from kbench.targets.inprocess import InProcessEngine
+from kbench.targets.isolated import IsolatedHostEngine
 
 
 @pytest.mark.perf
@@ -23,15 +28,35 @@ def test_perf(kb_session, kb_perf_job, benchmark, request):
     settings = kb_session.perf_settings
     verdict = perf.verify(target, job, settings, kb_session.inputs)
     if verdict.status not in (PASS, MISTRUSTED):
-        kb_session.record(verdict)
-        kb_session.perf_progress(request.config, verdict)
-        pytest.fail(f"{verdict.line()}\n  reproduce: {kb_session.reproducer(verdict)}")
+        _failed(kb_session, request, verdict)
+    try:
+        verdict = _timed(kb_session, job, target, settings, benchmark, verdict)
+    except WorkerCrashed as exc:  # the process died, ended or hung while timing
+        _failed(kb_session, request, replace(fault_verdict(job, exc), suite="perf"))
+    kb_session.record(verdict)
+    kb_session.perf_progress(request.config, verdict)
+    if verdict.status not in (PASS, MISTRUSTED):
+        pytest.fail(verdict.line())
+    assert verdict.rounds > 0 and verdict.time_median_ns > 0
+
+
+def _failed(kb_session, request, verdict):
+    kb_session.record(verdict)
+    kb_session.perf_progress(request.config, verdict)
+    pytest.fail(f"{verdict.line()}\n  reproduce: {kb_session.reproducer(verdict)}")
+
+
+def _timed(kb_session, job, target, settings, benchmark, verdict):
+    """The verified case timed (and counted on emulated targets)."""
     prep = perf.prepare(target, job, settings, kb_session.inputs)
     clock = kb_session.clock
     benchmark._timer = clock.now  # pytest-benchmark reads time from the native timer
     benchmark.extra_info.update(realization=job.realization.name, target=job.target,
                                 emulated=target.emulated, flops=job.case.flops)
-    if isinstance(target.engine, InProcessEngine) and benchmark.enabled:
+    engine = target.engine
+    in_process = isinstance(engine, InProcessEngine) or (
+        isinstance(engine, IsolatedHostEngine) and not job.realization.is_plugin)
+    if in_process and benchmark.enabled:
         # warm up and calibrate the calls per round once, then let pytest-benchmark
         # run its calibrated rounds of exactly that many native calls each
         reps = prep.run(settings.timing(rounds=1)).reps_per_round
@@ -57,8 +82,4 @@ def test_perf(kb_session, kb_perf_job, benchmark, request):
     verdict = perf.with_times(verdict, rounds, reps, prep.packing)
     if kb_session.counter is not None:  # exact instruction counts on emulated targets
         verdict = counting.with_counts(kb_session.counter, verdict, job, kb_session.inputs)
-    kb_session.record(verdict)
-    kb_session.perf_progress(request.config, verdict)
-    if verdict.status not in (PASS, MISTRUSTED):
-        pytest.fail(verdict.line())
-    assert verdict.rounds > 0 and verdict.time_median_ns > 0
+    return verdict

@@ -14,7 +14,7 @@ import pytest
 
 from kbench.errors import ProtocolError, WorkerCrashed
 from kbench.harness import runner
-from kbench.judge.verdict import ERROR, PASS
+from kbench.judge.verdict import CRASHED, PASS
 from kbench.native.calls import ConvDesc, Timing, pack
 from kbench.problems.cases import GemmCase
 from kbench.results.store import RunWriter
@@ -234,7 +234,7 @@ def test_a_pack_reply_never_exceeds_the_frame_limit(target):
     assert target.info().library_version
 
 
-def test_killed_worker_is_an_error_verdict_and_results_survive(target, tmp_path):
+def test_killed_worker_is_a_crashed_verdict_and_results_survive(target, tmp_path):
     r = _general_gemm(target)
     writer = RunWriter(tmp_path / "run", {"kind": "test"})
     jobs = [runner.Job(GemmCase(f"k{i}", 3, 5, 7), "exact", r, target.name) for i in range(3)]
@@ -243,7 +243,8 @@ def test_killed_worker_is_an_error_verdict_and_results_survive(target, tmp_path)
     killed = runner.run_job(target, jobs[1])
     writer.add(killed)
     writer.add(runner.run_job(target, jobs[2]))
-    assert killed.status == ERROR and "WorkerCrashed" in killed.message
+    assert killed.status == CRASHED and "signal SIGKILL" in killed.message
+    assert killed.message.startswith(f"crashed: {r.name} on m3n5k7 (k1, exact): worker: died")
     rows = (tmp_path / "run" / "results.csv").read_text().splitlines()
     assert len(rows) == 4  # header + three verdicts, before close()
     assert '"complete": false' in (tmp_path / "run" / "run.json").read_text()

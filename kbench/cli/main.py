@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -39,6 +40,26 @@ class FiniteFloat(click.ParamType):
         if not math.isfinite(x) or x < self.minimum:
             self.fail(f"{value!r} is not a finite number >= {self.minimum:g}", param, ctx)
         return x
+
+
+def isolation_options(f: Any) -> Any:
+    """--plugin-in-process and --call-timeout (passed as plugin_in_process and
+    call_timeout): where the host's plugins run, and a fixed time bound for
+    every request to a worker process."""
+    f = click.option("--call-timeout", "call_timeout", type=FiniteFloat(0.1), default=None,
+                     metavar="SECONDS",
+                     help="Kill a worker process (host plugins, qemu, ssh, adb, qemu-python) "
+                          "that takes longer than this for one request; the call becomes a "
+                          "timeout verdict and the run goes on. [default: a bound from the "
+                          "call's flops and the target, with a larger factor for emulated "
+                          "targets]")(f)
+    return click.option("--plugin-in-process", "plugin_in_process", is_flag=True,
+                        help="Load the host's plugins into kbench's own process instead of "
+                             "the host worker: for a debugger only. Unsafe: a crash, exit() "
+                             "or hang inside a plugin then ends or freezes the whole run and "
+                             "loses its verdicts.")(f)
+
+
 SUITES = {
     "correctness": ["test_targets.py", "test_correctness.py", "test_determinism.py"],
     "contracts": ["test_targets.py", "test_contracts.py", "test_plugin_probes.py"],
@@ -112,9 +133,16 @@ def main() -> None:
               help="Check every target of this fleet file at once (reachable, architecture, "
                    "features, SVL); exit 1 if any is unreachable.")
 @cli_plugins.plugin_option
+@isolation_options
 def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
-         fleet: str | None = None) -> None:
-    """Show the host, CPU features, backends, realizations and library version."""
+         fleet: str | None = None, plugin_in_process: bool = False,
+         call_timeout: float | None = None) -> None:
+    """Show the host, CPU features, backends, realizations and library version.
+
+    With --plugin, the plugins are loaded (on the host in the host worker, a
+    child process): a file that cannot be loaded, or whose entry point
+    crashes or hangs, is one line naming it and the reason, and the command
+    exits 1."""
     from kbench.targets.spec import parse_target
     if fleet:
         _fleet_info(Path(fleet), as_json, plugins)
@@ -122,11 +150,14 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
     out = []
     for spec in targets:
         try:
-            t = parse_target(spec, plugins)
+            t = parse_target(spec, plugins, plugin_in_process=plugin_in_process,
+                             call_timeout=call_timeout)
             out.append(t.info())
             t.close()
         except KbenchError as exc:
             raise click.ClickException(str(exc)) from exc
+    if plugins and cli_plugins.report_plugin_errors(out, going_on=False):
+        raise SystemExit(1)
     if as_json:
         click.echo(json.dumps([i.to_dict() for i in out], indent=2))
         return
@@ -239,6 +270,7 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
               help="A fleet file (TOML) naming the targets with labels; adds them to "
                    "--target (see `kbench info --fleet`).")
 @cli_plugins.plugin_option
+@isolation_options
 @click.option("--strict-plugins", is_flag=True,
               help="Plugin contract-probe findings (silently wrong results, crashes) fail the "
                    "run; by default they are recorded as findings about the plugin.")
@@ -250,8 +282,13 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         dispatch: str | None, db: str | None, no_history: bool, verbose: bool,
         exitfirst: bool, jobs: int | None = None, fleet: str | None = None,
         plugins: tuple[str, ...] = (), strict_plugins: bool = False,
-        strict_history: bool = False) -> None:
-    """Run the suites and write a run folder; exit non-zero if anything failed."""
+        strict_history: bool = False, plugin_in_process: bool = False,
+        call_timeout: float | None = None) -> None:
+    """Run the suites and write a run folder; exit non-zero if anything failed.
+
+    Plugins run out of process on every target (on the host in the host
+    worker): a crash, exit() or hang inside one becomes a crashed, exited or
+    timeout verdict naming it, and the run goes on."""
     import pytest
 
     from kbench.problems.catalog import CatalogError, load_catalog, resolve_catalog
@@ -278,7 +315,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         except (CatalogError, FileNotFoundError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         catalogs.append(str(path))
-    _check_selection(targets, backends, realizations, case_expr, plugins)
+    _check_selection(targets, backends, realizations, case_expr, plugins, plugin_in_process,
+                     call_timeout)
     if dispatch:
         from kbench.native import api
         try:  # each target checks the table against its machine when it loads it
@@ -292,7 +330,9 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     # suites' conftest.py registering what they need
     ini = REPO / "pyproject.toml" if is_checkout() else suites_dir / "kbench-pytest.ini"
     args += ["--rootdir", str(ini.parent), "-c", str(ini), "-p", "no:cacheprovider",
-             "--kb-out", str(run_dir), "-rfEs", "--tb=short"]
+             # the suites kbench runs use no Hypothesis; its plugin would import it at exit
+             "-p", "no:hypothesispytest",
+             "--kb-out", str(run_dir), "--kb-cli", "-rfEs", "--tb=short"]
     args += ["-v"] if verbose else ["-q"]
     if exitfirst:
         args.append("-x")
@@ -312,6 +352,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-plugin", path]
     if strict_plugins:
         args.append("--kb-strict-plugins")
+    if plugin_in_process:
+        args.append("--kb-plugin-in-process")
+    if call_timeout is not None:
+        args += ["--kb-call-timeout", repr(call_timeout)]
     if dispatch:
         args += ["--kb-dispatch", str(Path(dispatch).resolve()),
                  str(suites_dir / "test_dispatch_table.py")]
@@ -332,13 +376,12 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if fleet_meta:
         args += ["--kb-fleet", json.dumps(fleet_meta)]
     click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}")
-    terminated = False
     not_appended: str | None = None
     with sigterm_as_interrupt() as term:
         try:
             code = int(pytest.main(args))
         finally:
-            terminated = term.received
+            signum = term.signum
         if not no_history:
             not_appended = _append_history(run_dir, db)
     if code == int(pytest.ExitCode.NO_TESTS_COLLECTED):
@@ -348,7 +391,12 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         click.echo(f"kbench run: warning: history not written ({not_appended})", err=True)
         if strict_history and code == 0:
             code = 1
-    sys.exit(128 + signal.SIGTERM if terminated else code)
+    if signum or code == int(pytest.ExitCode.INTERRUPTED):
+        name = signal.Signals(signum or signal.SIGINT).name
+        click.echo(f"kbench run: interrupted by {name}: the run folder {run_dir} keeps every "
+                   "verdict so far and says INCOMPLETE", err=True)
+        sys.exit(128 + (signum or signal.SIGINT))
+    sys.exit(code)
 
 
 def _run_dir(out: str | None, force: bool, suffix: str = "") -> Path:
@@ -364,36 +412,48 @@ def _run_dir(out: str | None, force: bool, suffix: str = "") -> Path:
 
 
 class _Term:
-    received = False
+    signum = 0  # the first SIGINT or SIGTERM received (0: none)
+
+    @property
+    def received(self) -> bool:
+        return bool(self.signum)
 
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[_Term]:
-    """SIGTERM does what Ctrl-C does: the suites stop, the run folder is
-    finalised (run.json says incomplete) and the run is still appended to
-    the history. A second SIGTERM while finishing is ignored."""
+    """SIGTERM does what Ctrl-C (SIGINT) does: the suites stop (a worker in the
+    middle of a call is killed), the run folder is finalised (run.json says
+    incomplete) and the run is still appended to the history. The signal is
+    remembered (the exit status is 128 + its number); a second one while
+    finishing is ignored."""
     state = _Term()
 
     def handler(signum: int, frame: object) -> None:
-        if state.received:
+        if state.signum:
             return
-        state.received = True
+        state.signum = signum
         raise KeyboardInterrupt
 
+    previous = {}
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if signal.getsignal(sig) is signal.SIG_IGN:
+                continue  # started with it ignored (nohup, a background job): keep it so
+            previous[sig] = signal.signal(sig, handler)
     except ValueError:  # not the main thread: leave signals alone
         yield state
         return
     try:
         yield state
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _check_selection(targets: tuple[str, ...], backends: tuple[str, ...],
                      realizations: tuple[str, ...], case_expr: str,
-                     plugins: tuple[str, ...] = ()) -> None:
+                     plugins: tuple[str, ...] = (), plugin_in_process: bool = False,
+                     call_timeout: float | None = None) -> None:
     """Every target parses; backend and realization filters name something a
     chosen target offers; -k is a regular expression. Usage errors otherwise."""
     from kbench.harness.selection import CaseFilter, filter_errors
@@ -406,7 +466,8 @@ def _check_selection(targets: tuple[str, ...], backends: tuple[str, ...],
     infos = {}
     for spec in targets:
         try:
-            t = parse_target(spec, plugins)
+            t = parse_target(spec, plugins, plugin_in_process=plugin_in_process,
+                             call_timeout=call_timeout)
         except KbenchError as exc:
             raise click.BadParameter(str(exc), param_hint="--target") from exc
         try:
@@ -520,14 +581,18 @@ def _append_history(run_dir: Path, db: str | None) -> str | None:
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON (per target: every realization's fields) instead of text.")
 @cli_plugins.plugin_option
-def list_realizations(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...]) -> None:
+@isolation_options
+def list_realizations(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
+                      plugin_in_process: bool = False,
+                      call_timeout: float | None = None) -> None:
     """List every realization (backend, kernel, parameters such as cache
     blocking) and what it supports."""
     from kbench.targets.spec import parse_target
     infos = []
     for spec in targets:
         try:
-            t = parse_target(spec, plugins)
+            t = parse_target(spec, plugins, plugin_in_process=plugin_in_process,
+                             call_timeout=call_timeout)
             infos.append(t.info())
             t.close()
         except KbenchError as exc:
@@ -575,9 +640,11 @@ def list_realizations(targets: tuple[str, ...], as_json: bool, plugins: tuple[st
                    "already holds a run is refused unless --force.")
 @click.option("--force", is_flag=True, help="Replace the run in --out.")
 @cli_plugins.plugin_option
+@isolation_options
 def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds: int,
          min_round_ms: float, threads: int, out: str | None, force: bool,
-         plugins: tuple[str, ...] = ()) -> None:
+         plugins: tuple[str, ...] = (), plugin_in_process: bool = False,
+         call_timeout: float | None = None) -> None:
     """Verify and time every candidate realization per shape; write a dispatch table."""
     from kbench.harness.perf import PerfSettings
     from kbench.harness.tune import tune as run_tune
@@ -593,7 +660,8 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         cases += [(cat.name, c) for c in cat.cases]
     try:
-        target = parse_target(target_spec, plugins)
+        target = parse_target(target_spec, plugins, plugin_in_process=plugin_in_process,
+                              call_timeout=call_timeout)
         info = target.info()
     except KbenchError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from exc

@@ -58,12 +58,17 @@ def plugin_lines(info: TargetInfo) -> list[str]:
     return out
 
 
-def report_plugin_errors(infos: list[TargetInfo]) -> None:
-    """Prints every refused plugin file to stderr (one line each)."""
+def report_plugin_errors(infos: list[TargetInfo], going_on: bool = True) -> int:
+    """Prints every refused plugin file to stderr (one line each); returns
+    how many there were."""
     from kbench.targets.plugins import PluginLoads
+    count = 0
     for i in infos:
         for e in PluginLoads.from_extra(i.extra).errors:
-            click.echo(f"kbench: {i.name}: {e.message} (going on without it)", err=True)
+            count += 1
+            click.echo(f"kbench: {i.name}: {e.message}"
+                       + (" (going on without it)" if going_on else ""), err=True)
+    return count
 
 
 __all__ = ["PLUGIN_HELP", "check_backend", "known_backends", "plugin_lines",

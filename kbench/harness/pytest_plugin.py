@@ -9,6 +9,7 @@ folder (--kb-out) as they come, and summarized at the end."""
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from kbench.harness.progress import ProgressCounter
 from kbench.harness.runner import InputCache, Job, applicable, jobs_for, random_kind
 from kbench.harness.selection import CaseFilter, filter_errors, reproducer
 from kbench.harness.tune import default_realization, table_choice
-from kbench.judge.verdict import ERROR, Verdict
+from kbench.judge.verdict import ERROR, FAILING, Verdict
 from kbench.native.api import DispatchTable, Realization
 from kbench.native.calls import TargetInfo
 from kbench.problems import catalog as catalogs
@@ -83,6 +84,8 @@ class KbSession:
     outgoing: list[dict[str, Any]] = field(default_factory=list)
     workers: dict[str, set[str]] = field(default_factory=dict)  # target -> xdist workers
     plugins: list[str] = field(default_factory=list)  # --kb-plugin paths, on every target
+    plugin_in_process: bool = False  # --kb-plugin-in-process: host plugins in this process
+    call_timeout: float | None = None  # --kb-call-timeout: a fixed bound per worker request
     strict_plugins: bool = False  # --kb-strict-plugins: plugin findings fail the run
     probe_targets: dict[str, Target] = field(default_factory=dict)
     plugin_notes: list[str] = field(default_factory=list)  # refused plugin files, once each
@@ -92,6 +95,7 @@ class KbSession:
     selected_jobs: int = 0  # jobs those tests were given
     progress: ProgressCounter | None = None  # correctness progress with an ETA
     counter: Counter | None = None  # perf on qemu targets: instruction counts (--kb-count-method)
+    incomplete: str = ""  # the INCOMPLETE line of the terminal summary ("" when complete)
 
     @property
     def fingerprint(self) -> bool | None:
@@ -122,7 +126,9 @@ class KbSession:
 
     def target(self, spec: str) -> Target:
         if spec not in self.targets:
-            self.targets[spec] = parse_target(spec, self.plugins)
+            self.targets[spec] = parse_target(spec, self.plugins,
+                                              plugin_in_process=self.plugin_in_process,
+                                              call_timeout=self.call_timeout)
         return self.targets[spec]
 
     def info(self, spec: str) -> TargetInfo:
@@ -148,13 +154,16 @@ class KbSession:
         return self.infos[spec]
 
     def probe_target(self, spec: str) -> Target:
-        """Where a target's plugin contract probes run: the target itself, or for
-        the in-process host the host worker with the same plugins, so that a
-        plugin that crashes takes down a worker, not kbench."""
-        if spec != "host":
+        """Where a target's plugin contract probes run: the target itself (on
+        the host its plugins run in the host worker), or with plugins loaded
+        into this process (--kb-plugin-in-process) the host worker with the
+        same plugins, so that a probe that crashes takes down a worker, not
+        kbench."""
+        if spec != "host" or not self.plugin_in_process:
             return self.target(spec)
         if spec not in self.probe_targets:
-            self.probe_targets[spec] = parse_target("worker:host", self.plugins)
+            self.probe_targets[spec] = parse_target("worker:host", self.plugins,
+                                                    call_timeout=self.call_timeout)
         return self.probe_targets[spec]
 
     def probe_jobs(self) -> list[tuple[str, Realization, str]]:
@@ -243,16 +252,25 @@ class KbSession:
         return contracts.all_cases(self.target(spec).engine)
 
     def reproducer(self, v: Verdict) -> str:
-        """The command that reruns just this verdict."""
+        """The command that reruns just this verdict (a plugin's with every
+        --plugin of this run, and the options that decide where it runs)."""
         arg = self.catalog_args.get(v.catalog, v.catalog)
         # a catalog from reference/ by name; any other file by its path
-        return reproducer(v, arg if arg.endswith(".toml") or "/" in arg else v.catalog)
+        cmd = reproducer(v, arg if arg.endswith(".toml") or "/" in arg else v.catalog)
+        if v.plugin:
+            extra = [a for path in self.plugins for a in ("--plugin", path)]
+            if self.plugin_in_process:
+                extra.append("--plugin-in-process")
+            if self.call_timeout is not None:
+                extra += ["--call-timeout", f"{self.call_timeout:g}"]
+            cmd += " " + shlex.join(extra) if extra else ""
+        return cmd
 
     def record(self, v: Verdict) -> None:
         self.verdicts.append(v)
         if self.writer is not None:
             self.writer.add(v)
-            if v.status in ("fail", "error"):
+            if v.status in FAILING:
                 self.writer.add_failure(v, self.reproducer(v))
         if self.worker:
             self.outgoing.append(verdict_to_wire(v))
@@ -338,15 +356,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-plugin", action="append", default=[],
                 help="a plugin library (kbench_plugin.h) every target loads; {arch} in the "
                      "path becomes the target's architecture; repeatable")
+    g.addoption("--kb-plugin-in-process", action="store_true",
+                help="load the host's plugins into this process instead of the host worker "
+                     "(for a debugger; unsafe: a crash, exit() or hang in a plugin ends or "
+                     "freezes the run)")
+    g.addoption("--kb-call-timeout", type=float, default=None,
+                help="seconds a worker process may take for one request before it is killed "
+                     "and the call becomes a timeout verdict (default: a bound from the call's "
+                     "flops and the target, kbench.targets.timeouts)")
+    g.addoption("--kb-cli", action="store_true",
+                help="set by `kbench run`: an interrupt ends with kbench's own one-line "
+                     "summary, not pytest's KeyboardInterrupt banner and traceback")
     g.addoption("--kb-strict-plugins", action="store_true",
                 help="plugin contract-probe findings (silently wrong, crashed) and failed "
                      "plugin verdicts of the probe suite fail the run instead of being recorded")
 
 
+# the `kbench run` option behind each pytest option a message may name (users
+# meet kbench run's names; pytest's follow in parentheses)
+RUN_OPTION = {"--kb-out": "--out", "--kb-dispatch": "--dispatch", "--kb-passes": "--passes",
+              "--kb-call-timeout": "--call-timeout"}
+
+
+def option_name(option: str) -> str:
+    """An option as a message names it: kbench run's name (pytest's)."""
+    run = RUN_OPTION.get(option)
+    return f"{run} ({option})" if run else option
+
+
 def _positive(config: pytest.Config, option: str) -> int:
     value = int(config.getoption(option))
     if value < 1:
-        raise pytest.UsageError(f"{option} must be at least 1, got {value}")
+        raise pytest.UsageError(f"{option_name(option)} must be at least 1, got {value}")
+    return value
+
+
+def _call_timeout(config: pytest.Config) -> float | None:
+    value = config.getoption("--kb-call-timeout")
+    if value is not None and not (value > 0 and value != float("inf")):
+        raise pytest.UsageError(f"{option_name('--kb-call-timeout')} must be a positive number "
+                                f"of seconds, got {value}")
     return value
 
 
@@ -375,6 +424,8 @@ def pytest_configure(config: pytest.Config) -> None:
         fingerprint_all=config.getoption("--kb-fingerprint"),
         plugins=config.getoption("--kb-plugin"),
         strict_plugins=config.getoption("--kb-strict-plugins"),
+        plugin_in_process=config.getoption("--kb-plugin-in-process"),
+        call_timeout=_call_timeout(config),
     )
     kb = config.stash[SESSION]
     if config.getoption("--kb-case"):
@@ -394,6 +445,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[SESSION].counter = Counter(method)
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
     config.pluginmanager.register(_TargetsInParallel(config), "kbench-parallel")
+    config.pluginmanager.register(_Completeness(config), "kbench-completeness")
+    if config.getoption("--kb-cli"):
+        config.pluginmanager.register(_QuietInterrupt(config), "kbench-quiet-interrupt")
     kb = config.stash[SESSION]
     kb.worker = is_worker(config)
     if kb.worker and PROBES_KEY in config.workerinput:  # type: ignore[attr-defined]
@@ -402,14 +456,15 @@ def pytest_configure(config: pytest.Config) -> None:
         try:  # created here, where a refusal is a one-line usage error
             kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
         except RunDirError as exc:
-            raise pytest.UsageError(f"--kb-out: {exc}") from None
+            raise pytest.UsageError(f"{option_name('--kb-out')}: {exc}") from None
     table_path = config.getoption("--kb-dispatch")
     if table_path:
         try:  # a table the dispatcher would read differently, or not at all, stops here
             table = DispatchTable.from_file(table_path)
             table.parse()
         except KbenchError as exc:
-            raise pytest.UsageError(f"--kb-dispatch {table_path}: {exc}") from None
+            raise pytest.UsageError(f"{option_name('--kb-dispatch')} {table_path}: {exc}"
+                                    ) from None
         config.stash[SESSION].table = table
 
 
@@ -546,9 +601,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             from kbench.results.machine import machine_state
             kb.writer.metadata["machine_state"]["end"] = machine_state()
             kb.writer.metadata["noise"] = _noise(kb.verdicts)
-        complete = int(exitstatus) in (0, 1) and not session.shouldstop
+        tally = session.config.pluginmanager.get_plugin("kbench-completeness")
+        missing = tally.record(kb.writer.metadata) if tally is not None else []
+        complete = int(exitstatus) in (0, 1) and not session.shouldstop and not missing
         kb.writer.close(complete=complete, summary={"by_realization": summary_dict(kb.verdicts)})
-        if kb.writer.error is not None and int(exitstatus) == 0:
+        if not complete:
+            tests = kb.writer.metadata.get("tests", {})
+            why = ("interrupted" if int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
+                   else "stopped early" if session.shouldstop
+                   else f"{len(missing)} test(s) did not finish" if missing
+                   else f"pytest exit status {int(exitstatus)}")
+            kb.incomplete = (f"INCOMPLETE: {tests.get('finished', 0)} of "
+                             f"{tests.get('scheduled', 0)} tests finished ({why}); "
+                             f"run.json says complete: false")
+        if (kb.writer.error is not None or missing) and int(exitstatus) == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run folder is not whole
     kb.close_targets()
 
@@ -596,6 +662,64 @@ class _TargetsInParallel:
             kb.record(v)
             if worker:
                 kb.workers.setdefault(v.target, set()).add(str(worker))
+
+
+class _QuietInterrupt:
+    """Under `kbench run`: Ctrl-C or SIGTERM prints no KeyboardInterrupt banner
+    or source line (kbench run says in one line what was interrupted, and
+    the summary says INCOMPLETE)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_report_keyboardinterrupt"):
+            reporter._report_keyboardinterrupt = lambda: None  # pytest prints it from two places
+            reporter._keyboardinterrupt_memo = None
+
+
+class _Completeness:
+    """Which scheduled tests finished: a run is complete only when every test
+    it scheduled (each case's verdict among them) ran to its teardown, here
+    or in an xdist worker. A worker process that died takes its running test
+    with it (xdist reports it with when="???"); that test, and any test that
+    never reported, make the run incomplete (run.json lists them)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.scheduled: set[str] = set()
+        self.finished: set[str] = set()
+        self.lost: list[str] = []  # tests whose process died under them
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if not is_worker(self.config):
+            self.scheduled |= {i.nodeid for i in items}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.scheduled |= set(ids)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if is_worker(self.config):
+            return
+        if report.when == "teardown":
+            self.finished.add(report.nodeid)
+        elif report.when not in ("setup", "call"):  # xdist: the worker died running it
+            self.lost.append(report.nodeid)
+
+    def record(self, metadata: dict[str, Any]) -> list[str]:
+        """Writes the tally into run.json's metadata; returns the tests that
+        did not finish (lost ones first)."""
+        missing = list(dict.fromkeys([*self.lost, *sorted(self.scheduled - self.finished)]))
+        metadata["tests"] = {"scheduled": len(self.scheduled),
+                             "finished": len(self.finished & self.scheduled)}
+        if missing:
+            metadata["tests"]["not_finished"] = missing[:50]
+            metadata["tests"]["not_finished_count"] = len(missing)
+        return missing
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -667,6 +791,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"{writer.lost} verdict(s) after the first {writer.count} were not written",
             red=True)
     if not kb.verdicts:
+        if kb.incomplete:
+            terminalreporter.write_line(kb.incomplete, red=True)
         return
     terminalreporter.section("kbench verdicts")
     terminalreporter.write_line(summary_text(kb.verdicts))
@@ -678,6 +804,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(counted)
     if kb.out is not None:
         terminalreporter.write_line(f"run folder: {kb.out}")
+    if kb.incomplete:
+        terminalreporter.write_line(kb.incomplete, red=True)
 
 
 @pytest.fixture

@@ -11,11 +11,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kbench.errors import WorkerCrashed
 from kbench.judge import fingerprint as fingerprints
 from kbench.judge import winograd
 from kbench.judge.oracle import Reference
 from kbench.judge.tolerance import AccumModel
-from kbench.judge.verdict import ERROR, FAIL, MISTRUSTED, PASS, SKIP, Verdict, combine, judge
+from kbench.judge.verdict import (
+    ERROR,
+    FAIL,
+    FAULT_STATUS,
+    MISTRUSTED,
+    PASS,
+    SKIP,
+    Verdict,
+    combine,
+    judge,
+)
 from kbench.native import api
 from kbench.native.calls import ConvDesc
 from kbench.problems import inputs
@@ -119,6 +130,8 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
         refs = [cinp.ref]
         has_bias = case.bias
     if outcome.error is not None:
+        if isinstance(outcome.error, WorkerCrashed) and outcome.error.fault in FAULT_STATUS:
+            return fault_verdict(job, outcome.error, outcome.guard_detail)
         msg = f"{type(outcome.error).__name__}: {outcome.error}"
         if outcome.guard_detail:
             msg += f"; {outcome.guard_detail}"
@@ -172,6 +185,21 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
         if (note := contradiction(ran, fp.model, fp.match)):
             v.message = f"{note}; {v.message}" if v.message else note
     return v
+
+
+def fault_verdict(job: Job, exc: WorkerCrashed, guard_detail: str = "") -> Verdict:
+    """The verdict of a call whose process crashed, exited or timed out: its
+    status says which, its message names the realization (and its plugin
+    and version), the shape, how the process ended and that it was
+    restarted for the next call."""
+    r = job.realization
+    who = f"{r.name}" + (f" (plugin {r.plugin})" if r.plugin else "")
+    how = exc.fault or f"{type(exc).__name__}"  # "": the target's fault, an error
+    msg = (f"{how}: {who} on {job.case.shape_str()} ({job.case.name}, {job.kind}): "
+           f"{exc}; the next call starts a fresh worker")
+    if guard_detail:
+        msg += f"; {guard_detail}"
+    return _verdict(job, FAULT_STATUS.get(exc.fault, ERROR), msg)
 
 
 def contradiction(ran: api.Realization, model: str, match: float) -> str:

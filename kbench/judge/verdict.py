@@ -12,6 +12,14 @@ from kbench.judge.oracle import Reference
 from kbench.judge.tolerance import FP16_OVERFLOW, AccumModel, gamma, ulp16
 
 PASS, FAIL, MISTRUSTED, ERROR, SKIP = "pass", "fail", "mistrusted", "error", "skip"
+# A call whose process died (a signal), ended by itself (exit() in a kernel) or
+# gave no answer within its time bound (killed): faults of the code that ran,
+# each a failing verdict of its own (kbench.targets.worker).
+CRASHED, EXITED, TIMEOUT = "crashed", "exited", "timeout"
+FAULTS = (CRASHED, EXITED, TIMEOUT)
+FAILING = (FAIL, ERROR, *FAULTS)  # statuses that fail a run and the gate
+STATUSES = (PASS, FAIL, MISTRUSTED, ERROR, *FAULTS, SKIP)
+FAULT_STATUS = {"crashed": CRASHED, "exited": EXITED, "timed out": TIMEOUT}
 
 
 @dataclass

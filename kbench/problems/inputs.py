@@ -12,12 +12,19 @@ Kinds:
   +inf and NaN in the first channel of two input pixels).
 Clamp bounds (when a case clamps) sit at the 15th and 85th percentiles of
 the unclamped result, rounded to FP16, so a clamp never flattens a case.
+
+A case whose inputs, outputs and float64 oracle would not fit in memory is
+refused before anything is allocated (CaseTooLarge, with the bytes it
+would need): the limit is 80% of the memory available when the run starts,
+or KBENCH_MAX_CASE_BYTES.
 """
 
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -26,6 +33,68 @@ from kbench.problems.cases import ConvCase, GemmCase
 
 EXACT_LIMIT = 2048  # partial sums stay integers within +-2048
 SCALES = (1.0 / 16.0, 1.0, 4.0)
+
+
+class CaseTooLarge(ValueError):
+    """A case would need more memory than this machine allows a case."""
+
+
+MAX_BYTES_ENV = "KBENCH_MAX_CASE_BYTES"
+
+
+def case_bytes(case: GemmCase | ConvCase) -> int:
+    """An upper estimate of the memory a case takes to generate, run and
+    judge: its FP16 inputs and outputs three times over (generated, the
+    guarded copies a target gets, a worker's copy), and the float64 oracle
+    (the operands and their magnitudes, and six result-sized arrays; for a
+    convolution its float64 patches, twice)."""
+    if isinstance(case, GemmCase):
+        fp16 = case.m * case.lda + case.k * case.ldb + case.m * case.ldc + case.n
+        oracle_bytes = 16 * (case.m * case.k + case.k * case.n) + 48 * case.m * case.n
+        return case.batch * (6 * fp16 + oracle_bytes)
+    pixels = case.n * case.out_h * case.out_w
+    fp16 = (case.n * case.h * case.w * case.c_in
+            + case.kh * case.kw * (case.c_in // max(1, case.groups)) * case.c_out
+            + pixels * case.c_out + case.c_out)
+    patches = pixels * case.kh * case.kw * case.c_in
+    return 6 * fp16 + 16 * patches + 48 * pixels * case.c_out
+
+
+@cache
+def memory_limit() -> int:
+    """Bytes one case may take: KBENCH_MAX_CASE_BYTES, else 80% of the memory
+    available now (/proc/meminfo), else 8 GiB."""
+    env = os.environ.get(MAX_BYTES_ENV, "").strip()
+    if env:
+        try:
+            value = int(float(env))
+        except ValueError:
+            raise CaseTooLarge(f"{MAX_BYTES_ENV}={env!r} is not a number of bytes") from None
+        if value > 0:
+            return value
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(int(line.split()[1]) * 1024 * 0.8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 8 << 30
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def check_size(case: GemmCase | ConvCase) -> None:
+    """Raises CaseTooLarge, before anything is allocated, for a case that
+    would not fit (the message says how much it needs and the limit)."""
+    need, limit = case_bytes(case), memory_limit()
+    if need > limit:
+        raise CaseTooLarge(
+            f"{case.name} ({case.shape_str()}) would need about {_gib(need)} for its inputs, "
+            f"outputs and float64 oracle ({need:,} bytes); the limit is {_gib(limit)} "
+            f"(80% of the memory available, or {MAX_BYTES_ENV}): refused before allocating")
 
 
 def seed_for(name: str, kind: str, salt: int = 0) -> int:
@@ -162,6 +231,7 @@ def _operands(rng: np.random.Generator, kind: str, scale: float, a_shape: tuple[
 
 
 def gemm_inputs(case: GemmCase, kind: str) -> GemmInputs:
+    check_size(case)
     rng = np.random.default_rng(seed_for(case.name, kind))
     scale = SCALES[seed_for(case.name, "scale") % len(SCALES)]
     a_list, b_list, bias_list, unclamped = [], [], [], []
@@ -185,6 +255,7 @@ def gemm_inputs(case: GemmCase, kind: str) -> GemmInputs:
 
 
 def conv_inputs(case: ConvCase, kind: str) -> ConvInputs:
+    check_size(case)
     rng = np.random.default_rng(seed_for(case.name, kind))
     scale = SCALES[seed_for(case.name, "scale") % len(SCALES)]
     cg = case.c_in // case.groups

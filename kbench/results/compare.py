@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu
 
+from kbench.judge.verdict import FAILING, FAULTS
 from kbench.results.count_compare import (
     DEFAULT_LIMIT,
     CountComparison,
@@ -55,9 +56,10 @@ KEY = ("suite", "target", "op", "catalog", "case", "kind", "realization", "threa
 
 FASTER, SLOWER, SAME = "faster", "slower", "same"
 NOT_COMPARABLE, MISSING, NEW, UNTIMED = "not-comparable", "missing", "new", "untimed"
-FAILED = ("fail", "error")
+FAILED = FAILING  # fail, error and the faults (crashed, exited, timeout)
 OK_STATUSES = ("pass", "mistrusted", "skip")  # every other status fails the gate
-_STATUS_RANK = {"skip": 0, "pass": 1, "mistrusted": 2, "fail": 3, "error": 4}
+_STATUS_RANK = {"skip": 0, "pass": 1, "mistrusted": 2, "fail": 3, "error": 4,
+                **{f: 5 for f in FAULTS}}
 
 CaseKey = tuple[str, str, str, str, str, str, str, int]
 
@@ -539,7 +541,7 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
             suite = by_suite.setdefault(c.key[0], {})
             suite[c.cand_status] = suite.get(c.cand_status, 0) + 1
     if by_suite:
-        statuses = ["pass", "fail", "error", "mistrusted", "skip"]
+        statuses = ["pass", "fail", "error", *FAULTS, "mistrusted", "skip"]
         lines += ["", "### Candidate results by suite", "",
                   "| suite | " + " | ".join(statuses) + " |",
                   "|---|" + "---:|" * len(statuses)]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kbench.judge.verdict import FAILING
 from kbench.results.historydb import (
     KBENCH_APP_ID,
     HistoryBusy,
@@ -34,7 +35,7 @@ from kbench.results.runfolder import Run
 from kbench.results.store import COLUMNS
 
 DB_NAME = "history.sqlite"
-FAILED = ("fail", "error")
+FAILED = FAILING
 OK_STATUSES = ("pass", "mistrusted", "skip")
 DEFAULT_WAIT_S = 60.0  # how long an append waits for a busy database (KBENCH_HISTORY_WAIT)
 

@@ -14,12 +14,13 @@ from typing import Any
 
 import pandas as pd
 
+from kbench.judge.verdict import FAULTS
 from kbench.results.runfolder import Run
 
 PROBE_SUITE = "plugin-contracts"
 FINDINGS = ("refused", "accepted, correct", "silently wrong", "crashed", "not applicable")
 PLUGIN_COLUMNS = ["target", "plugin", "version", "status", "realizations", "passed", "failed",
-                  "errors", "mistrusted", "probes", "contradictions", "file"]
+                  "errors", "faults", "mistrusted", "probes", "contradictions", "file"]
 PROBE_COLUMNS = ["target", "plugin", "realization", "probe", "finding", "detail"]
 CONTRADICTION = "fingerprint contradicts the declared model"
 
@@ -71,6 +72,7 @@ def plugin_table(run: Run) -> pd.DataFrame:
                 "passed": int((verdicts["status"] == "pass").sum()),
                 "failed": int((verdicts["status"] == "fail").sum()),
                 "errors": int((verdicts["status"] == "error").sum()),
+                "faults": int(verdicts["status"].isin(FAULTS).sum()),
                 "mistrusted": int((verdicts["status"] == "mistrusted").sum()),
                 "probes": _findings(found),
                 "contradictions": int(verdicts["message"].str.contains(CONTRADICTION).sum()),
@@ -79,6 +81,7 @@ def plugin_table(run: Run) -> pd.DataFrame:
             rows.append({"target": spec, "plugin": Path(str(e.get("path", ""))).name,
                          "version": "", "status": f"refused: {e.get('message', '')}",
                          "realizations": "–", "passed": 0, "failed": 0, "errors": 0,
+                         "faults": 0,
                          "mistrusted": 0, "probes": "–", "contradictions": 0,
                          "file": e.get("path", "")})
     return pd.DataFrame(rows, columns=PLUGIN_COLUMNS)

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kbench.judge import fingerprint as fprint
+from kbench.judge.verdict import FAILING, FAULTS
 from kbench.resources import resource_dir
 from kbench.results import mutation, plugin_report
 from kbench.results import report_counts as rcount
@@ -33,8 +34,8 @@ TEMPLATE_NAME = "report.html.j2"
 EMULATED_LABEL = "emulated — not a speed"
 NA = "n/a"  # a time that was not measured (a NaN median)
 
-STATUSES = ("pass", "fail", "mistrusted", "error", "skip")
-SEVERITY = ("fail", "error", "mistrusted", "pass", "skip")  # worst first
+STATUSES = ("pass", "fail", "mistrusted", "error", *FAULTS, "skip")
+SEVERITY = (*FAULTS, "fail", "error", "mistrusted", "pass", "skip")  # worst first
 BACKEND_ORDER = ("scalar", "neon", "sme")
 # The scalar reference each operator's speedups are measured against; a
 # group without it falls back to any realization of the scalar backend.
@@ -134,7 +135,7 @@ FAILURE_COLUMNS = ["target", "realization", "catalog", "case", "kind", "status",
 def failures(results: pd.DataFrame) -> pd.DataFrame:
     """Every failed or erroneous verdict."""
     bad = _clean(results)
-    bad = bad[bad["status"].isin(["fail", "error"])]
+    bad = bad[bad["status"].isin(FAILING)]
     return bad[FAILURE_COLUMNS].reset_index(drop=True)
 
 
@@ -824,7 +825,8 @@ def verdict_grid(verdicts: pd.DataFrame) -> HtmlTable:
                 detail = f"{judged}" if c["verdict"] == "pass" else f"{int(c['skip'])} skipped"
             else:
                 parts = [f"{int(c['pass'])}/{judged} pass"]
-                parts += [f"{int(c[s])} {s}" for s in ("fail", "error", "mistrusted") if c[s]]
+                parts += [f"{int(c[s])} {s}" for s in ("fail", "error", *FAULTS, "mistrusted")
+                          if c[s]]
                 detail = ", ".join(parts)
             if c["verdict"] != "skip" and c["skip"]:
                 detail += f", {int(c['skip'])} skipped"

@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kbench.judge.verdict import ERROR, FAIL, MISTRUSTED, PASS, SKIP, Verdict
+from kbench.judge.verdict import ERROR, FAIL, FAULTS, MISTRUSTED, PASS, SKIP, Verdict
 
 
 def summary_frame(verdicts: list[Verdict]) -> pd.DataFrame:
     rows = [v.to_dict() for v in verdicts if v.status != SKIP]
     cols = ["target", "backend", "realization", "accum", "cases", "passed", "failed",
-            "mistrusted", "errors", "worst_err_bound", "worst_ulp", "min_exact", "mean_exact"]
+            "mistrusted", "errors", "faults", "worst_err_bound", "worst_ulp", "min_exact",
+            "mean_exact"]
     if not rows:
         return pd.DataFrame(columns=cols)
     df = pd.DataFrame(rows)
@@ -23,6 +24,7 @@ def summary_frame(verdicts: list[Verdict]) -> pd.DataFrame:
         failed=("status", lambda s: int((s == FAIL).sum())),
         mistrusted=("status", lambda s: int((s == MISTRUSTED).sum())),
         errors=("status", lambda s: int((s == ERROR).sum())),
+        faults=("status", lambda s: int(s.isin(FAULTS).sum())),
         worst_err_bound=("max_err_bound", "max"),
         worst_ulp=("max_ulp", "max"),
         min_exact=("exact_fraction", "min"),

@@ -16,8 +16,10 @@ strides, dtype), so a view keeps its place in its buffer and guard regions
 and row padding travel with it, as with the C worker. The reply carries
 the result (or the error's class, message and field) and every buffer the
 call changed, which the host copies back into place. A guest that dies
-(a kernel's SIGSEGV, qemu's SIGILL) raises WorkerCrashed for that call;
-the next call starts a fresh one.
+(a kernel's SIGSEGV, qemu's SIGILL) raises WorkerCrashed for that call
+(WorkerExited for an exit() in a kernel, WorkerTimedOut for no reply
+within the call's bound, kbench.targets.timeouts); the next call starts
+a fresh one.
 
     python -m kbench.targets.pyworker     # the guest side: serves stdin/stdout
 """
@@ -43,14 +45,24 @@ from kbench import errors
 from kbench.errors import InternalError, KbenchError, ProtocolError, WorkerCrashed
 from kbench.native.api import DispatchTable, RawProblem, Selector
 from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing
-from kbench.targets.worker import ProcessGone, exit_report, read_exactly
+from kbench.targets.timeouts import CallBounds, conv_flops, gemm_flops, pack_flops
+from kbench.targets.worker import (
+    ProcessGone,
+    child_preexec,
+    death,
+    exit_report,
+    read_exactly,
+)
 
 MAGIC = b"KBPY"
 VERSION = 2  # 2: tables travel once per guest, by digest
 HEAD = struct.Struct("<4sIQ")
 HELLO, CALL, REPLY, ERROR, SHUTDOWN = 1, 2, 3, 4, 5
 MAX_FRAME = 1 << 31
-DEFAULT_TIMEOUT = 1800.0  # seconds for one call: ORT sessions build slowly under emulation
+# the time bounds of calls (kbench.targets.timeouts) scaled up: an emulated CPython
+# pickles every buffer, and ORT sessions build slowly under emulation (the base
+# bound becomes 1,800 s)
+PY_SLOWDOWN = 15.0
 START_TIMEOUT = 300.0  # seconds for the guest to import numpy, cffi and the peers
 
 # the engine methods the host may call
@@ -227,7 +239,7 @@ class PySpec:
     env: dict[str, str]
     cpu: str
     svl: int | None = None
-    timeout: float = DEFAULT_TIMEOUT
+    bounds: CallBounds = field(default_factory=lambda: CallBounds(True, slowdown=PY_SLOWDOWN))
     start_timeout: float = START_TIMEOUT
     extra: dict[str, Any] = field(default_factory=dict)
     plugins: list[str] = field(default_factory=list)  # aarch64 plugin libraries to load
@@ -258,7 +270,8 @@ class PyWorkerEngine:
             self.proc = subprocess.Popen([*self.spec.command, "-m", "kbench.targets.pyworker",
                                           *plugin_args],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=self._stderr, env=self.spec.env)
+                                         stderr=self._stderr, env=self.spec.env,
+                                         preexec_fn=child_preexec())
         except OSError as exc:
             raise WorkerCrashed(f"emulated python: cannot start {self.spec.command[0]}: {exc}",
                                 "worker") from exc
@@ -274,12 +287,11 @@ class PyWorkerEngine:
                                 f"kbench speaks {VERSION}", "protocol")
         self.start_seconds = time.monotonic() - t0
 
-    def _died(self, during: str) -> WorkerCrashed:
+    def _died(self, during: str, timed_out: bool = False) -> WorkerCrashed:
         proc, self.proc = self.proc, None
         how, tail = exit_report(proc, self._stderr, 600)
         self.restarts += 1
-        return WorkerCrashed(f"emulated python: died with {how} during {during}"
-                             + (f" ({tail})" if tail else ""), "worker")
+        return death("emulated python", how, during, tail, timed_out)
 
     def _read(self, n: int, during: str, timeout: float) -> bytes:
         assert self.proc is not None
@@ -287,7 +299,7 @@ class PyWorkerEngine:
             return read_exactly(self.proc, n, timeout)
         except ProcessGone as gone:
             raise self._died(f"{during} (no reply within {timeout:.0f} s, killed)"
-                             if gone.timed_out else during) from None
+                             if gone.timed_out else during, gone.timed_out) from None
 
     def _frame(self, during: str, timeout: float) -> tuple[int, memoryview]:
         magic, kind, size = HEAD.unpack(self._read(HEAD.size, during, timeout))
@@ -299,6 +311,20 @@ class PyWorkerEngine:
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Runs engine.method(*args, **kwargs) in the guest; numpy arguments the
         call writes come back into place; guest errors are raised here."""
+        return self.call_within(None, method, *args, **kwargs)
+
+    def call_within(self, timeout: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
+        """`call` with the reply awaited at most `timeout` seconds (None: the
+        bound of a control request). An interrupt kills the guest."""
+        try:
+            return self._call(self.spec.bounds.control() if timeout is None else timeout,
+                              method, args, kwargs)
+        except (KeyboardInterrupt, SystemExit):
+            self.kill()
+            raise
+
+    def _call(self, timeout: float, method: str, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
         if self.proc is None:
             self._start()
         assert self.proc is not None and self.proc.stdin is not None
@@ -311,7 +337,7 @@ class PyWorkerEngine:
             _write_frame(self.proc.stdin, CALL, parts)
         except (BrokenPipeError, OSError):
             raise self._died(method) from None
-        kind, body = self._frame(method, self.spec.timeout)
+        kind, body = self._frame(method, timeout)
         if kind != REPLY:
             self.kill()
             raise ProtocolError(f"emulated python replied with frame {kind} to a call", "reply")
@@ -347,9 +373,15 @@ class PyWorkerEngine:
                 _write_frame(self.proc.stdin, SHUTDOWN, [])
                 self._frame("shutdown", 30)
                 self.proc.wait(timeout=30)
-            except Exception:  # noqa: BLE001 - closing must not raise
+            except BaseException:  # noqa: BLE001 - closing must not raise (an interrupt neither)
                 self.kill()
             self.proc = None
+
+    def discard(self) -> None:
+        """Kills the guest without a normal exit (its heap may be damaged)."""
+        if self.proc is not None:
+            self.kill()
+            self.restarts += 1
 
     # -- engine interface -----------------------------------------------------------
 
@@ -362,31 +394,37 @@ class PyWorkerEngine:
 
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
-        return self.call("gemm_raw", m, n, k, problems, selector, timing)
+        return self.call_within(self.spec.bounds.call(gemm_flops(m, n, k, len(problems)), timing),
+                                "gemm_raw", m, n, k, problems, selector, timing)
 
     def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, w: np.ndarray | None,
                  bias: np.ndarray | None, out: np.ndarray | None,
                  selector: Selector | None = None, timing: Timing | None = None
                  ) -> CallResult:
-        return self.call("conv_raw", desc, x, w, bias, out, selector, timing)
+        return self.call_within(self.spec.bounds.call(conv_flops(desc), timing),
+                                "conv_raw", desc, x, w, bias, out, selector, timing)
 
     def pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
                  ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,
                  selector: Selector | None = None) -> np.ndarray:
-        return self.call("pack_raw", backend, n, k, b, ldb, bias, dst_size, selector)
+        return self.call_within(self.spec.bounds.call(pack_flops(n, k)),
+                                "pack_raw", backend, n, k, b, ldb, bias, dst_size, selector)
 
     def time_pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray, ldb: int,
                   bias: np.ndarray | None, timing: Timing,
                   selector: Selector | None = None) -> CallResult:
-        return self.call("time_pack", backend, n, k, b, ldb, bias, timing, selector)
+        return self.call_within(self.spec.bounds.call(pack_flops(n, k), timing),
+                                "time_pack", backend, n, k, b, ldb, bias, timing, selector)
 
     def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
                     bias: np.ndarray | None = None, dst_size: int | None = None) -> np.ndarray:
-        return self.call("pack_plugin", realization, n, k, b, ldb, bias, dst_size)
+        return self.call_within(self.spec.bounds.call(pack_flops(n, k)),
+                                "pack_plugin", realization, n, k, b, ldb, bias, dst_size)
 
     def time_pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray, ldb: int,
                          bias: np.ndarray | None, timing: Timing) -> CallResult:
-        return self.call("time_pack_plugin", realization, n, k, b, ldb, bias, timing)
+        return self.call_within(self.spec.bounds.call(pack_flops(n, k), timing),
+                                "time_pack_plugin", realization, n, k, b, ldb, bias, timing)
 
     def set_svl(self, bits: int) -> int:
         from kbench.errors import Unsupported

@@ -274,9 +274,9 @@ class RemoteWorkerEngine(WorkerEngine):
                 raise RemoteError(f"{self.remote.name}: asked for an SVL of {self.remote.svl} "
                                   f"bits, the CPU runs at {now}", "target")
 
-    def _died(self, during: str) -> WorkerCrashed:
+    def _died(self, during: str, timed_out: bool = False) -> WorkerCrashed:
         proc = self.proc
-        base = super()._died(during)  # waits for the transport process
+        base = super()._died(during, timed_out)  # waits for the transport process
         self.deployment = None  # look again: the remote may have been wiped or replaced
         code = proc.returncode if proc is not None else None
         detail = str(base).removeprefix("worker: ")
@@ -286,7 +286,13 @@ class RemoteWorkerEngine(WorkerEngine):
             what = "the worker cannot run there"
         else:
             what = "the worker died"
-        return RemoteError(f"{self.remote.name}: {what}: {detail}", "target")
+        err = RemoteError(f"{self.remote.name}: {what}: {detail}", "target")
+        # a worker killed by a signal or after no reply is a fault of the code it ran;
+        # an exit status is not (ssh and adb end with one when the connection or the
+        # device goes away), nor a worker that cannot start there
+        err.fault = base.fault if (what == "the worker died"
+                                   and base.fault in ("crashed", "timed out")) else ""
+        return err
 
     def info(self, name: str) -> TargetInfo:
         info = super().info(name)

@@ -6,8 +6,14 @@ the realization that actually ran. Every output buffer sits between guard
 regions, and GEMM outputs have their ldc padding checked too: a kernel
 that writes outside its output is caught here.
 
+A call that wrote outside its buffers leaves the process that ran it
+suspect: a worker is discarded (killed, not shut down) and the next call
+starts a fresh one.
+
 Target specs:
-    host                                  the cffi module of this machine
+    host                                  the cffi module of this machine; with
+                                          plugins, their realizations in the host
+                                          worker (kbench.targets.isolated)
     qemu[:cpu=MODEL][:svl=BITS][:isa=CAP][:fa64=off]
                                           the aarch64 worker under qemu-aarch64
                                           (fa64=off: SME without FEAT_SME_FA64)
@@ -41,9 +47,11 @@ from kbench.problems.cases import ConvCase, GemmCase
 from kbench.problems.inputs import ConvInputs, GemmInputs
 from kbench.targets.crossbuild import SYSROOT_AARCH64
 from kbench.targets.inprocess import InProcessEngine
+from kbench.targets.isolated import IsolatedHostEngine
 from kbench.targets.plugins import expand, host_arch
-from kbench.targets.pyworker import PySpec, PyWorkerEngine
+from kbench.targets.pyworker import PY_SLOWDOWN, PySpec, PyWorkerEngine
 from kbench.targets.remote import remote_target_engine
+from kbench.targets.timeouts import CallBounds
 from kbench.targets.tools import find_qemu, worker_binary
 from kbench.targets.worker import WorkerEngine, WorkerSpec
 
@@ -248,10 +256,19 @@ class Target:
             damage = "; ".join(d for d in (*(b.damage() for b in bufs), guards.damage()) if d)
             if not damage and not all(b.untouched() for b in bufs):
                 damage = "the output was written although the call failed"
+            self._discard_if(damage)
             return Outcome([], None, exc, damage)
         damage = "; ".join([f"problem {i}: {d}" for i, b in enumerate(bufs) if (d := b.damage())]
                            + ([d] if (d := guards.damage()) else []))
+        self._discard_if(damage)
         return Outcome([b.view.copy() for b in bufs], res.realization, None, damage)
+
+    def _discard_if(self, damage: str) -> None:
+        """A call that wrote outside its buffers: the process that ran it is
+        discarded (a worker; the in-process engine has nothing to discard)."""
+        discard = getattr(self.engine, "discard", None)
+        if damage and discard is not None:
+            discard()
 
     def run_conv(self, case: ConvCase, inp: ConvInputs, realization: str,
                  selector: api.Selector | None = None, force: bool = True) -> Outcome:
@@ -269,8 +286,11 @@ class Target:
                                        guards.copy("bias", inp.bias), out, sel)
         except KbenchError as exc:
             damage = "" if buf.untouched() else "the output was written although the call failed"
-            return Outcome([], None, exc, "; ".join(d for d in (damage, guards.damage()) if d))
+            damage = "; ".join(d for d in (damage, guards.damage()) if d)
+            self._discard_if(damage)
+            return Outcome([], None, exc, damage)
         damage = "; ".join(d for d in (buf.damage(), guards.damage()) if d)
+        self._discard_if(damage)
         return Outcome([out.copy()], res.realization, None, damage)
 
     def close(self) -> None:
@@ -342,7 +362,8 @@ def parse_qemu(spec: str) -> QemuSpec:
     return QemuSpec(cpu, svl, isa, parts[0], fa64 == "on")
 
 
-def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = ()) -> WorkerSpec:
+def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = (),
+                     call_timeout: float | None = None) -> WorkerSpec:
     """The aarch64 worker under QEMU: the static one, or with plugins the
     dynamically linked one with the cross sysroot as its root (-L), so that its
     glibc can dlopen an aarch64 plugin (kbench.targets.crossbuild)."""
@@ -356,8 +377,8 @@ def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = ()) -> WorkerSpec:
     if env:
         cmd += ["-E", f"KBENCH_ISA_CAP={q.isa}"]
     cmd.append(worker_binary("aarch64-dyn" if plugins else "aarch64"))
-    return WorkerSpec(cmd, {}, emulated=True, plugins=[_absolute(p) for p in plugins],
-                      arch="aarch64")
+    return WorkerSpec(cmd, {}, emulated=True, bounds=CallBounds(True, call_timeout),
+                      plugins=[_absolute(p) for p in plugins], arch="aarch64")
 
 
 def _absolute(path: str) -> str:
@@ -365,7 +386,8 @@ def _absolute(path: str) -> str:
     return path if os.path.isabs(path) else os.path.abspath(path)
 
 
-def qemu_python_spec(q: QemuSpec, plugins: Sequence[str] = ()) -> PySpec:
+def qemu_python_spec(q: QemuSpec, plugins: Sequence[str] = (),
+                     call_timeout: float | None = None) -> PySpec:
     """The emulated aarch64 CPython of kbench.targets.pyroot (installed on first use)."""
     from kbench.targets import pyroot
     root, reason = pyroot.status()
@@ -378,23 +400,35 @@ def qemu_python_spec(q: QemuSpec, plugins: Sequence[str] = ()) -> PySpec:
     if q.isa:
         env["KBENCH_ISA_CAP"] = q.isa
     return PySpec(root.argv(find_qemu(), q.qemu_cpu), env, q.qemu_cpu, q.svl,
+                  bounds=CallBounds(True, call_timeout, PY_SLOWDOWN),
                   extra={"python_root": str(root.root)},
                   plugins=[expand(_absolute(p), "aarch64") for p in plugins])
 
 
-def parse_target(spec: str, plugins: Sequence[str] = ()) -> Target:
+def parse_target(spec: str, plugins: Sequence[str] = (), *, plugin_in_process: bool = False,
+                 call_timeout: float | None = None) -> Target:
     """The target for a spec; `plugins` are plugin library paths ({arch} is
-    replaced by the target's architecture) that the target loads."""
+    replaced by the target's architecture) that the target loads: on the
+    host in the host worker (kbench.targets.isolated), or with
+    plugin_in_process into this process (unsafe: for debugging).
+    `call_timeout` (seconds) replaces the time bound of every request to a
+    worker process (kbench.targets.timeouts)."""
+    if call_timeout is not None and not call_timeout > 0:
+        raise InvalidArgument(f"call timeout: must be a positive number of seconds, not "
+                              f"{call_timeout!r}", "call_timeout")
     if spec == "host":
+        if plugins and not plugin_in_process:
+            return Target("host", IsolatedHostEngine(plugins, CallBounds(False, call_timeout)))
         return Target("host", InProcessEngine(plugins=plugins))
     if spec == "qemu" or spec.startswith("qemu:"):
         q = parse_qemu(spec)
-        return Target(q.name, WorkerEngine(qemu_worker_spec(q, plugins)))
+        return Target(q.name, WorkerEngine(qemu_worker_spec(q, plugins, call_timeout)))
     if spec == "qemu-python" or spec.startswith("qemu-python:"):
         q = parse_qemu(spec)
-        return Target(q.name, PyWorkerEngine(qemu_python_spec(q, plugins)))
+        return Target(q.name, PyWorkerEngine(qemu_python_spec(q, plugins, call_timeout)))
     if spec.startswith(("ssh:", "adb:")) or spec == "adb":
         name, engine = remote_target_engine("adb:" if spec == "adb" else spec)
+        engine.bounds = CallBounds(engine.emulated, call_timeout)
         return Target(name, engine)
     if spec.startswith("worker:"):
         rest = spec[len("worker:"):]
@@ -411,6 +445,7 @@ def parse_target(spec: str, plugins: Sequence[str] = ()) -> Target:
             if not cmd:
                 raise InvalidArgument("target: worker: needs a command line", "target")
         return Target(spec, WorkerEngine(WorkerSpec(cmd, {}, emulated=False,
+                                                    bounds=CallBounds(False, call_timeout),
                                                     plugins=[_absolute(p) for p in plugins],
                                                     arch=arch)))
     raise InvalidArgument(f"target: {spec!r} is not a known target (host, "

@@ -5,7 +5,13 @@ driven over stdin/stdout with the protocol of native/worker/kb_wire.h.
 Every numpy argument is sent as its whole base buffer plus an offset, so
 guard regions and row padding travel too; output buffers come back and
 are copied into place. A worker that dies (a kernel's SIGSEGV or SIGILL)
-raises WorkerCrashed for that call; the next call starts a fresh worker."""
+raises WorkerCrashed for that call, one that ends by itself WorkerExited
+and one that does not answer within the call's bound (kbench.targets.
+timeouts) is killed and raises WorkerTimedOut; the next call starts a
+fresh worker, which loads the same plugins again. A plugin whose loading
+kills or hangs the worker is refused with that reason, and the worker is
+started again without it. An interrupt (Ctrl-C, SIGTERM) during a request
+kills the worker: its reply can no longer be read in step."""
 
 from __future__ import annotations
 
@@ -15,18 +21,28 @@ import selectors
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from kbench.errors import KbenchError, ProtocolError, WorkerCrashed, from_status
+from kbench.errors import (
+    KbenchError,
+    ProtocolError,
+    WorkerCrashed,
+    WorkerExited,
+    WorkerTimedOut,
+    from_status,
+)
 from kbench.native import api
 from kbench.native.api import RawProblem, Realization, Selector
 from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backend_arg
 from kbench.native.plugins import FORMS, PluginInfo, PluginRealizationInfo
 from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expand
+from kbench.targets.timeouts import CallBounds, conv_flops, gemm_flops, pack_flops
 
 MAGIC = 0x3157424B
 PROTOCOL = 2  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes
@@ -35,7 +51,6 @@ PROTOCOL_ERROR = 0xFFFFFFFF
 HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE, LOAD_PLUGIN = 1, 2, 3, 4, 5, 6, 7, 8
 PACK_PORTABLE, PACK_NATIVE, PACK_PLUGIN = 0, 1, 2  # PACK modes
 MAX_PAYLOAD = 1 << 30
-DEFAULT_TIMEOUT = 900.0  # seconds for one call; emulated kernels are slow
 
 
 class Writer:
@@ -253,12 +268,49 @@ def exit_report(proc: subprocess.Popen[bytes] | None, stderr: Any,
     return how, tail
 
 
+def death(prefix: str, how: str, during: str, tail: str, timed_out: bool) -> WorkerCrashed:
+    """The error for a child that is gone: WorkerTimedOut (killed after no
+    reply), WorkerCrashed (a signal) or WorkerExited (it ended by itself)."""
+    text = f"{prefix}: died with {how} during {during}" + (f" ({tail})" if tail else "")
+    if timed_out:
+        return WorkerTimedOut(text, "worker")
+    if how.startswith("signal"):
+        return WorkerCrashed(text, "worker")
+    return WorkerExited(text.replace("died with", "ended with", 1), "worker")
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGKILL when the parent thread ends,
+    so that a worker stuck in an endless loop never outlives the run (also
+    when the run itself is killed)."""
+    if _PRCTL is not None:
+        _PRCTL(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+
+
+def _prctl() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+
+
+def child_preexec() -> Callable[[], None] | None:
+    """What a worker process runs before exec: _die_with_parent where it works."""
+    return _die_with_parent if _PRCTL is not None else None
+
+
 @dataclass
 class WorkerSpec:
     command: list[str]
     env: dict[str, str]
     emulated: bool
-    timeout: float = DEFAULT_TIMEOUT
+    bounds: CallBounds | None = None  # None: CallBounds(emulated), the default bounds
     plugins: list[str] = field(default_factory=list)  # plugin paths ({arch} allowed)
     arch: str | None = None  # the worker's architecture; None: asked (hello) when needed
     # for the instruction counter (kbench.targets.counting): descriptors the child
@@ -267,18 +319,37 @@ class WorkerSpec:
     cwd: str | None = None
     inherit_env: bool = True
 
+    def __post_init__(self) -> None:
+        if self.bounds is None:
+            self.bounds = CallBounds(self.emulated)
+
+
+def load_fault(path: str, exc: WorkerCrashed) -> str:
+    """Why a plugin was refused when loading it took the worker down."""
+    what = {"crashed": "loading it crashed the worker",
+            "exited": "loading it ended the worker",
+            "timed out": "its entry point did not return"}[exc.fault]
+    detail = str(exc).split(" during ", 1)[0].split(": ", 1)[-1]
+    if exc.fault == "timed out":
+        detail = str(exc).split("(no reply within ", 1)[-1].split(",", 1)[0]
+        return f"{path}: {what} within {detail} (the worker was killed)"
+    return f"{path}: {what} ({detail.removeprefix('died with ').removeprefix('ended with ')})"
+
 
 class WorkerEngine:
     """A worker process, restarted after a crash."""
 
+    prefix = "worker"  # how the process is named in its errors
+
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
         self.emulated = spec.emulated
+        self.bounds: CallBounds = spec.bounds or CallBounds(spec.emulated)
         self.proc: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
         self.restarts = 0
         self.plugins = PluginLoads(list(spec.plugins))
-        self._plugins_tried = False
+        self._refused_plugins: set[str] = set()  # loading them killed or hung the worker
         # tables this worker's library refused, with the refusal (kept across
         # restarts: the same binary refuses the same table again)
         self._refused: list[tuple[api.DispatchTable, KbenchError]] = []
@@ -286,46 +357,58 @@ class WorkerEngine:
     # -- process ----------------------------------------------------------------
 
     def _start(self) -> None:
+        self._spawn()
+        if self.spec.plugins:
+            self._load_plugins()
+
+    def _spawn(self) -> None:
         self._table = None  # a fresh worker has no table loaded
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         env = {**os.environ, **self.spec.env} if self.spec.inherit_env else dict(self.spec.env)
         try:
             self.proc = subprocess.Popen(self.spec.command, stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-                                         pass_fds=self.spec.pass_fds, cwd=self.spec.cwd)
+                                         pass_fds=self.spec.pass_fds, cwd=self.spec.cwd,
+                                         preexec_fn=child_preexec())
         except OSError as exc:
-            raise WorkerCrashed(f"worker: cannot start {self.spec.command[0]}: {exc}",
+            raise WorkerCrashed(f"{self.prefix}: cannot start {self.spec.command[0]}: {exc}",
                                 "worker") from exc
-        if self.spec.plugins:
-            self._load_plugins()
 
     def _load_plugins(self) -> None:
-        """Loads the spec's plugins into a fresh worker (again after a restart);
-        the first start records what loaded and what was refused, and why."""
+        """Loads the spec's plugins into a fresh worker (again after a restart)
+        and records what loaded and what was refused, and why. A plugin whose
+        loading kills the worker, ends it or hangs it is refused with that
+        reason; the worker is started again and loads the others."""
         arch = self.spec.arch
         if arch is None:
             hello = self.call(HELLO, b"", "hello")
             hello.u32()
             hello.str()
             arch = hello.str()
-        first = not self._plugins_tried
-        self._plugins_tried = True
         for path in self.spec.plugins:
             full = expand(path, arch)
+            if full in self._refused_plugins:
+                continue
             try:
                 info = self.load_plugin(full)
+            except WorkerCrashed as exc:
+                self._refuse_plugin(full, load_fault(full, exc))
+                self._start()  # a fresh worker, loading every plugin but this one
+                return
             except KbenchError as exc:
-                if isinstance(exc, WorkerCrashed):
-                    raise
-                if first:
-                    self.plugins.errors.append(PluginError(full, str(exc)))
+                self._refuse_plugin(full, str(exc))
                 continue
-            if first:
-                self.plugins.add(info)
+            self.plugins.add(info)
+
+    def _refuse_plugin(self, path: str, message: str) -> None:
+        if path not in self._refused_plugins:
+            self._refused_plugins.add(path)
+            self.plugins.errors.append(PluginError(path, message))
 
     def load_plugin(self, path: str) -> PluginInfo:
         """LOAD_PLUGIN: loads a plugin library into the running worker."""
-        r = self.call(LOAD_PLUGIN, str(path).encode(), "load_plugin")
+        r = self.call(LOAD_PLUGIN, str(path).encode(), "loading the plugin",
+                      self.bounds.control())
         status, fld, message = r.i32(), r.str(), r.str()
         if status != 0:
             raise from_status(status, fld, message)
@@ -340,12 +423,11 @@ class WorkerEngine:
                 "first" if bias_first else "last", bool(usable), note))
         return PluginInfo(name, version, real, abi, desc, tuple(reals))
 
-    def _died(self, during: str) -> WorkerCrashed:
+    def _died(self, during: str, timed_out: bool = False) -> WorkerCrashed:
         proc, self.proc = self.proc, None
         how, tail = exit_report(proc, self._stderr, 400)
         self.restarts += 1
-        return WorkerCrashed(f"worker: died with {how} during {during}"
-                             + (f" ({tail})" if tail else ""), "worker")
+        return death(self.prefix, how, during, tail, timed_out)
 
     def _read(self, n: int, during: str, deadline_s: float) -> bytes:
         assert self.proc is not None
@@ -353,26 +435,35 @@ class WorkerEngine:
             return read_exactly(self.proc, n, deadline_s)
         except ProcessGone as gone:
             raise self._died(f"{during} (no reply within {deadline_s:.0f} s, killed)"
-                             if gone.timed_out else during) from None
+                             if gone.timed_out else during, gone.timed_out) from None
 
-    def call(self, mtype: int, payload: bytes, during: str) -> Reader:
+    def call(self, mtype: int, payload: bytes, during: str,
+             timeout: float | None = None) -> Reader:
+        """One request and its reply, within `timeout` seconds (default: the
+        bound of a control request). An interrupt while it runs kills the
+        worker (the reply can no longer be read in step) and propagates."""
         if self.proc is None:
             self._start()
         assert self.proc is not None and self.proc.stdin is not None
         if len(payload) > MAX_PAYLOAD:
             raise ProtocolError(f"request of {len(payload)} bytes exceeds the frame limit",
                                 "request")
+        wait = self.bounds.control() if timeout is None else timeout
         try:
-            self.proc.stdin.write(struct.pack("<IIQ", MAGIC, mtype, len(payload)) + payload)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._died(during) from None
-        head = self._read(16, during, self.spec.timeout)
-        magic, rtype, length = struct.unpack("<IIQ", head)
-        if magic != MAGIC or length > MAX_PAYLOAD:
+            try:
+                self.proc.stdin.write(struct.pack("<IIQ", MAGIC, mtype, len(payload)) + payload)
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                raise self._died(during) from None
+            head = self._read(16, during, wait)
+            magic, rtype, length = struct.unpack("<IIQ", head)
+            if magic != MAGIC or length > MAX_PAYLOAD:
+                self.kill()
+                raise ProtocolError("worker sent a malformed frame", "reply")
+            body = self._read(length, during, wait)
+        except (KeyboardInterrupt, SystemExit):
             self.kill()
-            raise ProtocolError("worker sent a malformed frame", "reply")
-        body = self._read(length, during, self.spec.timeout)
+            raise
         if rtype == PROTOCOL_ERROR:
             raise ProtocolError(f"worker: {Reader(body).str()}", "request")
         if rtype != (mtype | REPLY):
@@ -398,12 +489,21 @@ class WorkerEngine:
             self.proc.wait()
             self.proc = None
 
+    def discard(self) -> None:
+        """Kills the worker without letting it exit normally: after a call that
+        wrote outside its buffers its heap may be damaged, and its exit
+        handlers could crash on it. The next call starts a fresh worker."""
+        if self.proc is not None:
+            self.kill()
+            self.restarts += 1
+
     def close(self) -> None:
         if self.proc is not None:
             try:
-                self.call(SHUTDOWN, b"", "shutdown")
+                self.call(SHUTDOWN, b"", "shutdown", min(10.0, self.bounds.control()))
+                assert self.proc is not None
                 self.proc.wait(timeout=10)
-            except Exception:  # noqa: BLE001 - closing must not raise
+            except BaseException:  # noqa: BLE001 - closing must not raise (an interrupt neither)
                 self.kill()
             self.proc = None
 
@@ -469,7 +569,8 @@ class WorkerEngine:
         _timing(pw, timing)
         bufs.encode(w)
         w.raw(pw.bytes())
-        return self._reply(self.call(GEMM, w.bytes(), "GEMM"), bufs)
+        bound = self.bounds.call(gemm_flops(m, n, k, len(problems)), timing)
+        return self._reply(self.call(GEMM, w.bytes(), "GEMM", bound), bufs)
 
     def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, wt: np.ndarray | None,
                  bias: np.ndarray | None, out: np.ndarray | None,
@@ -492,7 +593,8 @@ class WorkerEngine:
         _timing(pw, timing)
         bufs.encode(w)
         w.raw(pw.bytes())
-        return self._reply(self.call(CONV, w.bytes(), "convolution"), bufs)
+        bound = self.bounds.call(conv_flops(desc), timing)
+        return self._reply(self.call(CONV, w.bytes(), "convolution", bound), bufs)
 
     def pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
                  ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,
@@ -536,7 +638,7 @@ class WorkerEngine:
         _timing(pw, timing)
         bufs.encode(w)
         w.raw(pw.bytes())
-        r = self.call(PACK, w.bytes(), "packing")
+        r = self.call(PACK, w.bytes(), "packing", self.bounds.call(pack_flops(n, k), timing))
         status, field, message = r.i32(), r.str(), r.str()
         times, reps = r.times()
         size = r.u64()

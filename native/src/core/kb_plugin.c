@@ -141,6 +141,48 @@ static kb_status refuse(kb_error *err, kb_status code, const char *path, const c
 #if defined(__linux__)
 /* Reads the ELF header: a 64-bit little-endian shared library for the
  * machine this code runs on, or a message saying what the file is. */
+static uint64_t le(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* A file cut short (a copy that stopped, a full disk) still starts with a
+ * valid header, and the dynamic loader maps its segments past the end of the
+ * file: touching them is SIGBUS. Every program header and every loaded or
+ * dynamic segment must lie inside the file. */
+static kb_status check_extent(const char *path, const unsigned char *h, size_t got, kb_error *err) {
+    if (got < 64) return refuse(err, KB_ERR_INVALID_ARGUMENT, path, "truncated: %zu bytes, shorter than an ELF header", got);
+    FILE *f = fopen(path, "rb");
+    if (!f) return refuse(err, KB_ERR_INVALID_ARGUMENT, path, "cannot open %s", path);
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return refuse(err, KB_ERR_INVALID_ARGUMENT, path, "cannot read %s", path);
+    }
+    long end = ftell(f);
+    uint64_t size = end < 0 ? 0 : (uint64_t)end;
+    uint64_t phoff = le(h + 32, 8), phentsize = le(h + 54, 2), phnum = le(h + 56, 2);
+    kb_status st = KB_OK;
+    if (phentsize < 56 || phnum == 0 || phnum > 4096 || phoff > size || phnum * phentsize > size - phoff) {
+        st = refuse(err, KB_ERR_INVALID_ARGUMENT, path, "truncated or malformed: its program headers do not fit in its %llu bytes",
+                    (unsigned long long)size);
+    }
+    for (uint64_t i = 0; st == KB_OK && i < phnum; i++) {
+        unsigned char ph[56];
+        if (fseek(f, (long)(phoff + i * phentsize), SEEK_SET) != 0 || fread(ph, 1, sizeof ph, f) != sizeof ph) {
+            st = refuse(err, KB_ERR_INVALID_ARGUMENT, path, "truncated: program header %llu cannot be read", (unsigned long long)i);
+            break;
+        }
+        uint64_t type = le(ph, 4), off = le(ph + 8, 8), filesz = le(ph + 32, 8);
+        if ((type == 1 || type == 2) && (off > size || filesz > size - off))
+            st = refuse(err, KB_ERR_INVALID_ARGUMENT, path,
+                        "truncated: a segment reaches byte %llu, the file has %llu (a copy cut short?)",
+                        (unsigned long long)(off + filesz), (unsigned long long)size);
+    }
+    fclose(f);
+    return st;
+}
+
 static kb_status check_elf(const char *path, kb_error *err) {
     unsigned char h[64];
     FILE *f = fopen(path, "rb");
@@ -172,7 +214,7 @@ static kb_status check_elf(const char *path, kb_error *err) {
     if (type != 3)
         return refuse(err, KB_ERR_INVALID_ARGUMENT, path, "an ELF file of type %u, not a shared library (link it with -shared)",
                       type);
-    return KB_OK;
+    return check_extent(path, h, got, err);
 }
 #else
 static kb_status check_elf(const char *path, kb_error *err) {
