@@ -62,7 +62,8 @@ def isolation_options(f: Any) -> Any:
 
 SUITES = {
     "correctness": ["test_targets.py", "test_correctness.py", "test_determinism.py"],
-    "contracts": ["test_targets.py", "test_contracts.py", "test_plugin_probes.py"],
+    "contracts": ["test_targets.py", "test_contracts.py", "test_plugin_probes.py",
+                  "test_plugin_packers.py"],
 }
 SUITES["all"] = list(dict.fromkeys(SUITES["correctness"] + SUITES["contracts"]))
 SUITES["perf"] = ["test_perf.py"]
@@ -186,6 +187,8 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
                 extra += f" shapes {r.conv_class}"
             if r.blocked:
                 extra += f" blocking {r.blocking_str()}"
+            if r.nan_clamp != "propagate":
+                extra += f" NaN->clamp_{r.nan_clamp[3:]}"
             click.echo(f"  {r.name:40s} {r.op:7s} {r.backend:7s} accum={r.accum}"
                        f" isa={r.isa}{forms}{extra}")
             click.echo(f"  {'':40s} kernel {r.kernel}")
@@ -615,6 +618,8 @@ def list_realizations(targets: tuple[str, ...], as_json: bool, plugins: tuple[st
             params = [f"accum {r.accum}", f"isa {r.isa}", "threads up to selector"
                       if r.threads else "", f"SVL {r.vector_bits}" if r.vector_bits else "",
                       f"error model {r.error_model}", f"blocking {r.blocking_str()}",
+                      f"its clamp turns NaN into clamp_{r.nan_clamp[3:]}"
+                      if r.nan_clamp != "propagate" else "",
                       "peer" if r.peer else "", f"plugin {r.plugin}" if r.plugin else ""]
             click.echo(f"  {r.name}")
             click.echo(f"      {r.op} on {r.backend}: kernel {r.kernel}")

@@ -42,11 +42,13 @@ from kbench.harness.tune import default_realization, table_choice
 from kbench.judge.verdict import ERROR, FAILING, Verdict
 from kbench.native.api import DispatchTable, Realization
 from kbench.native.calls import TargetInfo
+from kbench.native.plugins import PluginRealizationInfo
 from kbench.problems import catalog as catalogs
 from kbench.problems.cases import Case, ConvCase, GemmCase
 from kbench.results.counts import summary_text as count_summary_text
 from kbench.results.store import RunDirError, RunWriter, machine_metadata
 from kbench.results.summary import summary_dict, summary_text
+from kbench.targets.plugins import PluginLoads
 from kbench.targets.spec import Target, parse_target
 
 
@@ -171,6 +173,22 @@ class KbSession:
         return [(spec, r, name) for spec in self.target_specs
                 for r in self.info(spec).realizations if probes.probed(r) and self.wanted(r)
                 for name in probes.PROBE_NAMES]
+
+    def packer_jobs(self) -> list[tuple[str, Realization, PluginRealizationInfo]]:
+        """(target, plugin GEMM realization, its declaration) for every chosen
+        plugin GEMM whose packers kbench can call: one that packs its own B
+        (native B form) or a micro-kernel (LHS packer)."""
+        out = []
+        for spec in self.target_specs:
+            info = self.info(spec)
+            declared = {d.name: d for p in PluginLoads.from_extra(info.extra).loaded
+                        for d in p.realizations}
+            for r in info.realizations:
+                d = declared.get(r.name)
+                if (d is not None and r.op == "gemm" and self.wanted(r)
+                        and ("native" in r.bforms or d.form == "micro-kernel")):
+                    out.append((spec, r, d))
+        return out
 
     def cases(self, op: str) -> list[tuple[str, Case]]:
         """(catalog name, case) for every case of the chosen catalogs."""
@@ -494,6 +512,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                       for j, sfx in zip(perf_jobs, suffix, strict=True)],
                      "the perf suite is collected with --kb-perf (kbench run --suite perf)"
                      if not kb.perf_enabled else kb.nothing_selected("timed"))
+    if "kb_packer" in metafunc.fixturenames:
+        kb = metafunc.config.stash[SESSION]
+        packers = kb.packer_jobs()
+        _parametrize(metafunc, "kb_packer", packers,
+                     [f"{spec}-{r.name}" for spec, r, _ in packers],
+                     "no plugin realization has a packer kbench can call "
+                     "(kbench run --plugin PATH)")
     if "kb_probe" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
         pjobs = kb.probe_jobs()

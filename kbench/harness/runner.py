@@ -150,14 +150,14 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
         # its own model: the transforms' magnitude sum and extra roundings,
         # over a channel sum of c_in / groups; the GEMM-class ratio is kept
         # alongside to show how far from that bound Winograd lands
-        gemm_class = combine([judge(out, ref, model, k, has_bias, False)
+        gemm_class = combine([judge(out, ref, model, k, has_bias, False, ran.nan_clamp)
                               for out, ref in zip(outcome.outputs, refs, strict=True)])
         s_w = winograd.magnitude_sum(cinp.x, cinp.w, cinp.bias, case.pad, case.groups)
         refs = [Reference(r.exact, s_w, r.rounded, np.where(np.isfinite(s_w), s_w, 0.0),
                           r.clamp) for r in refs]
         model = AccumModel(ran.accum, ran.k_per_rounding, winograd.EXTRA_ROUNDINGS, True)
         k = case.c_in // case.groups
-    j = combine([judge(out, ref, model, k, has_bias, job.kind == "exact")
+    j = combine([judge(out, ref, model, k, has_bias, job.kind == "exact", ran.nan_clamp)
                  for out, ref in zip(outcome.outputs, refs, strict=True)])
     status = PASS
     message = j.detail

@@ -59,17 +59,26 @@ class CaseFilter:
         return re.search(self.expr, f"{catalog}/{case}") is not None
 
 
+INPUT_KINDS = ("exact", "uniform", "normal", "specials")
+
+
 def reproducer(v: Verdict, catalog_arg: str = "", suite: str = "") -> str:
     """The `kbench run` command that reruns just this verdict: its suite,
-    target, realization, catalog, case and input kind."""
-    suite = suite or ("perf" if v.suite == "perf" else "correctness")
-    args = ["kbench", "run", "--suite", suite, "--target", v.target,
-            "--realization", v.realization]
+    target, realization, catalog, case and input kind. A verdict of the
+    contracts suite (contract cases, plugin probes and packer checks, which
+    take no catalog case) reruns that suite for its realization."""
+    if not suite:
+        suite = {"perf": "perf", "contracts": "contracts"}.get(v.suite, "correctness")
+    args = ["kbench", "run", "--suite", suite, "--target", v.target]
+    if v.realization not in ("contracts", "target", "-", ""):
+        args += ["--realization", v.realization]
+    if suite == "contracts":
+        return shlex.join(args)
     catalog = catalog_arg or v.catalog
     if catalog:
         args += ["--shapes", catalog]
     args += ["-k", f"/{re.escape(v.case)}$"]
-    if v.kind and suite != "perf":
+    if v.kind in INPUT_KINDS and suite != "perf":
         args += ["--kinds", v.kind]
     if v.threads > 1:
         args += ["--threads", str(v.threads)]

@@ -37,8 +37,28 @@ class Judgement:
     detail: str
 
 
+def _nan_bound(ref: Reference, nan_clamp: str) -> float | None:
+    """The value a clamp that turns NaN into a bound gives (the bound rounded
+    to FP16; a call without a clamp passes -inf and +inf), None when NaN
+    propagates."""
+    if nan_clamp == "propagate":
+        return None
+    lo, hi = ref.clamp if ref.clamp is not None else (-np.inf, np.inf)
+    with np.errstate(over="ignore"):
+        return float(np.float16(lo if nan_clamp == "to_min" else hi))
+
+
+NAN_RULES = {"propagate": ("that NaN propagates", "KB_PLUGIN_NAN_PROPAGATE"),
+             "to_min": ("that its clamp turns NaN into clamp_min", "KB_PLUGIN_NAN_TO_MIN"),
+             "to_max": ("that its clamp turns NaN into clamp_max", "KB_PLUGIN_NAN_TO_MAX")}
+
+
 def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: bool,
-          exact_by_design: bool) -> Judgement:
+          exact_by_design: bool, nan_clamp: str = "propagate") -> Judgement:
+    """`nan_clamp` is the realization's declared NaN rule (api.NAN_CLAMPS):
+    with "to_min" / "to_max" an element whose exact value is NaN must hold
+    that clamp bound instead of NaN (and one where an overflowing accumulator
+    may make a NaN may hold it too); every other check is unchanged."""
     impl = out.astype(np.float64)
     c = ref.exact
     total = c.size
@@ -68,8 +88,12 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
     clamped_inf = np.isfinite(c) & np.isinf(ref.s)
     fin_ok = np.where(clamped_inf, (impl == ref.rounded.astype(np.float64))
                       | (acc_overflow & nonfinite), fin_ok)
-    ok = np.where(ref_nan, impl_nan | (acc_overflow & nonfinite),
+    nan_to = _nan_bound(ref, nan_clamp)
+    nan_ok = impl_nan if nan_to is None else (impl == nan_to)
+    ok = np.where(ref_nan, nan_ok | (acc_overflow & nonfinite & ~impl_nan),
                   np.where(np.isinf(c), (impl == c) | (acc_overflow & nonfinite), fin_ok))
+    if nan_to is not None:  # an overflowing accumulator's NaN becomes the bound too
+        ok |= acc_overflow & (impl == nan_to)
     if model.finite_inputs_only:
         # where an input is not finite the model promises only a non-finite
         # output (or the clamp bound it was clamped to)
@@ -99,6 +123,8 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
     violations = int((~ok).sum())
     max_ratio = float(ratio.max()) if total else 0.0
     if violations and not detail:
+        detail = _nan_rule_detail(ref_nan & ~ok, impl, ref, nan_clamp)
+    if violations and not detail:
         idx = np.unravel_index(int(np.argmax(~ok)), c.shape)
         detail = (f"{violations} element(s) outside the bound; first at {tuple(map(int, idx))}: "
                   f"got {impl[idx]!r}, exact {c[idx]!r}, bound {bound[idx]:.3g}")
@@ -124,6 +150,30 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
         rms_rel=float(np.sqrt(np.mean(rel**2))) if total else 0.0,
         mistrusted=mistrusted, detail=detail,
     )
+
+
+def _nan_rule_detail(bad_nan: np.ndarray, impl: np.ndarray, ref: Reference,
+                     nan_clamp: str) -> str:
+    """Why elements whose exact value is NaN failed, when they follow another
+    NaN rule than the declared one ('' otherwise)."""
+    if not bad_nan.any():
+        return ""
+    got = impl[bad_nan]
+    declared = NAN_RULES.get(nan_clamp, NAN_RULES["propagate"])[0]
+    found = None
+    if nan_clamp != "propagate" and np.isnan(got).all():
+        found = ("are NaN", "propagate")
+    for rule in ("to_min", "to_max"):
+        bound = _nan_bound(ref, rule)
+        if found is None and rule != nan_clamp and bound is not None and (got == bound).all():
+            found = (f"hold {bound:g} (clamp_{rule[3:]})", rule)
+    if found is None:
+        return ""
+    what, rule = found
+    fclamp = ", as FCLAMP does" if rule == "to_min" else ""
+    return (f"{int(bad_nan.sum())} element(s) whose exact value is NaN {what}: the realization "
+            f"declares {declared}, but it follows the rule {NAN_RULES[rule][0]}{fclamp} "
+            f"(declare nan_clamp = {NAN_RULES[rule][1]})")
 
 
 def _clamp_forbids(impl: np.ndarray, clamp: tuple[float, float] | None) -> np.ndarray:

@@ -29,6 +29,9 @@ BFORMS = {1: "plain", 2: "packed", 4: "native"}
 LAYOUTS = {1: "portable", 2: "scalar_f16p16x1b", 3: "neon", 4: "sme_x16p2vlx2b"}
 CONV_CLASSES = ("any", "3x3s1")
 ERROR_MODELS = ("gemm", "winograd_f2x2_3x3", "gemm_bias_first")
+# what a realization's clamp makes of a NaN result (kb_realization.nan_clamp; a plugin's
+# KB_PLUGIN_NAN_* declaration): it stays NaN, or becomes clamp_min / clamp_max
+NAN_CLAMPS = ("propagate", "to_min", "to_max")
 CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2"}
 PLUGIN_BACKEND = "plugin"  # backend of plugin realizations: "plugin:<plugin name>" in Python
 
@@ -190,13 +193,15 @@ class Realization:
     # a plugin's realization (kbench.native.plugins): "<plugin> <version>"; its name is
     # "<plugin>.<realization>" and its backend "plugin:<plugin>". Never one of ours.
     plugin: str = ""
+    nan_clamp: str = "propagate"  # NAN_CLAMPS: what its clamp makes of a NaN result
 
     @classmethod
     def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
                     k_per_rounding: int, bforms: int, vector_bits: int, threads: int,
                     max_m: int = 0, max_groups: int = 0, peer: bool = False,
                     conv_class: int = 0, error_model: int = 0,
-                    blocks: tuple[int, int, int] = (0, 0, 0)) -> Realization:
+                    blocks: tuple[int, int, int] = (0, 0, 0), nan_clamp: int = 0
+                    ) -> Realization:
         if backend == PLUGIN_BACKEND:  # the library says "plugin"; the name says whose
             backend = f"{PLUGIN_BACKEND}:{name.split('.', 1)[0]}"
         return cls(
@@ -206,7 +211,7 @@ class Realization:
             vector_bits=int(vector_bits), threads=int(threads), max_m=int(max_m),
             max_groups=int(max_groups), peer=bool(peer), conv_class=CONV_CLASSES[conv_class],
             error_model=ERROR_MODELS[error_model], block_m=int(blocks[0]),
-            block_n=int(blocks[1]), block_k=int(blocks[2]),
+            block_n=int(blocks[1]), block_k=int(blocks[2]), nan_clamp=NAN_CLAMPS[nan_clamp],
         )
 
     @classmethod
@@ -215,7 +220,7 @@ class Realization:
         return cls.from_fields(s(r.name).decode(), s(r.backend).decode(), s(r.kernel).decode(),
                                r.op, r.isa, r.accum, r.k_per_rounding, r.bforms, r.vector_bits,
                                r.threads, r.max_m, r.max_groups, False, r.conv_class,
-                               r.error_model, (r.block_m, r.block_n, r.block_k))
+                               r.error_model, (r.block_m, r.block_n, r.block_k), r.nan_clamp)
 
     @property
     def is_plugin(self) -> bool:
@@ -243,7 +248,7 @@ class Realization:
             "max_m": self.max_m, "max_groups": self.max_groups, "peer": self.peer,
             "conv_class": self.conv_class, "error_model": self.error_model,
             "block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
-            "plugin": self.plugin,
+            "plugin": self.plugin, "nan_clamp": self.nan_clamp,
         }
 
     @classmethod

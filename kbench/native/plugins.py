@@ -34,6 +34,13 @@ class PluginRealizationInfo:
     bias: str  # first | last: where the bias enters the accumulation chain
     usable: bool  # False: this CPU lacks its ISA (see note)
     note: str = ""
+    nan_clamp: str = "propagate"  # propagate | to_min | to_max (ABI 2; api.NAN_CLAMPS)
+    rhs_layout: str = ""  # the published layout of its packed B, "" if none declared
+    lhs_layout: str = ""  # the same for its packed LHS
+    # a usable micro-kernel GEMM's blocking (get_mr, get_nr, get_kr), 0 otherwise
+    mr: int = 0
+    nr: int = 0
+    kr: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,9 @@ def _info(nat: Native, index: int, c: Any) -> PluginInfo:
             name=_text(nat, r.name), op=api.OPS[r.op], form=FORMS.get(r.form, str(r.form)),
             isa=api.ISA_LEVELS[r.isa], thread_safe=bool(r.thread_safe),
             bias="first" if r.bias_first else "last", usable=bool(r.usable),
-            note=_text(nat, r.note)))
+            note=_text(nat, r.note), nan_clamp=api.NAN_CLAMPS[r.nan_clamp],
+            rhs_layout=_text(nat, r.rhs_layout), lhs_layout=_text(nat, r.lhs_layout),
+            mr=int(r.mr), nr=int(r.nr), kr=int(r.kr)))
     return PluginInfo(_text(nat, c.name), _text(nat, c.version), _text(nat, c.path),
                       int(c.abi_version), _text(nat, c.description), tuple(reals))
 
@@ -110,8 +119,9 @@ def load_plugin(path: str, nat: Native | None = None) -> PluginInfo:
 
 def pack_raw(realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
              bias: np.ndarray | None = None, dst_size: int | None = None,
-             nat: Native | None = None) -> np.ndarray:
-    """B [K, N] (rows ldb apart) packed by a plugin realization's own packer."""
+             nat: Native | None = None, fill: int = 0) -> np.ndarray:
+    """B [K, N] (rows ldb apart) packed by a plugin realization's own packer,
+    into a destination filled with the byte `fill` first."""
     nat = nat or load()
     n, k, ldb = api._size_arg(n, "N"), api._size_arg(k, "K"), api._size_arg(ldb, "ldb")
     name = realization.encode()
@@ -120,12 +130,29 @@ def pack_raw(realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
         size = nat.ffi.new("size_t *")
         nat.check(nat.lib.kb_pack_b_plugin_size(name, n, k, size, err), err)
         dst_size = int(size[0])
-    dst = np.zeros(max(dst_size, 1), dtype=np.uint8)
+    dst = np.full(max(dst_size, 1), fill & 0xFF, dtype=np.uint8)
     bp = nat.ffi.NULL if b is None else api._ptr(nat, api.in_buffer(b, "B"))
     biasp = nat.ffi.NULL if bias is None else api._ptr(nat, api.in_buffer(bias, "bias"))
     nat.check(nat.lib.kb_pack_b_plugin(name, n, k, bp, ldb, biasp, api._ptr(nat, dst, "void *"),
                                        dst_size, err), err)
     return dst[:dst_size]
+
+
+def pack_lhs_raw(realization: str, m: int, k: int, a: np.ndarray, lda: int,
+                 nat: Native | None = None, fill: int = 0) -> np.ndarray:
+    """A [M, K] (rows lda apart) packed by a plugin realization's LHS packer
+    (the micro-kernel form with a packed LHS), into a destination filled with
+    the byte `fill` first."""
+    nat = nat or load()
+    m, k, lda = api._size_arg(m, "M"), api._size_arg(k, "K"), api._size_arg(lda, "lda")
+    name = realization.encode()
+    err = nat.new_error()
+    size = nat.ffi.new("size_t *")
+    nat.check(nat.lib.kb_pack_lhs_plugin_size(name, m, k, size, err), err)
+    dst = np.full(max(int(size[0]), 1), fill & 0xFF, dtype=np.uint8)
+    nat.check(nat.lib.kb_pack_lhs_plugin(name, m, k, api._ptr(nat, api.in_buffer(a, "A")), lda,
+                                         api._ptr(nat, dst, "void *"), int(size[0]), err), err)
+    return dst[:int(size[0])]
 
 
 def time_pack_raw(realization: str, n: int, k: int, b: np.ndarray, ldb: int,

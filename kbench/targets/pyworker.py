@@ -67,7 +67,7 @@ START_TIMEOUT = 300.0  # seconds for the guest to import numpy, cffi and the pee
 
 # the engine methods the host may call
 METHODS = ("info", "gemm_raw", "conv_raw", "pack_raw", "time_pack", "pack_plugin",
-           "time_pack_plugin")
+           "pack_plugin_lhs", "time_pack_plugin")
 
 
 # ---- frames and buffers (both ends) ---------------------------------------------------
@@ -417,9 +417,15 @@ class PyWorkerEngine:
                                 "time_pack", backend, n, k, b, ldb, bias, timing, selector)
 
     def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
-                    bias: np.ndarray | None = None, dst_size: int | None = None) -> np.ndarray:
+                    bias: np.ndarray | None = None, dst_size: int | None = None,
+                    fill: int | None = None) -> np.ndarray:
         return self.call_within(self.spec.bounds.call(pack_flops(n, k)),
-                                "pack_plugin", realization, n, k, b, ldb, bias, dst_size)
+                                "pack_plugin", realization, n, k, b, ldb, bias, dst_size, fill)
+
+    def pack_plugin_lhs(self, realization: str, m: int, k: int, a: np.ndarray, lda: int,
+                        fill: int | None = None) -> np.ndarray:
+        return self.call_within(self.spec.bounds.call(pack_flops(m, k)),
+                                "pack_plugin_lhs", realization, m, k, a, lda, fill)
 
     def time_pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray, ldb: int,
                          bias: np.ndarray | None, timing: Timing) -> CallResult:

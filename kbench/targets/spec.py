@@ -211,13 +211,24 @@ class Target:
             packing = self.time_packing(case, inp, r, timing, sel)
         return res, packing
 
-    def pack_plugin(self, realization: str, b: np.ndarray, bias: np.ndarray | None
-                    ) -> np.ndarray:
-        """B [K, N] packed by a plugin realization's own packer, on this target."""
+    def pack_plugin(self, realization: str, b: np.ndarray, bias: np.ndarray | None,
+                    fill: int | None = None) -> np.ndarray:
+        """B [K, N] packed by a plugin realization's own packer, on this target
+        (into a destination filled with the byte `fill`, when given)."""
         if b.dtype != np.float16 or b.ndim != 2 or b.strides[1] != 2:
             raise InvalidArgument("B: must be a 2-D float16 array with contiguous rows", "B")
         k, n = b.shape
-        return self.engine.pack_plugin(realization, n, k, b, b.strides[0] // 2, bias)
+        if fill is None:
+            return self.engine.pack_plugin(realization, n, k, b, b.strides[0] // 2, bias)
+        return self.engine.pack_plugin(realization, n, k, b, b.strides[0] // 2, bias, None, fill)
+
+    def pack_plugin_lhs(self, realization: str, a: np.ndarray, fill: int | None = None
+                        ) -> np.ndarray:
+        """A [M, K] packed by a plugin realization's LHS packer, on this target."""
+        if a.dtype != np.float16 or a.ndim != 2 or a.strides[1] != 2:
+            raise InvalidArgument("A: must be a 2-D float16 array with contiguous rows", "A")
+        m, k = a.shape
+        return self.engine.pack_plugin_lhs(realization, m, k, a, a.strides[0] // 2, fill)
 
     def time_packing(self, case: GemmCase, inp: GemmInputs, r: api.Realization,
                      timing: Timing, sel: api.Selector) -> CallResult:

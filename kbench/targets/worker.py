@@ -45,11 +45,13 @@ from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expan
 from kbench.targets.timeouts import CallBounds, conv_flops, gemm_flops, pack_flops
 
 MAGIC = 0x3157424B
-PROTOCOL = 2  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes
+PROTOCOL = 3  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes, 3 its NaN rule and
+# the layouts a plugin realization declares
 REPLY = 0x80000000
 PROTOCOL_ERROR = 0xFFFFFFFF
 HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE, LOAD_PLUGIN = 1, 2, 3, 4, 5, 6, 7, 8
-PACK_PORTABLE, PACK_NATIVE, PACK_PLUGIN = 0, 1, 2  # PACK modes
+PACK_PORTABLE, PACK_NATIVE, PACK_PLUGIN, PACK_PLUGIN_LHS = 0, 1, 2, 3  # PACK modes
+PACK_FILL_GIVEN = 1 << 16  # with the fill byte in bits 8..15 (default 0xA5)
 MAX_PAYLOAD = 1 << 30
 
 
@@ -115,10 +117,10 @@ class Reader:
         kpr, bforms, max_m, max_groups = self.u32(), self.u32(), self.u32(), self.u32()
         conv_class, error_model = self.u32(), self.u32()
         block_m, block_n, block_k = self.u32(), self.u32(), self.u32()
-        vbits, threads = self.u32(), self.i32()
+        vbits, threads, nan_clamp = self.u32(), self.i32(), self.u32()
         return Realization.from_fields(name, backend, kernel, op, isa, accum, kpr, bforms, vbits,
                                        threads, max_m, max_groups, False, conv_class,
-                                       error_model, (block_m, block_n, block_k))
+                                       error_model, (block_m, block_n, block_k), nan_clamp)
 
 
 def _root(a: np.ndarray) -> np.ndarray:
@@ -418,9 +420,12 @@ class WorkerEngine:
         for _ in range(count):
             rname, op, form, isa = r.str(), r.i32(), r.i32(), r.i32()
             safe, bias_first, usable, note = r.u32(), r.u32(), r.u32(), r.str()
+            nan_clamp, rhs_layout, lhs_layout = r.u32(), r.str(), r.str()
+            mr, nr, kr = r.u32(), r.u32(), r.u32()
             reals.append(PluginRealizationInfo(
                 rname, api.OPS[op], FORMS.get(form, str(form)), api.ISA_LEVELS[isa], bool(safe),
-                "first" if bias_first else "last", bool(usable), note))
+                "first" if bias_first else "last", bool(usable), note,
+                api.NAN_CLAMPS[nan_clamp], rhs_layout, lhs_layout, mr, nr, kr))
         return PluginInfo(name, version, real, abi, desc, tuple(reals))
 
     def _died(self, during: str, timed_out: bool = False) -> WorkerCrashed:
@@ -607,10 +612,18 @@ class WorkerEngine:
         return self._pack(backend, n, k, b, ldb, bias, None, selector, timing)[1]
 
     def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
-                    bias: np.ndarray | None = None, dst_size: int | None = None) -> np.ndarray:
-        """B packed by a plugin realization's own packer, in the worker."""
+                    bias: np.ndarray | None = None, dst_size: int | None = None,
+                    fill: int | None = None) -> np.ndarray:
+        """B packed by a plugin realization's own packer, in the worker, into a
+        destination filled with `fill` (default 0xA5)."""
         return self._pack(None, n, k, b, ldb, bias, dst_size, Selector(force=realization), None,
-                          PACK_PLUGIN)[0]
+                          PACK_PLUGIN, fill)[0]
+
+    def pack_plugin_lhs(self, realization: str, m: int, k: int, a: np.ndarray, lda: int,
+                        fill: int | None = None) -> np.ndarray:
+        """A packed by a plugin realization's LHS packer, in the worker."""
+        return self._pack(None, m, k, a, lda, None, None, Selector(force=realization), None,
+                          PACK_PLUGIN_LHS, fill)[0]
 
     def time_pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray, ldb: int,
                          bias: np.ndarray | None, timing: Timing) -> CallResult:
@@ -619,11 +632,14 @@ class WorkerEngine:
 
     def _pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None, ldb: int,
               bias: np.ndarray | None, dst_size: int | None, selector: Selector | None,
-              timing: Timing | None, mode: int | None = None) -> tuple[np.ndarray, CallResult]:
+              timing: Timing | None, mode: int | None = None, fill: int | None = None
+              ) -> tuple[np.ndarray, CallResult]:
         be = backend_arg(backend)
         w = Writer()
         if mode is None:
             mode = PACK_PORTABLE if be is None else PACK_NATIVE
+        if fill is not None:
+            mode |= PACK_FILL_GIVEN | ((int(fill) & 0xFF) << 8)
         w.u32(mode)
         w.i32(0 if be is None else be)
         w.u64(_u64(n, "N"))

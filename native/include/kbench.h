@@ -117,6 +117,9 @@ typedef struct kb_realization {
     uint32_t block_k;        /* K values per accumulation block          */
     uint32_t vector_bits;    /* vector length it ran at, 0 if none       */
     int threads;             /* threads used                             */
+    uint32_t nan_clamp;      /* what its clamp makes of a NaN: 0 keeps it
+                                (ours), 1 clamp_min, 2 clamp_max (a plugin's
+                                KB_PLUGIN_NAN_* declaration)             */
 } kb_realization;
 
 /* ---- CPU ---------------------------------------------------------------- */
@@ -341,6 +344,7 @@ size_t kb_scratch_retained_bytes(void);
 #define KB_PLUGIN_VERSION_LEN 32
 #define KB_PLUGIN_PATH_LEN 512
 #define KB_PLUGIN_NOTE_LEN 160
+#define KB_LAYOUT_NAME_LEN 24
 
 typedef struct kb_plugin_info {
     char name[KB_PLUGIN_NAME_LEN];
@@ -361,6 +365,12 @@ typedef struct kb_plugin_realization_info {
     int bias_first;                  /* 1: the accumulator starts from the bias   */
     int usable;                      /* 0: this CPU lacks its ISA (see note)      */
     char note[KB_PLUGIN_NOTE_LEN];
+    int nan_clamp;                   /* KB_PLUGIN_NAN_* it declares (ABI 2)       */
+    char rhs_layout[KB_LAYOUT_NAME_LEN]; /* declared packed-B layout, "" if none  */
+    char lhs_layout[KB_LAYOUT_NAME_LEN]; /* declared packed-LHS layout, "" if none */
+    /* a usable micro-kernel GEMM's own blocking (its get_mr, get_nr, get_kr
+     * at this vector length; 0 otherwise) */
+    uint32_t mr, nr, kr;
 } kb_plugin_realization_info;
 
 kb_status kb_plugin_load(const char *path, kb_plugin_info *info, kb_error *err);
@@ -375,6 +385,13 @@ kb_status kb_pack_b_plugin_size(const char *realization, size_t N, size_t K, siz
 kb_status kb_pack_b_plugin(const char *realization, size_t N, size_t K, const kb_f16 *B,
                            size_t ldb, const kb_f16 *bias, void *dst, size_t dst_size,
                            kb_error *err);
+/* A (M x K, rows lda elements apart) packed by the LHS packer of a plugin
+ * realization of the micro-kernel form that packs its LHS (its lhs_pack's
+ * bytes, as the kernel would see them): for checking the packer. */
+kb_status kb_pack_lhs_plugin_size(const char *realization, size_t M, size_t K, size_t *size,
+                                  kb_error *err);
+kb_status kb_pack_lhs_plugin(const char *realization, size_t M, size_t K, const kb_f16 *A,
+                             size_t lda, void *dst, size_t dst_size, kb_error *err);
 kb_status kb_time_pack_b_plugin(const char *realization, size_t N, size_t K, const kb_f16 *B,
                                 size_t ldb, const kb_f16 *bias, void *dst, size_t dst_size,
                                 const kb_timing *t, double *round_ns,

@@ -1,5 +1,5 @@
 /*
- * kbench_plugin.h — the kbench plugin ABI (version 1): how a shared library
+ * kbench_plugin.h — the kbench plugin ABI (version 2): how a shared library
  * hands its own FP16 GEMM and convolution kernels to kbench.
  *
  * A plugin exports one C function, named KB_PLUGIN_ENTRY_SYMBOL:
@@ -49,8 +49,12 @@
  * micro-kernel blocks, over `threads` threads).
  *
  * Compatibility: KB_PLUGIN_ABI_VERSION grows when a structure below changes.
- * kbench refuses a plugin whose abi_version is newer than its own and passes
- * an older plugin the structures of that plugin's version.
+ * kbench refuses a plugin whose abi_version is newer than its own and reads
+ * an older plugin's table with the structures of that plugin's version.
+ * Version 2 appended to kb_plugin_realization: how its clamp treats a NaN
+ * (nan_clamp) and the published packed layouts its packers produce
+ * (rhs_layout, lhs_layout); a version-1 table loads with NaN propagation
+ * and no declared layout.
  */
 #ifndef KBENCH_PLUGIN_H
 #define KBENCH_PLUGIN_H
@@ -61,7 +65,7 @@
 extern "C" {
 #endif
 
-#define KB_PLUGIN_ABI_VERSION 1u
+#define KB_PLUGIN_ABI_VERSION 2u
 #define KB_PLUGIN_ENTRY_SYMBOL "kb_plugin_entry"
 
 /* Forms of a realization. */
@@ -71,6 +75,31 @@ extern "C" {
 /* Where the bias enters the accumulation chain. */
 #define KB_PLUGIN_BIAS_LAST 0   /* the products are summed, then the bias is added */
 #define KB_PLUGIN_BIAS_FIRST 1  /* the accumulator starts from the bias           */
+
+/* What the clamp makes of a NaN result (ABI 2). kbench passes clamp_min =
+ * -inf and clamp_max = +inf to a call that does not clamp, so a clamp that
+ * turns NaN into a bound does so there too (FCLAMP: NaN -> -inf). The judge
+ * applies the declared rule only where the exact result is NaN (or an
+ * overflowing accumulator may make one) and keeps every other check of
+ * special values; a realization whose NaN outputs do not follow its
+ * declaration fails, with a message saying which rule they follow. */
+#define KB_PLUGIN_NAN_PROPAGATE 0  /* NaN stays NaN (fmax/fmin that propagate, or no clamp) */
+#define KB_PLUGIN_NAN_TO_MIN 1     /* NaN becomes clamp_min: FCLAMP, FMAXNM then FMINNM      */
+#define KB_PLUGIN_NAN_TO_MAX 2     /* NaN becomes clamp_max: FMINNM then FMAXNM              */
+
+/* Published packed layouts kbench implements (ABI 2 rhs_layout / lhs_layout),
+ * named as KleidiAI names them: a realization that declares one has its
+ * packers' bytes compared with kbench's own packer of that layout, byte for
+ * byte and padding included, at the vector length it runs at.
+ *   RHS "x16p<NR>x<KR>b": blocks of NR columns; each block holds NR bias
+ *        values, then per group of KR k values an NR x KR tile, column by
+ *        column (n0k0 n0k1 .. n1k0 ..); columns past N and k past K are zero.
+ *        NR is a number or "<c>vl" (c times the streaming vector length in
+ *        32-bit lanes): "x16p2vlx2b" (KleidiAI's SME f16p2vlx2b), "x16p16x1b"
+ *        (the NEON FP16 layout of 16 columns with the bias first).
+ *   LHS "x16p<MR>x<KR>": blocks of MR rows; per group of KR k values an
+ *        MR x KR tile, row by row (m0k0 m0k1 .. m1k0 ..); rows past M and k
+ *        past K are zero: "x16p2vlx2" (KleidiAI's SME f16p2vlx2). */
 
 /* ---- whole-call form ---------------------------------------------------- */
 
@@ -206,6 +235,12 @@ typedef struct kb_plugin_realization {
     /* KB_PLUGIN_MICRO_KERNEL (GEMM: matmul, conv: imatmul) */
     const kb_plugin_matmul_ukernel *matmul;
     const kb_plugin_imatmul_ukernel *imatmul;
+    /* ---- ABI version 2 (a version-1 table ends before these fields) ---- */
+    int nan_clamp;             /* KB_PLUGIN_NAN_*: what the clamp makes of a NaN       */
+    const char *rhs_layout;    /* GEMM: the layout of its packed B (pack_b, or rhs_pack)
+                                  if it is a published one kbench implements, or NULL  */
+    const char *lhs_layout;    /* micro-kernel GEMM with a packed LHS: its lhs_pack's
+                                  layout, or NULL                                       */
 } kb_plugin_realization;
 
 /* ---- the plugin ---------------------------------------------------------------- */

@@ -9,7 +9,9 @@
  * message changes (both sides change together); the hello reply starts
  * with it and the Python side refuses a worker speaking another number.
  * Protocol 2: a realization carries block_m, block_n, block_k (u32 each)
- * after error_model.
+ * after error_model. Protocol 3: a realization ends with u32 nan_clamp, and
+ * each realization of a LOAD_PLUGIN reply with u32 nan_clamp, str
+ * rhs_layout, str lhs_layout (plugin ABI 2) and u32 mr, nr, kr.
  * Plugins (no change to existing encodings): LOAD_PLUGIN loads a plugin
  * library into the worker, after which every selector the worker reads lets
  * plugin realizations take part; PACK mode 2 packs B with the plugin
@@ -23,7 +25,7 @@
 #include <stdint.h>
 
 #define KB_WIRE_MAGIC 0x3157424bu /* "KBW1" */
-#define KB_WIRE_PROTOCOL 2u
+#define KB_WIRE_PROTOCOL 3u
 #define KB_WIRE_MAX_PAYLOAD ((uint64_t)1 << 30)
 #define KB_WIRE_REPLY 0x80000000u
 #define KB_WIRE_PROTOCOL_ERROR 0xffffffffu

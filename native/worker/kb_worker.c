@@ -289,6 +289,7 @@ static void write_realization(kb_writer *w, const kb_realization *re) {
     kb_wr_u32(w, re->block_k);
     kb_wr_u32(w, re->vector_bits);
     kb_wr_i32(w, re->threads);
+    kb_wr_u32(w, re->nan_clamp); /* protocol 3 */
 }
 
 
@@ -551,8 +552,19 @@ static int handle_conv(kb_reader *r) {
     return rc;
 }
 
+/* PACK modes (low byte): 0 portable, 1 the backend's native layout, 2 a
+ * plugin realization's own packer (selector.force names it), 3 the LHS
+ * packer of a plugin realization (N is M, K is K, B is A, ldb is lda). Bit
+ * 16 set: bits 8..15 are the byte the destination is filled with before
+ * packing (default 0xA5), so that a packer run twice over two patterns
+ * shows any byte it leaves unwritten. */
+#define PACK_MODE_MASK 0xffu
+#define PACK_FILL_GIVEN (1u << 16)
+
 static int handle_pack(kb_reader *r) {
-    uint32_t mode = kb_rd_u32(r, "mode");
+    uint32_t raw_mode = kb_rd_u32(r, "mode");
+    uint32_t mode = raw_mode & PACK_MODE_MASK;
+    int fill = (raw_mode & PACK_FILL_GIVEN) ? (int)((raw_mode >> 8) & 0xffu) : 0xA5;
     int32_t backend = kb_rd_i32(r, "backend");
     uint64_t N = kb_rd_u64(r, "N"), K = kb_rd_u64(r, "K"), ldb = kb_rd_u64(r, "ldb");
     kb_selector sel;
@@ -580,18 +592,23 @@ static int handle_pack(kb_reader *r) {
     kb_error err;
     kb_status st = KB_OK;
     uint64_t need = 0;
-    bool known = span_bytes(K, N, ldb, &need);
-    if (!extent_ok(B, b_avail, known, need, "B", &err) ||
-        (mode != 0 && !extent_ok(bias, bias_avail, N > 0 && N <= UINT64_MAX / 2, N * 2, "bias", &err)))
+    bool known = mode == 3 ? span_bytes(N, K, ldb, &need) : span_bytes(K, N, ldb, &need);
+    if (mode > 3) {
+        free_buffers(&bs);
+        return protocol_error("malformed PACK request: mode %u", mode);
+    }
+    if (!extent_ok(B, b_avail, known, need, mode == 3 ? "A" : "B", &err) ||
+        ((mode == 1 || mode == 2) && !extent_ok(bias, bias_avail, N > 0 && N <= UINT64_MAX / 2, N * 2, "bias", &err)))
         st = KB_ERR_INVALID_ARGUMENT;
     size_t size = (size_t)dst_size;
-    if (mode == 2 && !sel.force) {
+    if ((mode == 2 || mode == 3) && !sel.force) {
         free_buffers(&bs);
-        return protocol_error("malformed PACK request: mode 2 names no plugin realization");
+        return protocol_error("malformed PACK request: mode %u names no plugin realization", mode);
     }
     if (st == KB_OK && dst_size == 0) {
         st = mode == 0 ? kb_pack_b_size((size_t)N, (size_t)K, &size, &err)
            : mode == 2 ? kb_pack_b_plugin_size(sel.force, (size_t)N, (size_t)K, &size, &err)
+           : mode == 3 ? kb_pack_lhs_plugin_size(sel.force, (size_t)N, (size_t)K, &size, &err)
                        : kb_pack_b_native_size(backend, (size_t)N, (size_t)K, &sel, &size, &err);
     }
     unsigned char *dst = NULL;
@@ -614,14 +631,18 @@ static int handle_pack(kb_reader *r) {
         }
         dst = calloc(size ? size : 1, 1);
         if (!dst) { free_buffers(&bs); return protocol_error("out of memory"); }
-        memset(dst, 0xA5, size); /* a packer must write every byte, padding included */
+        memset(dst, fill, size); /* a packer must write every byte, padding included */
         st = mode == 0 ? kb_pack_b((size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
            : mode == 2 ? kb_pack_b_plugin(sel.force, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &err)
+           : mode == 3 ? kb_pack_lhs_plugin(sel.force, (size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
                        : kb_pack_b_native(backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &sel, &err);
     }
     double *times = NULL;
     uint32_t reps = 0;
-    if (st == KB_OK && tm.rounds) {
+    if (st == KB_OK && tm.rounds && mode == 3) {
+        worker_fail(&err, "timing", "the LHS packer of a plugin is checked, not timed");
+        st = KB_ERR_UNSUPPORTED;
+    } else if (st == KB_OK && tm.rounds) {
         times = malloc(sizeof(double) * tm.rounds);
         if (!times)
             st = KB_ERR_OUT_OF_MEMORY;
@@ -685,7 +706,8 @@ static int handle_set_svl(kb_reader *r) {
 /* LOAD_PLUGIN: payload = the library's path. Reply: i32 status, str field,
  * str message; on success the plugin (str name, version, path, description,
  * u32 abi_version, u32 count) and per declared realization str name, i32 op,
- * i32 form, i32 isa, u32 thread_safe, u32 bias_first, u32 usable, str note. */
+ * i32 form, i32 isa, u32 thread_safe, u32 bias_first, u32 usable, str note,
+ * and (protocol 3) u32 nan_clamp, str rhs_layout, str lhs_layout, u32 mr, nr, kr. */
 static int handle_load_plugin(kb_reader *r) {
     char path[KB_PLUGIN_PATH_LEN];
     size_t len = r->left;
@@ -724,6 +746,12 @@ static int handle_load_plugin(kb_reader *r) {
             kb_wr_u32(&w, (uint32_t)ri.bias_first);
             kb_wr_u32(&w, (uint32_t)ri.usable);
             kb_wr_str(&w, ri.note);
+            kb_wr_u32(&w, (uint32_t)ri.nan_clamp);
+            kb_wr_str(&w, ri.rhs_layout);
+            kb_wr_str(&w, ri.lhs_layout);
+            kb_wr_u32(&w, ri.mr);
+            kb_wr_u32(&w, ri.nr);
+            kb_wr_u32(&w, ri.kr);
         }
     }
     int rc = w.oom ? protocol_error("out of memory building the reply") : send_frame(KB_MSG_LOAD_PLUGIN | KB_WIRE_REPLY, &w);

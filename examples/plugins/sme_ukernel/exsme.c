@@ -22,13 +22,23 @@
  *
  * Built for a machine without SME (or not aarch64), the table is the same
  * but kbench refuses the plugin before calling anything: every realization
- * needs SME2. */
+ * needs SME2.
+ *
+ * The GEMMs declare the layouts (plugin ABI 2) their packers produce,
+ * x16p2vlx2b and x16p2vlx2, so kbench compares the packed bytes with its own
+ * packing of those layouts at every vector length. Built with
+ * -DEX_FAULTY_PACKERS (libexsmepackers.so, a negative control: do not copy
+ * it) the plugin is "exsmepackers" and adds gemm_sme2_rhs_one_byte, whose RHS
+ * packer writes 0x0001 into one padding element of the last block (the last
+ * column of that block, k-pair 0, when N is not a multiple of the block). */
 #include "kbench_plugin.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 #if defined(__aarch64__)
 #include "../../../native/src/sme/kb_sme.h"
+
+#include <string.h>
 
 /* ---- adapters: our packers with KleidiAI's signatures ------------------------- */
 
@@ -54,6 +64,20 @@ static void rhs_pack(size_t num_groups, size_t n, size_t k, size_t nr, size_t kr
     (void)num_groups, (void)kr, (void)sr, (void)scale, (void)extra_bytes, (void)params;
     kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_run(n, k, nr, rhs, rhs_stride, bias, rhs_packed);
 }
+
+#ifdef EX_FAULTY_PACKERS
+static void rhs_pack_one_byte(size_t num_groups, size_t n, size_t k, size_t nr, size_t kr, size_t sr,
+                              size_t rhs_stride, const void *rhs, const void *bias, const void *scale,
+                              void *rhs_packed, size_t extra_bytes, const void *params) {
+    rhs_pack(num_groups, n, k, nr, kr, sr, rhs_stride, rhs, bias, scale, rhs_packed, extra_bytes, params);
+    size_t block = kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_n_step();
+    if (n % block) { /* the bug: the last column of the last block is padding and must be 0 */
+        size_t start = kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_rhs_packed_offset((n - 1) / block * block, k);
+        uint16_t one = 1;
+        memcpy((unsigned char *)rhs_packed + start + (block + (block - 1) * 2) * 2, &one, 2);
+    }
+}
+#endif
 
 static size_t ilhs_m_step(void) { return kb_lhs_imatmul_pack_x16p2vlx2_x16p_sme_get_m_step(kb_sme_block()); }
 
@@ -118,6 +142,20 @@ static const kb_plugin_matmul_ukernel dot = {
     .rhs_get_packed_size = RHS(get_rhs_packed_size), .rhs_pack = rhs_pack,
 };
 
+#ifdef EX_FAULTY_PACKERS
+static const kb_plugin_matmul_ukernel mopa_one_byte = {
+    .get_m_step = MOPA(get_m_step), .get_n_step = MOPA(get_n_step), .get_mr = MOPA(get_mr),
+    .get_nr = MOPA(get_nr), .get_kr = MOPA(get_kr), .get_sr = MOPA(get_sr),
+    .get_lhs_packed_offset = MOPA(get_lhs_packed_offset), .get_rhs_packed_offset = MOPA(get_rhs_packed_offset),
+    .get_dst_offset = MOPA(get_dst_offset), .get_dst_size = MOPA(get_dst_size), .run_matmul = MOPA(run_matmul),
+    .lhs_get_m_step = kb_lhs_pack_x16p2vlx2_x16_sme_get_m_step, .lhs_get_packed_offset = lhs_packed_offset,
+    .lhs_get_packed_size = lhs_packed_size, .lhs_pack = lhs_pack,
+    .rhs_get_n_step = RHS(get_n_step), .rhs_get_packed_offset = RHS(get_rhs_packed_offset),
+    .rhs_get_packed_size = RHS(get_rhs_packed_size), .rhs_pack = rhs_pack_one_byte,
+};
+#define MOPA_ONE_BYTE_UK &mopa_one_byte
+#endif
+
 static const kb_plugin_imatmul_ukernel imopa = {
     .get_m_step = IMOPA(get_m_step), .get_n_step = IMOPA(get_n_step),
     .get_lhs_packed_offset = IMOPA(get_lhs_packed_offset), .get_rhs_packed_offset = IMOPA(get_rhs_packed_offset),
@@ -169,6 +207,7 @@ static const kb_plugin_imatmul_ukernel stub_im = {
 #define MOPA_UK &stub_mm
 #define DOT_UK &stub_mm
 #define IMOPA_UK &stub_im
+#define MOPA_ONE_BYTE_UK &stub_mm
 #endif
 
 static const kb_plugin_realization realizations[] = {
@@ -177,14 +216,14 @@ static const kb_plugin_realization realizations[] = {
         .kernel = "matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa",
         .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SME2, .accum = KB_ACCUM_FP32,
         .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
-        .thread_safe = 1, .matmul = MOPA_UK,
+        .thread_safe = 1, .matmul = MOPA_UK, .rhs_layout = "x16p2vlx2b", .lhs_layout = "x16p2vlx2",
     },
     {
         .name = "gemv_sme2_dot",
         .kernel = "matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot",
         .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SME2, .accum = KB_ACCUM_FP32,
         .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
-        .max_m = 1, .thread_safe = 1, .matmul = DOT_UK,
+        .max_m = 1, .thread_safe = 1, .matmul = DOT_UK, .rhs_layout = "x16p2vlx2b",
     },
     {
         .name = "conv2d_igemm_sme2_mopa",
@@ -193,14 +232,29 @@ static const kb_plugin_realization realizations[] = {
         .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .max_groups = 1, .thread_safe = 1,
         .imatmul = IMOPA_UK,
     },
+#ifdef EX_FAULTY_PACKERS
+    {
+        .name = "gemm_sme2_rhs_one_byte",
+        .kernel = "exsmepackers: the SME2 MOPA kernel, an RHS packer off x16p2vlx2b in one padding byte",
+        .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SME2, .accum = KB_ACCUM_FP32,
+        .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
+        .thread_safe = 1, .matmul = MOPA_ONE_BYTE_UK, .rhs_layout = "x16p2vlx2b", .lhs_layout = "x16p2vlx2",
+    },
+#endif
 };
 
 static const kb_plugin table = {
     .abi_version = KB_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(kb_plugin),
+#ifdef EX_FAULTY_PACKERS
+    .name = "exsmepackers",
+    .version = "1.0.0",
+    .description = "negative control: exsme plus a GEMM whose RHS packer is off its layout in one byte",
+#else
     .name = "exsme",
     .version = "1.0.0",
     .description = "example (b): kbench's SME2 micro-kernels and packers through the plugin ABI",
+#endif
     .count = sizeof realizations / sizeof realizations[0],
     .realizations = realizations,
 };

@@ -16,7 +16,18 @@
  *
  * Arithmetic: each output starts from its bias in FP32 and adds the products
  * in increasing k, one FP32 rounding per product (bias first), then clamps and
- * rounds once to FP16. */
+ * rounds once to FP16.
+ *
+ * The GEMMs declare their layouts (plugin ABI 2), so kbench compares their
+ * packers' bytes with its own packing of x16p4x2 / x16p8x2b.
+ *
+ * Built with -DEX_FAULTY_PACKERS (libexpackers.so, a negative control: do not
+ * copy it), the plugin is "expackers" and adds two GEMMs whose kernel is
+ * right but whose RHS packer is not: gemm_rhs_unwritten leaves the padding
+ * columns of the last block (and their bias) unwritten, gemm_rhs_one_byte
+ * declares x16p8x2b and writes 0x0001 into one padding element of the last
+ * block (column 7 when N is not a multiple of 8). Neither changes a result;
+ * kbench's packer checks must catch both. */
 #include "kbench_plugin.h"
 
 #include "../common/exfp16.h"
@@ -76,18 +87,19 @@ static size_t rhs_get_packed_size(size_t n, size_t k) { return roundup(n, NR) / 
 
 /* Chunked RHS: rows of chunk c start at row c * kcl; each chunk padded to pairs. */
 static void rhs_pack_chunks(size_t n, size_t kcc, size_t kcl, size_t rhs_stride, const void *rhs,
-                            const void *bias, void *rhs_packed) {
+                            const void *bias, void *rhs_packed, int skip_padding) {
     const uint16_t *bi = bias;
     uint16_t *out = rhs_packed;
     for (size_t n0 = 0; n0 < n; n0 += NR) {
-        for (size_t j = 0; j < NR; j++) *out++ = n0 + j < n ? bi[n0 + j] : 0;
+        for (size_t j = 0; j < NR; j++, out++)
+            if (n0 + j < n || !skip_padding) *out = n0 + j < n ? bi[n0 + j] : 0;
         for (size_t c = 0; c < kcc; c++)
             for (size_t p = 0; p < roundup(kcl, KR); p += KR)
                 for (size_t j = 0; j < NR; j++)
-                    for (size_t q = 0; q < KR; q++) {
+                    for (size_t q = 0; q < KR; q++, out++) {
                         const uint16_t *row =
                             (const uint16_t *)((const unsigned char *)rhs + (c * kcl + p + q) * rhs_stride);
-                        *out++ = (n0 + j < n && p + q < kcl) ? row[n0 + j] : 0;
+                        if (n0 + j < n || !skip_padding) *out = (n0 + j < n && p + q < kcl) ? row[n0 + j] : 0;
                     }
     }
 }
@@ -96,8 +108,28 @@ static void rhs_pack(size_t num_groups, size_t n, size_t k, size_t nr, size_t kr
                      const void *rhs, const void *bias, const void *scale, void *rhs_packed, size_t extra_bytes,
                      const void *params) {
     (void)num_groups, (void)nr, (void)kr, (void)sr, (void)scale, (void)extra_bytes, (void)params;
-    rhs_pack_chunks(n, 1, k, rhs_stride, rhs, bias, rhs_packed);
+    rhs_pack_chunks(n, 1, k, rhs_stride, rhs, bias, rhs_packed, 0);
 }
+
+#ifdef EX_FAULTY_PACKERS
+static void rhs_pack_unwritten(size_t num_groups, size_t n, size_t k, size_t nr, size_t kr, size_t sr,
+                               size_t rhs_stride, const void *rhs, const void *bias, const void *scale,
+                               void *rhs_packed, size_t extra_bytes, const void *params) {
+    (void)num_groups, (void)nr, (void)kr, (void)sr, (void)scale, (void)extra_bytes, (void)params;
+    rhs_pack_chunks(n, 1, k, rhs_stride, rhs, bias, rhs_packed, 1); /* the bug: padding left as it was */
+}
+
+static void rhs_pack_one_byte(size_t num_groups, size_t n, size_t k, size_t nr, size_t kr, size_t sr,
+                              size_t rhs_stride, const void *rhs, const void *bias, const void *scale,
+                              void *rhs_packed, size_t extra_bytes, const void *params) {
+    rhs_pack(num_groups, n, k, nr, kr, sr, rhs_stride, rhs, bias, scale, rhs_packed, extra_bytes, params);
+    if (n % NR) { /* the bug: column NR - 1 of the last block, k = 0, is padding and must be 0 */
+        unsigned char *last = (unsigned char *)rhs_packed + (n - 1) / NR * rhs_block_bytes(k);
+        uint16_t one = 1;
+        memcpy(last + (NR + (NR - 1) * KR) * 2, &one, 2);
+    }
+}
+#endif
 
 /* ---- kernels ---------------------------------------------------------------------------- */
 
@@ -171,7 +203,7 @@ static void i_lhs_pack(size_t m, size_t kcc, size_t kcl, const void *const *ptrs
 
 static void i_rhs_pack(size_t n, size_t kcc, size_t kcl, size_t rhs_row_stride, const void *rhs, const void *bias,
                        void *rhs_packed) {
-    rhs_pack_chunks(n, kcc, kcl, rhs_row_stride, rhs, bias, rhs_packed);
+    rhs_pack_chunks(n, kcc, kcl, rhs_row_stride, rhs, bias, rhs_packed, 0);
 }
 
 static void run_imatmul(size_t m, size_t n, size_t kcc, size_t kcl, const void *lhs_packed, const void *rhs_packed,
@@ -200,6 +232,21 @@ static const kb_plugin_matmul_ukernel plain_lhs = {
     .rhs_get_packed_size = rhs_get_packed_size, .rhs_pack = rhs_pack,
 };
 
+#ifdef EX_FAULTY_PACKERS
+#define WITH_RHS_PACKER(PACK)                                                                                   \
+    {                                                                                                           \
+        .get_m_step = get_m_step, .get_n_step = get_n_step, .get_mr = get_mr, .get_nr = get_nr, .get_kr = get_kr, \
+        .get_sr = get_sr, .get_lhs_packed_offset = get_lhs_packed_offset,                                       \
+        .get_rhs_packed_offset = get_rhs_packed_offset, .get_dst_offset = get_dst_offset,                       \
+        .get_dst_size = get_dst_size, .run_matmul = run_matmul, .lhs_get_m_step = lhs_get_m_step,              \
+        .lhs_get_packed_offset = lhs_get_packed_offset, .lhs_get_packed_size = lhs_get_packed_size,             \
+        .lhs_pack = lhs_pack, .rhs_get_n_step = rhs_get_n_step, .rhs_get_packed_offset = get_rhs_packed_offset, \
+        .rhs_get_packed_size = rhs_get_packed_size, .rhs_pack = PACK,                                           \
+    }
+static const kb_plugin_matmul_ukernel unwritten = WITH_RHS_PACKER(rhs_pack_unwritten);
+static const kb_plugin_matmul_ukernel one_byte = WITH_RHS_PACKER(rhs_pack_one_byte);
+#endif
+
 static const kb_plugin_imatmul_ukernel indirect = {
     .get_m_step = get_m_step, .get_n_step = get_n_step, .get_lhs_packed_offset = i_lhs_offset,
     .get_rhs_packed_offset = i_rhs_offset, .get_dst_offset = get_dst_offset, .get_dst_size = get_dst_size,
@@ -212,11 +259,21 @@ static const kb_plugin_realization realizations[] = {
     {.name = "gemm_4x8", .kernel = "exukref: scalar 4x8 micro-kernel, packed LHS x16p4x2, RHS x16p8x2b",
      .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
-     .thread_safe = 1, .matmul = &packed_lhs},
+     .thread_safe = 1, .matmul = &packed_lhs, .rhs_layout = "x16p8x2b", .lhs_layout = "x16p4x2"},
     {.name = "gemm_4x8_plain_lhs", .kernel = "exukref: the same kernel reading A in place",
      .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
-     .thread_safe = 1, .matmul = &plain_lhs},
+     .thread_safe = 1, .matmul = &plain_lhs, .rhs_layout = "x16p8x2b"},
+#ifdef EX_FAULTY_PACKERS
+    {.name = "gemm_rhs_unwritten", .kernel = "expackers: 4x8 kernel, RHS packer leaving its padding unwritten",
+     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
+     .thread_safe = 1, .matmul = &unwritten},
+    {.name = "gemm_rhs_one_byte", .kernel = "expackers: 4x8 kernel, RHS packer off x16p8x2b in one padding byte",
+     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
+     .thread_safe = 1, .matmul = &one_byte, .rhs_layout = "x16p8x2b", .lhs_layout = "x16p4x2"},
+#endif
     {.name = "conv2d_igemm_4x8", .kernel = "exukref: indirect GEMM, chunks of c_in padded to pairs",
      .op = KB_OP_CONV2D, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .max_groups = 1, .thread_safe = 1, .imatmul = &indirect},
@@ -225,9 +282,15 @@ static const kb_plugin_realization realizations[] = {
 static const kb_plugin table = {
     .abi_version = KB_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(kb_plugin),
+#ifdef EX_FAULTY_PACKERS
+    .name = "expackers",
+    .version = "1.0.0",
+    .description = "negative control: exukref plus two GEMMs whose RHS packers are wrong in their padding",
+#else
     .name = "exukref",
     .version = "1.0.0",
     .description = "the micro-kernel form in portable C: matmul (packed and plain LHS) and imatmul",
+#endif
     .count = sizeof realizations / sizeof realizations[0],
     .realizations = realizations,
 };

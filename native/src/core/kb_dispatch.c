@@ -144,6 +144,7 @@ void kb_fill_gemm_realization(const kb_gemm_impl *impl, int threads, kb_realizat
     r->bforms = impl->bforms;
     r->max_m = impl->max_m;
     r->error_model = impl->error_model;
+    r->nan_clamp = impl->nan_clamp;
     r->block_m = impl->block_m;
     r->block_n = impl->block_n;
     r->block_k = impl->block_k;
@@ -162,6 +163,7 @@ void kb_fill_conv_realization(const kb_conv_impl *impl, int threads, kb_realizat
     r->max_groups = impl->max_groups;
     r->conv_class = impl->conv_class;
     r->error_model = impl->error_model;
+    r->nan_clamp = impl->nan_clamp;
     r->isa = impl->isa;
     r->accum = impl->accum;
     r->k_per_rounding = impl->k_per_rounding ? impl->k_per_rounding : 1;

@@ -120,6 +120,17 @@ bool kb_layout_payload_size(int layout, size_t n, size_t k,
 uint32_t kb_layout_block_n(int layout, uint32_t vector_bits);
 int kb_layout_has_bias(int layout);
 uint64_t kb_fnv1a64(const void *data, size_t len);
+
+/* A published layout a plugin may declare (kbench_plugin.h, ABI 2): RHS
+ * "x16p<NR>x<KR>b" or LHS "x16p<MR>x<KR>"; <NR>/<MR> a number of columns or
+ * rows, or "<c>vl" (c times the streaming vector length in 32-bit lanes). */
+typedef struct kb_layout_spec {
+    uint32_t block;     /* columns (RHS) or rows (LHS) per block, when fixed */
+    uint32_t block_vl;  /* c of "<c>vl" (block = c * SVL / 32), 0 when fixed */
+    uint32_t kr;        /* k values per group                                */
+} kb_layout_spec;
+bool kb_layout_parse(const char *name, bool rhs, kb_layout_spec *out);
+bool kb_layout_name_ok(const char *name, bool rhs);
 /* Panels of bn columns: per panel [bn bias values if with_bias] then K rows
  * of bn values; columns past N (and a NULL bias) are zero. */
 void kb_pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb, const kb_f16 *bias,
@@ -166,6 +177,7 @@ typedef struct kb_gemm_impl {
     /* optional: fills parameters known only at run time (e.g. SVL-sized blocks) */
     void (*describe)(kb_realization *r);
     uint32_t error_model; /* KB_ERROR_MODEL_*: GEMM (0) or GEMM_BIAS_FIRST */
+    uint32_t nan_clamp;   /* 0: its clamp keeps NaN (ours); a plugin's KB_PLUGIN_NAN_* */
 } kb_gemm_impl;
 
 typedef struct kb_conv_impl {
@@ -181,6 +193,7 @@ typedef struct kb_conv_impl {
     uint32_t max_groups;  /* 0 = any; 1 = groups 1 only (others go elsewhere) */
     uint32_t conv_class;  /* KB_CONV_CLASS_*: shapes it takes */
     uint32_t error_model; /* KB_ERROR_MODEL_* */
+    uint32_t nan_clamp;   /* as kb_gemm_impl.nan_clamp */
     void (*describe)(kb_realization *r); /* optional, as for kb_gemm_impl */
 } kb_conv_impl;
 

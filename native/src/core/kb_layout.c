@@ -17,6 +17,44 @@ uint64_t kb_fnv1a64(const void *data, size_t len) {
     return h;
 }
 
+static bool digits(const char **p, uint32_t *value, uint32_t max) {
+    const char *s = *p;
+    uint32_t v = 0;
+    if (*s < '0' || *s > '9' || *s == '0') return false;
+    while (*s >= '0' && *s <= '9') {
+        v = v * 10u + (uint32_t)(*s++ - '0');
+        if (v > max) return false;
+    }
+    *p = s;
+    *value = v;
+    return true;
+}
+
+bool kb_layout_parse(const char *name, bool rhs, kb_layout_spec *out) {
+    kb_layout_spec spec = {0, 0, 0};
+    if (!name || strncmp(name, "x16p", 4) != 0) return false;
+    const char *p = name + 4;
+    uint32_t v;
+    if (!digits(&p, &v, 512)) return false;
+    if (p[0] == 'v' && p[1] == 'l') {
+        if (v > 16) return false;
+        spec.block_vl = v;
+        p += 2;
+    } else {
+        spec.block = v;
+    }
+    if (*p++ != 'x' || !digits(&p, &spec.kr, 8)) return false;
+    if (spec.kr != 1 && spec.kr != 2 && spec.kr != 4 && spec.kr != 8) return false;
+    if (rhs && *p++ != 'b') return false; /* RHS layouts carry the bias */
+    if (*p) return false;
+    if (out) *out = spec;
+    return true;
+}
+
+bool kb_layout_name_ok(const char *name, bool rhs) {
+    return name && strlen(name) < KB_LAYOUT_NAME_LEN && kb_layout_parse(name, rhs, NULL);
+}
+
 uint32_t kb_layout_block_n(int layout, uint32_t vector_bits) {
     switch (layout) {
     case KB_LAYOUT_PORTABLE: return KB_PORTABLE_BLOCK_N;

@@ -20,6 +20,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,7 +43,45 @@ typedef struct loaded_plugin {
     const kb_plugin *table;
     kb_plugin_info info;
     kb_plugin_realization_info real[KB_PLUGIN_MAX_REALIZATIONS];
+    /* the table's realizations in this ABI's structure: a version-1 table's
+     * entries are shorter, and are copied here with the fields it lacks zero */
+    kb_plugin_realization decl[KB_PLUGIN_MAX_REALIZATIONS];
 } loaded_plugin;
+
+/* kb_plugin_realization as ABI version 1 laid it out: the prefix of version
+ * 2's, which appended nan_clamp, rhs_layout and lhs_layout. */
+typedef struct kb_plugin_realization_v1 {
+    const char *name;
+    const char *kernel;
+    int op, form, isa, accum;
+    uint32_t k_per_rounding;
+    int bias;
+    uint32_t bforms, max_m, max_groups, conv_class;
+    int thread_safe;
+    void *ctx;
+    kb_status (*gemm)(void *ctx, const kb_plugin_gemm_args *args);
+    kb_status (*conv2d)(void *ctx, const kb_plugin_conv_args *args);
+    size_t (*packed_b_size)(void *ctx, size_t n, size_t k);
+    kb_status (*pack_b)(void *ctx, size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias, void *dst,
+                        size_t dst_size);
+    const kb_plugin_matmul_ukernel *matmul;
+    const kb_plugin_imatmul_ukernel *imatmul;
+} kb_plugin_realization_v1;
+
+_Static_assert(offsetof(kb_plugin_realization, nan_clamp) >= sizeof(kb_plugin_realization_v1),
+               "ABI 2 appends to ABI 1's realization");
+
+/* The table's realizations read with the structure of its ABI version. */
+static void read_decls(const kb_plugin *t, kb_plugin_realization *out) {
+    for (uint32_t i = 0; i < t->count; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        if (t->abi_version >= 2)
+            out[i] = t->realizations[i];
+        else
+            memcpy(&out[i], (const kb_plugin_realization_v1 *)(const void *)t->realizations + i,
+                   sizeof(kb_plugin_realization_v1));
+    }
+}
 
 static loaded_plugin plugins[KB_PLUGIN_MAX];
 static atomic_size_t plugin_count;
@@ -254,6 +293,22 @@ static bool decl_ok(const kb_plugin_realization *r, char *why, size_t whylen) {
         BAD("bias %d is not KB_PLUGIN_BIAS_LAST or KB_PLUGIN_BIAS_FIRST", r->bias);
     if (r->thread_safe != 0 && r->thread_safe != 1) BAD("thread_safe must be 0 or 1, got %d", r->thread_safe);
     if (r->k_per_rounding > 1024) BAD("k_per_rounding %u is implausible", r->k_per_rounding);
+    if (r->nan_clamp < KB_PLUGIN_NAN_PROPAGATE || r->nan_clamp > KB_PLUGIN_NAN_TO_MAX)
+        BAD("nan_clamp %d is not a KB_PLUGIN_NAN_*", r->nan_clamp);
+    if (r->rhs_layout) {
+        if (!kb_layout_name_ok(r->rhs_layout, true))
+            BAD("rhs_layout: %s is not a layout kbench implements (x16p<NR>x<KR>b, e.g. x16p2vlx2b, x16p16x1b)",
+                text_ok(r->rhs_layout, 40) ? r->rhs_layout : "?");
+        if (r->op != KB_OP_GEMM || (r->form == KB_PLUGIN_WHOLE_CALL && !(r->bforms & KB_BFORM_NATIVE)))
+            BAD("rhs_layout: only a GEMM that packs B (KB_BFORM_NATIVE, or the micro-kernel form) declares one");
+    }
+    if (r->lhs_layout) {
+        if (!kb_layout_name_ok(r->lhs_layout, false))
+            BAD("lhs_layout: %s is not a layout kbench implements (x16p<MR>x<KR>, e.g. x16p2vlx2)",
+                text_ok(r->lhs_layout, 40) ? r->lhs_layout : "?");
+        if (r->op != KB_OP_GEMM || r->form != KB_PLUGIN_MICRO_KERNEL || !r->matmul || !r->matmul->run_matmul)
+            BAD("lhs_layout: only a micro-kernel GEMM with a packed LHS (run_matmul) declares one");
+    }
     if (r->op == KB_OP_GEMM) {
         if (!r->bforms || (r->bforms & ~(KB_BFORM_PLAIN | KB_BFORM_NATIVE)))
             BAD("bforms 0x%x: a plugin takes KB_BFORM_PLAIN and/or KB_BFORM_NATIVE", r->bforms);
@@ -300,7 +355,9 @@ static bool decl_ok(const kb_plugin_realization *r, char *why, size_t whylen) {
 
 static const char *const RESERVED[] = {"scalar", "neon", "sme", "plugin", "ort", "kbench"};
 
-static kb_status check_table(const char *path, const kb_plugin *t, kb_error *err) {
+/* Checks the table; its realizations are read into `decls` (this ABI's
+ * structure, whatever version the table has). */
+static kb_status check_table(const char *path, const kb_plugin *t, kb_plugin_realization *decls, kb_error *err) {
     if (t->abi_version == 0)
         return refuse(err, KB_ERR_INVALID_ARGUMENT, path, "abi_version is 0 (set it to KB_PLUGIN_ABI_VERSION)");
     if (t->abi_version > KB_PLUGIN_ABI_VERSION)
@@ -327,15 +384,16 @@ static kb_status check_table(const char *path, const kb_plugin *t, kb_error *err
     if (t->count > KB_PLUGIN_MAX_REALIZATIONS)
         return refuse(err, KB_ERR_INVALID_ARGUMENT, path, "declares %u realizations, at most %d are taken", t->count,
                       KB_PLUGIN_MAX_REALIZATIONS);
+    read_decls(t, decls);
     for (uint32_t i = 0; i < t->count; i++) {
         char why[160];
-        if (!decl_ok(&t->realizations[i], why, sizeof why))
+        if (!decl_ok(&decls[i], why, sizeof why))
             return refuse(err, KB_ERR_INVALID_ARGUMENT, path, "realizations[%u] (%s): %s", i,
-                          text_ok(t->realizations[i].name, 47) ? t->realizations[i].name : "?", why);
+                          text_ok(decls[i].name, 47) ? decls[i].name : "?", why);
         for (uint32_t j = 0; j < i; j++)
-            if (!strcmp(t->realizations[i].name, t->realizations[j].name))
+            if (!strcmp(decls[i].name, decls[j].name))
                 return refuse(err, KB_ERR_INVALID_ARGUMENT, path, "realizations[%u]: name '%s' appears twice", i,
-                              t->realizations[i].name);
+                              decls[i].name);
     }
     return KB_OK;
 }
@@ -343,8 +401,8 @@ static kb_status check_table(const char *path, const kb_plugin *t, kb_error *err
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Registers a checked table; called under load_lock. */
-static kb_status add(const char *path, void *handle, const kb_plugin *t, const kb_cpu_info *cpu,
-                     kb_plugin_info *out, kb_error *err) {
+static kb_status add(const char *path, void *handle, const kb_plugin *t, const kb_plugin_realization *decls,
+                     const kb_cpu_info *cpu, kb_plugin_info *out, kb_error *err) {
     size_t np = kb_plugin_count();
     if (np >= KB_PLUGIN_MAX)
         return refuse(err, KB_ERR_UNSUPPORTED, path, "%d plugins are loaded already, the most kbench takes", KB_PLUGIN_MAX);
@@ -354,7 +412,7 @@ static kb_status add(const char *path, void *handle, const kb_plugin *t, const k
                           plugins[i].info.path);
     size_t ng = atomic_load(&gemm_count), nc = atomic_load(&conv_count), want_g = 0, want_c = 0;
     for (uint32_t i = 0; i < t->count; i++) {
-        if (t->realizations[i].op == KB_OP_GEMM) want_g++;
+        if (decls[i].op == KB_OP_GEMM) want_g++;
         else want_c++;
     }
     if (ng + want_g > KB_PLUGIN_MAX_IMPLS || nc + want_c > KB_PLUGIN_MAX_IMPLS)
@@ -369,9 +427,10 @@ static kb_status add(const char *path, void *handle, const kb_plugin *t, const k
     snprintf(info->description, sizeof info->description, "%s", t->description ? t->description : "");
     info->abi_version = t->abi_version;
     info->realizations = t->count;
+    memcpy(lp->decl, decls, t->count * sizeof decls[0]);
     const char *missing = NULL;
     for (uint32_t i = 0; i < t->count; i++) {
-        const kb_plugin_realization *r = &t->realizations[i];
+        const kb_plugin_realization *r = &lp->decl[i];
         kb_plugin_realization_info *ri = &lp->real[i];
         snprintf(ri->name, sizeof ri->name, "%s.%s", t->name, r->name);
         ri->op = r->op;
@@ -379,7 +438,15 @@ static kb_status add(const char *path, void *handle, const kb_plugin *t, const k
         ri->isa = r->isa;
         ri->thread_safe = r->thread_safe;
         ri->bias_first = r->bias == KB_PLUGIN_BIAS_FIRST;
+        ri->nan_clamp = r->nan_clamp;
+        snprintf(ri->rhs_layout, sizeof ri->rhs_layout, "%s", r->rhs_layout ? r->rhs_layout : "");
+        snprintf(ri->lhs_layout, sizeof ri->lhs_layout, "%s", r->lhs_layout ? r->lhs_layout : "");
         ri->usable = kb_cpu_has_isa(cpu, r->isa);
+        if (ri->usable && r->op == KB_OP_GEMM && r->form == KB_PLUGIN_MICRO_KERNEL) {
+            ri->nr = (uint32_t)r->matmul->get_nr();
+            ri->kr = (uint32_t)r->matmul->get_kr();
+            ri->mr = r->matmul->run_matmul ? (uint32_t)r->matmul->get_mr() : 0;
+        }
         if (ri->usable) {
             info->usable++;
         } else {
@@ -393,7 +460,7 @@ static kb_status add(const char *path, void *handle, const kb_plugin *t, const k
                        "%s (%s %s): every realization needs an ISA this CPU lacks (e.g. %s; the CPU is %s, "
                        "highest %s)", base_name(path), t->name, t->version, missing, cpu->arch, isa_name(cpu->isa));
     for (uint32_t i = 0; i < t->count; i++) {
-        const kb_plugin_realization *r = &t->realizations[i];
+        const kb_plugin_realization *r = &lp->decl[i];
         if (r->op == KB_OP_GEMM) {
             kb_plugin_gemm_impl *g = &gemm_store[ng];
             memset(g, 0, sizeof *g);
@@ -412,6 +479,7 @@ static kb_status add(const char *path, void *handle, const kb_plugin *t, const k
             g->base.threaded = r->thread_safe;
             g->base.run = kb_plugin_gemm_run;
             g->base.describe = kb_plugin_describe;
+            g->base.nan_clamp = (uint32_t)r->nan_clamp;
             gemm_list[ng++] = &g->base;
         } else {
             kb_plugin_conv_impl *c = &conv_store[nc];
@@ -430,6 +498,7 @@ static kb_status add(const char *path, void *handle, const kb_plugin *t, const k
             c->base.conv_class = r->conv_class;
             c->base.error_model = KB_ERROR_MODEL_GEMM;
             c->base.describe = kb_plugin_describe;
+            c->base.nan_clamp = (uint32_t)r->nan_clamp;
             conv_list[nc++] = &c->base;
         }
     }
@@ -477,10 +546,11 @@ static kb_status load_locked(const char *path, kb_plugin_info *out, kb_error *er
         return refuse(err, KB_ERR_INVALID_ARGUMENT, path, "%s returned NULL (no table for ABI %u)", KB_PLUGIN_ENTRY_SYMBOL,
                       KB_PLUGIN_ABI_VERSION);
     }
-    if ((st = check_table(path, t, err)) == KB_OK) {
+    static kb_plugin_realization decls[KB_PLUGIN_MAX_REALIZATIONS]; /* under load_lock */
+    if ((st = check_table(path, t, decls, err)) == KB_OK) {
         kb_cpu_info cpu;
         kb_cpu_detect(&cpu);
-        st = add(real, h, t, &cpu, out, err);
+        st = add(real, h, t, decls, &cpu, out, err);
     }
     if (st != KB_OK) dlclose(h);
     return st;
@@ -524,6 +594,50 @@ static kb_status packer(const char *realization, const kb_plugin_gemm_impl **out
                        isa_name(g->decl->isa));
     *out = g;
     return KB_OK;
+}
+
+static kb_status lhs_packer(const char *realization, const kb_plugin_gemm_impl **out, kb_error *err) {
+    if (!realization) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "realization", "is NULL");
+    const kb_plugin_gemm_impl *g = find_gemm(realization);
+    if (!g) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "realization", "no loaded plugin GEMM realization is named '%s'",
+                           realization);
+    kb_cpu_info cpu;
+    kb_cpu_detect(&cpu);
+    if (!kb_cpu_has_isa(&cpu, g->decl->isa))
+        return kb_fail(err, KB_ERR_UNSUPPORTED, "realization", "%s needs %s, which this CPU lacks", realization,
+                       isa_name(g->decl->isa));
+    *out = g;
+    return KB_OK;
+}
+
+kb_status kb_pack_lhs_plugin_size(const char *realization, size_t M, size_t K, size_t *size, kb_error *err) {
+    kb_clear_error(err);
+    const kb_plugin_gemm_impl *g = NULL;
+    kb_status st = lhs_packer(realization, &g, err);
+    if (st != KB_OK) return st;
+    if (M == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "M", "must be positive, got 0");
+    if (K == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "K", "must be positive, got 0");
+    if (!size) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "size", "is NULL");
+    return kb_plugin_lhs_packed_size(g, M, K, size, err);
+}
+
+kb_status kb_pack_lhs_plugin(const char *realization, size_t M, size_t K, const kb_f16 *A, size_t lda, void *dst,
+                             size_t dst_size, kb_error *err) {
+    kb_clear_error(err);
+    const kb_plugin_gemm_impl *g = NULL;
+    size_t need = 0;
+    kb_status st = kb_pack_lhs_plugin_size(realization, M, K, &need, err);
+    if (st != KB_OK) return st;
+    if ((st = lhs_packer(realization, &g, err)) != KB_OK) return st;
+    if (!A) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "A", "is NULL");
+    if (!dst) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "dst", "is NULL");
+    if (lda < K) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "lda", "%zu is smaller than K = %zu", lda, K);
+    size_t span;
+    if (!kb_mul_ok(M - 1, lda, &span) || !kb_add_ok(span, K, &span) || !kb_mul_ok(span, sizeof(kb_f16), &span))
+        return kb_fail(err, KB_ERR_OVERFLOW, "lda", "M * lda bytes overflow size_t");
+    if (dst_size < need)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "dst_size", "%zu bytes is less than the %zu needed", dst_size, need);
+    return kb_plugin_pack_lhs(g, M, K, A, lda, dst, err);
 }
 
 kb_status kb_pack_b_plugin_size(const char *realization, size_t N, size_t K, size_t *size, kb_error *err) {

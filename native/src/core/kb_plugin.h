@@ -51,5 +51,10 @@ kb_status kb_plugin_packed_size(const kb_plugin_gemm_impl *g, size_t n, size_t k
 kb_status kb_plugin_pack(const kb_plugin_gemm_impl *g, size_t n, size_t k, const kb_f16 *b,
                          size_t ldb, const kb_f16 *bias, void *dst, size_t dst_size,
                          kb_error *err);
+/* The LHS packer of a micro-kernel realization that packs its LHS. */
+kb_status kb_plugin_lhs_packed_size(const kb_plugin_gemm_impl *g, size_t m, size_t k, size_t *size,
+                                    kb_error *err);
+kb_status kb_plugin_pack_lhs(const kb_plugin_gemm_impl *g, size_t m, size_t k, const kb_f16 *a,
+                             size_t lda, void *dst, kb_error *err);
 
 #endif /* KB_PLUGIN_INTERNAL_H */

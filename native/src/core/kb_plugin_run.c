@@ -318,6 +318,27 @@ kb_status kb_plugin_pack(const kb_plugin_gemm_impl *g, size_t n, size_t k, const
     return KB_OK;
 }
 
+kb_status kb_plugin_lhs_packed_size(const kb_plugin_gemm_impl *g, size_t m, size_t k, size_t *size,
+                                    kb_error *err) {
+    const kb_plugin_realization *r = g->decl;
+    if (r->form != KB_PLUGIN_MICRO_KERNEL || !r->matmul->run_matmul)
+        return kb_fail(err, KB_ERR_UNSUPPORTED, "realization", "%s has no LHS packer (%s)", g->name,
+                       r->form == KB_PLUGIN_WHOLE_CALL ? "the whole-call form" : "it reads the LHS in place");
+    const kb_plugin_matmul_ukernel *u = r->matmul;
+    size_t s = u->lhs_get_packed_size(m, k, u->get_mr(), u->get_kr(), u->get_sr());
+    if (s == 0) return kb_fail(err, KB_ERR_UNSUPPORTED, "plugin", "%s: lhs_get_packed_size is 0", g->name);
+    *size = s;
+    return KB_OK;
+}
+
+kb_status kb_plugin_pack_lhs(const kb_plugin_gemm_impl *g, size_t m, size_t k, const kb_f16 *a,
+                             size_t lda, void *dst, kb_error *err) {
+    (void)err;
+    const kb_plugin_matmul_ukernel *u = g->decl->matmul;
+    u->lhs_pack(m, k, u->get_mr(), u->get_kr(), u->get_sr(), 0, a, lda * sizeof(kb_f16), dst);
+    return KB_OK;
+}
+
 /* ---- convolution ---------------------------------------------------------- */
 
 static kb_status whole_conv_one(const kb_plugin_conv_impl *p, const kb_conv_desc *d, size_t oh, size_t ow,

@@ -1,0 +1,166 @@
+"""What kbench can see wrong in a user's kernels beyond their results:
+declared NaN rules of a clamp (plugin ABI 2), tables of ABI version 1,
+and packer conformance (kbench.harness.packers) with deliberately faulty
+packers (examples/plugins: expackers, exsmepackers) beside the clean
+examples whose packers must conform, on the host and on emulated SVLs."""
+
+from __future__ import annotations
+
+import pytest
+from plugin_builds import ARCH_PATTERN, lib
+from qemu_gate import needs_qemu
+
+from kbench.harness import packers
+from kbench.harness.runner import Job, run_job
+from kbench.judge.verdict import FAIL, PASS
+from kbench.problems.cases import GemmCase
+from kbench.targets.plugins import PluginLoads
+from kbench.targets.spec import parse_target
+
+SPECIALS = [GemmCase("nan_plain", 7, 8, 15), GemmCase("nan_clamp", 16, 16, 16, bias=True,
+                                                      clamp=True),
+            GemmCase("nan_tail", 15, 17, 9, bias=True, lda_pad=8, ldc_pad=1)]
+
+
+@pytest.fixture(scope="module")
+def host():
+    t = parse_target("host", [lib("exnan"), lib("exv1"), lib("exukref"), lib("expackers")])
+    yield t
+    t.close()
+
+
+def _reals(t):
+    return {r.name: r for r in t.info().realizations}
+
+
+def _declared(t):
+    return {d.name: d for p in PluginLoads.from_extra(t.info().extra).loaded
+            for d in p.realizations}
+
+
+@pytest.mark.parametrize("case", SPECIALS, ids=lambda c: c.name)
+def test_a_declared_fclamp_passes_the_specials(host, case):
+    """Before ABI 2 a plugin could not say its clamp is FCLAMP: every specials
+    case of an FCLAMP kernel failed, so a user had to drop the specials."""
+    r = _reals(host)["exnan.gemm_fclamp"]
+    assert r.nan_clamp == "to_min"
+    v = run_job(host, Job(case, "specials", r, "host"))
+    assert v.status == PASS, v.line()
+
+
+@pytest.mark.parametrize("case", SPECIALS, ids=lambda c: c.name)
+def test_an_undeclared_fclamp_fails_and_says_which_rule_it_follows(host, case):
+    v = run_job(host, Job(case, "specials", _reals(host)["exnan.gemm_fclamp_silent"], "host"))
+    assert v.status == FAIL
+    assert "whose exact value is NaN hold" in v.message
+    assert ("declares that NaN propagates, but it follows the rule that its clamp turns NaN "
+            "into clamp_min, as FCLAMP does (declare nan_clamp = KB_PLUGIN_NAN_TO_MIN)"
+            in v.message), v.message
+
+
+@pytest.mark.parametrize("case", SPECIALS, ids=lambda c: c.name)
+def test_a_false_fclamp_declaration_fails_and_says_so(host, case):
+    v = run_job(host, Job(case, "specials", _reals(host)["exnan.gemm_claims_fclamp"], "host"))
+    assert v.status == FAIL
+    assert ("whose exact value is NaN are NaN: the realization declares that its clamp turns "
+            "NaN into clamp_min, but it follows the rule that NaN propagates (declare "
+            "nan_clamp = KB_PLUGIN_NAN_PROPAGATE)" in v.message), v.message
+
+
+def test_the_declared_rule_covers_only_nan_elements(host):
+    """The FCLAMP declaration widens nothing else: an infinity where the
+    exact value is finite still fails (the checks of special values that do
+    not involve NaN are kept)."""
+    import numpy as np
+
+    from kbench.judge import oracle
+    from kbench.judge.tolerance import AccumModel
+    from kbench.judge.verdict import judge
+    a = np.array([[1.0, np.nan], [2.0, 3.0]], np.float16)
+    b = np.array([[1.0, 2.0], [3.0, 4.0]], np.float16)
+    ref = oracle.gemm_reference(a, b, None, None)
+    model = AccumModel("fp32", 1)
+    fclamp = np.array([[-np.inf, -np.inf], [11.0, 16.0]], np.float16)
+    assert judge(fclamp, ref, model, 2, False, False, "to_min").ok
+    assert not judge(fclamp, ref, model, 2, False, False, "propagate").ok
+    wrong = fclamp.copy()
+    wrong[1, 0] = np.float16(np.inf)
+    assert not judge(wrong, ref, model, 2, False, False, "to_min").ok
+    propagated = np.array([[np.nan, np.nan], [11.0, 16.0]], np.float16)
+    assert judge(propagated, ref, model, 2, False, False, "propagate").ok
+    assert not judge(propagated, ref, model, 2, False, False, "to_min").ok
+
+
+def test_a_version_1_table_still_loads_at_its_own_stride(host):
+    """exv1 lays its table out as ABI 1 did (shorter realizations): read at
+    ABI 2's stride its second and third entries would be garbage."""
+    reals = _reals(host)
+    plugin = next(p for p in PluginLoads.from_extra(host.info().extra).loaded
+                  if p.name == "exv1")
+    assert plugin.abi_version == 1
+    for name in ("exv1.gemm_a", "exv1.gemm_b", "exv1.gemm_c"):
+        assert reals[name].nan_clamp == "propagate"
+        v = run_job(host, Job(GemmCase("v1_case", 5, 6, 7, bias=True), "normal", reals[name],
+                              "host"))
+        assert v.status == PASS, v.line()
+
+
+def _checks(t, name, svl=0):
+    r, d = _reals(t)[name], _declared(t)[name]
+    return {(c.packer, c.check): c for c in packers.checks_for(t, d, "native" in r.bforms, svl)}
+
+
+def test_the_portable_example_packers_conform(host):
+    checks = _checks(host, "exukref.gemm_4x8")
+    assert set(checks) == {("rhs", "determinism"), ("rhs", "layout"), ("lhs", "determinism"),
+                           ("lhs", "layout")}
+    assert all(c.ok for c in checks.values()), checks
+    plain = _checks(host, "exukref.gemm_4x8_plain_lhs")
+    assert set(plain) == {("rhs", "determinism"), ("rhs", "layout")}  # no LHS packer
+
+
+def test_a_packer_leaving_its_padding_unwritten_is_named(host):
+    """The padding columns of the last block (and their bias) left as they
+    were: found by packing twice over two patterns, decoded by the kernel's
+    own blocking (nr = 8, kr = 2)."""
+    c = _checks(host, "expackers.gemm_rhs_unwritten")[("rhs", "determinism")]
+    assert not c.ok
+    assert c.problem == ("its packed B of N = 1, K = 1 differs between a destination filled "
+                         "with 0x00 and one filled with 0xA5 from byte 2 (where x16p8x2b keeps "
+                         "block 0, the bias of column 1 (n = 1, padding past N = 1)): 42 byte(s) "
+                         "left unwritten")
+
+
+def test_a_packer_off_its_declared_layout_by_one_byte_is_decoded(host):
+    checks = _checks(host, "expackers.gemm_rhs_one_byte")
+    assert checks[("rhs", "determinism")].ok and checks[("lhs", "layout")].ok
+    assert checks[("rhs", "layout")].problem == (
+        "its packed B of N = 1, K = 1 differs from the declared layout x16p8x2b (kbench's "
+        "packing of it) at byte 44 (block 0, column 7 (n = 7, padding past N = 1), k-pair 0 "
+        "(k = 0)): 0x01 where the layout holds 0x00; 1 byte(s) differ")
+
+
+@needs_qemu
+@pytest.mark.parametrize("svl", [128, 512])
+def test_our_sme_packers_conform_and_a_one_byte_error_is_decoded_at_every_svl(svl):
+    """exsme hands over kbench's own SME packers (declared x16p2vlx2b and
+    x16p2vlx2): they must equal kbench's independent packing at every SVL;
+    exsmepackers' RHS packer differs in one padding byte, found at the last
+    column of the block (nr = SVL / 16)."""
+    t = parse_target(f"qemu:svl={svl}", [f"{ARCH_PATTERN}/libexsme.so",
+                                          f"{ARCH_PATTERN}/libexsmepackers.so"])
+    try:
+        ours = _checks(t, "exsme.gemm_sme2_mopa", svl)
+        assert len(ours) == 4 and all(c.ok for c in ours.values()), ours
+        gemv = _checks(t, "exsme.gemv_sme2_dot", svl)
+        assert set(gemv) == {("rhs", "determinism"), ("rhs", "layout")}
+        assert all(c.ok for c in gemv.values()), gemv
+        bad = _checks(t, "exsmepackers.gemm_sme2_rhs_one_byte", svl)[("rhs", "layout")]
+        nr = svl // 16
+        assert not bad.ok
+        assert (f"differs from the declared layout x16p2vlx2b (kbench's packing of it) at byte "
+                f"{nr * 2 + (nr - 1) * 4} (block 0, column {nr - 1} (n = {nr - 1}, padding past "
+                "N = 1), k-pair 0 (k = 0)): 0x01 where the layout holds 0x00" in bad.problem), \
+            bad.problem
+    finally:
+        t.close()
