@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_compare import row, rounds, write_run
+from test_compare import rounds, row, write_run
 
 from kbench.cli.history import compare, gate_command
 from kbench.cli.report import report
