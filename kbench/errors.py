@@ -76,6 +76,15 @@ class ProtocolError(KbenchError):
     code = "protocol_error"
 
 
+class GuardPageHit(WorkerCrashed):
+    """A kernel or packer read past an input into a guard page (checking runs
+    in a worker, kb_guard_*): a finding about the code that ran, naming the
+    buffer; the worker ended itself after reporting it."""
+
+    code = "guard_page"
+    fault = ""
+
+
 BY_STATUS: dict[int, type[KbenchError]] = {
     1: InvalidArgument,
     2: ContractViolation,
@@ -88,7 +97,7 @@ BY_STATUS: dict[int, type[KbenchError]] = {
 BY_CODE: dict[str, type[KbenchError]] = {
     cls.code: cls
     for cls in (InvalidArgument, ContractViolation, Unsupported, OutOfMemory, SizeOverflow,
-                InternalError, WorkerCrashed, WorkerExited, WorkerTimedOut,
+                InternalError, WorkerCrashed, WorkerExited, WorkerTimedOut, GuardPageHit,
                 ProtocolError)
 }
 

@@ -175,8 +175,8 @@ class _Faulty(Target):
         super().__init__("host", InProcessEngine())
         self.fault = fault
 
-    def run_gemm(self, case, inp, realization, selector=None, force=True):
-        out = super().run_gemm(case, inp, realization, selector, force)
+    def run_gemm(self, case, inp, realization, selector=None, force=True, guard=None):
+        out = super().run_gemm(case, inp, realization, selector, force, guard)
         if self.fault == "one_ulp":
             o = out.outputs[0]
             o.view(np.uint16)[0, 0] ^= 1
@@ -214,13 +214,13 @@ def test_mistrusted_status_reaches_the_verdict():
     r = [x for x in host.info().realizations if x.op == "gemm"][0]
 
     class Zeros(Target):
-        def run_gemm(self, case, inp, realization, selector=None, force=True):
+        def run_gemm(self, case, inp, realization, selector=None, force=True, guard=None):
             for a in inp.a:
                 a[...] = 0
             for ref_i, _ in enumerate(inp.refs):
                 inp.refs[ref_i] = oracle.gemm_reference(np.asarray(inp.a[ref_i]),
                                                         np.asarray(inp.b[ref_i]), None, None)
-            return super().run_gemm(case, inp, realization, selector, force)
+            return super().run_gemm(case, inp, realization, selector, force, guard)
 
     zeros = Zeros("host", InProcessEngine())
     assert runner.run_job(zeros, runner.Job(case, "exact", r, "host")).status == MISTRUSTED

@@ -164,3 +164,145 @@ def test_our_sme_packers_conform_and_a_one_byte_error_is_decoded_at_every_svl(sv
             bad.problem
     finally:
         t.close()
+
+
+READS = [GemmCase("rp_tail", 7, 9, 13, bias=True), GemmCase("rp_pad", 5, 6, 7, lda_pad=3,
+                                                             ldb_pad=2)]
+
+
+def _guard_target(spec):
+    return parse_target(spec, [f"{ARCH_PATTERN}/libexreadpast.so",
+                               f"{ARCH_PATTERN}/libexpackers.so"])
+
+
+@pytest.mark.parametrize("spec", ["host", pytest.param("qemu:svl=512", marks=needs_qemu)])
+@pytest.mark.parametrize("case", READS, ids=lambda c: c.name)
+def test_a_read_past_an_input_is_a_finding_naming_the_buffer(spec, case):
+    """Before: a read past B was caught only when what lay there happened to
+    poison the result, or as a crash of the worker (heap corruption). The
+    inputs of a checking run now lie flush against guard pages in the worker
+    (the end for exact inputs, the start for the other kind): the read
+    faults and the verdict names the buffer, the realization and the shape."""
+    t = _guard_target(spec)
+    try:
+        reals = _reals(t)
+        past = run_job(t, Job(case, "exact", reals["exreadpast.gemm_reads_past_b"], spec))
+        assert past.status == FAIL
+        assert past.message.startswith(
+            f"exreadpast.gemm_reads_past_b (plugin exreadpast 1.0.0) on {case.shape_str()} "
+            f"({case.name}, exact): input guard page: read past the end of B[0]: byte "), \
+            past.message
+        before = run_job(t, Job(case, "normal", reals["exreadpast.gemm_reads_before_a"], spec))
+        assert before.status == FAIL
+        assert "input guard page: read before the start of A[0]: 2 byte(s) before a" \
+            in before.message, before.message
+        # the worker was started afresh: the next call passes
+        ok = run_job(t, Job(case, "exact", reals["expackers.gemm_4x8"], spec))
+        assert ok.status == PASS, ok.line()
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize("spec", ["host", pytest.param("qemu:svl=512", marks=needs_qemu)])
+def test_a_kernel_reading_past_the_packed_rhs_kbench_made_is_named(spec):
+    """kbench's own scratch (the RHS it packs for a micro-kernel) is guarded
+    too, piece by piece, in a checking run."""
+    t = _guard_target(spec)
+    try:
+        r = _reals(t)["expackers.gemm_kernel_reads_past_rhs"]
+        v = run_job(t, Job(GemmCase("rp_rhs", 5, 13, 7, bias=True), "exact", r, spec))
+        assert v.status == FAIL
+        assert "input guard page: read past the end of the kbench-packed RHS: byte" \
+            in v.message, v.message
+    finally:
+        t.close()
+
+
+def test_a_correct_plugin_passes_with_guard_pages_on_both_sides(host):
+    """Guard pages change nothing for a kernel that stays inside its inputs,
+    at either end (exact inputs: end guard; real inputs: start guard)."""
+    r = _reals(host)["exukref.gemm_4x8"]
+    for case in READS:
+        for kind in ("exact", "normal"):
+            v = run_job(host, Job(case, kind, r, "host"))
+            assert v.status == PASS, v.line()
+
+
+def test_the_guard_allocator_names_the_buffer_and_the_offset():
+    """kb_guard_describe, which the worker's fault handler calls, on the
+    pages around a guarded buffer at both ends."""
+    import numpy as np
+
+    from kbench.native import api
+    nat = api.load()
+    lib, ffi = nat.lib, nat.ffi
+    out = ffi.new("char[256]")
+    p = lib.kb_guard_alloc(42, 2, lib.KB_GUARD_END if hasattr(lib, "KB_GUARD_END") else 1,
+                           b"B[3]")
+    assert p != ffi.NULL
+    try:
+        addr = int(ffi.cast("uintptr_t", p))
+        assert lib.kb_guard_describe(ffi.cast("void *", addr + 42), out, 256) == 1
+        assert ffi.string(out).decode() == ("read past the end of B[3]: byte 42 of a 42-byte "
+                                            "buffer (0 byte(s) beyond its end, into the guard "
+                                            "page after it)")
+        assert lib.kb_guard_describe(ffi.cast("void *", addr + 40), out, 256) == 0
+        view = np.frombuffer(ffi.buffer(ffi.cast("char *", addr - 8), 8), np.uint16)
+        assert (view == 0x7E49).all()  # NaN poison on the unguarded side
+    finally:
+        lib.kb_guard_free(p)
+    q = lib.kb_guard_alloc(10, 2, 2, b"the filter")
+    try:
+        addr = int(ffi.cast("uintptr_t", q))
+        assert lib.kb_guard_describe(ffi.cast("void *", addr - 2), out, 256) == 1
+        assert ffi.string(out).decode() == ("read before the start of the filter: 2 byte(s) "
+                                            "before a 10-byte buffer (into the guard page before "
+                                            "it)")
+    finally:
+        lib.kb_guard_free(q)
+
+
+CLOBBERS = {"host": ("exclobber.gemm_clobbers_rbx", "rbx", "exclobber.gemm_clobbers_r12", "r12"),
+            "qemu:svl=512": ("exclobber.gemm_clobbers_d9", "d9", "exclobber.gemm_clobbers_x20",
+                             "x20")}
+
+
+@pytest.mark.parametrize("spec", ["host", pytest.param("qemu:svl=512", marks=needs_qemu)])
+def test_a_kernel_that_clobbers_a_callee_saved_register_is_named(spec):
+    """Before: a plugin kernel that did not restore x19-x28, d8-d15 (or rbx,
+    r12-r15 on x86_64) went unnoticed until it corrupted its caller. In a
+    checking run every call goes through a trampoline with canaries."""
+    t = parse_target(spec, [f"{ARCH_PATTERN}/libexclobber.so"])
+    try:
+        reals = _reals(t)
+        first, reg1, second, reg2 = CLOBBERS[spec]
+        for name, reg in ((first, reg1), (second, reg2)):
+            v = run_job(t, Job(GemmCase("cc_case", 5, 6, 7, bias=True), "exact", reals[name],
+                               spec))
+            assert v.status == FAIL
+            assert (f"calling convention: {name} (its gemm) returned with {reg} not restored"
+                    in v.message), v.message
+            assert "(on m5n6k7, cc_case, exact)" in v.message
+    finally:
+        t.close()
+
+
+@needs_qemu
+@pytest.mark.parametrize("spec", ["qemu:svl=512", "qemu:cpu=neoverse-n1"])
+def test_our_kernels_go_through_the_same_check_and_pass(spec):
+    """Our SME and NEON micro-kernels are called through the trampoline in a
+    checking run too (the worker counts the checked calls) and restore
+    everything they must."""
+    from kbench.harness.runner import jobs_for
+    t = parse_target(spec)
+    try:
+        before = t.engine.info(spec).extra["abi_checked_calls"]
+        ours = [r for r in t.info().realizations if r.op == "gemm" and r.backend in ("sme", "neon")]
+        assert ours
+        for job in jobs_for([GemmCase("cc_ours", 9, 37, 21, bias=True)], ours, spec):
+            v = run_job(t, job)
+            assert v.status == PASS, v.line()
+        after = t.engine.info(spec).extra["abi_checked_calls"]
+        assert after > before, (before, after)
+    finally:
+        t.close()

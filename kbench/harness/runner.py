@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kbench.errors import WorkerCrashed
+from kbench.errors import GuardPageHit, WorkerCrashed
 from kbench.judge import fingerprint as fingerprints
 from kbench.judge import winograd
 from kbench.judge.oracle import Reference
@@ -119,17 +119,22 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
     if isinstance(case, GemmCase):
         inp = made
         assert isinstance(inp, inputs.GemmInputs)
-        outcome = target.run_gemm(case, inp, want.name, selector, force)
+        outcome = target.run_gemm(case, inp, want.name, selector, force, guard_for(job))
         refs = inp.refs
         has_bias = case.bias
     else:
         assert isinstance(case, ConvCase)
         cinp = made
         assert isinstance(cinp, inputs.ConvInputs)
-        outcome = target.run_conv(case, cinp, want.name, selector, force)
+        outcome = target.run_conv(case, cinp, want.name, selector, force, guard_for(job))
         refs = [cinp.ref]
         has_bias = case.bias
     if outcome.error is not None:
+        if isinstance(outcome.error, GuardPageHit):
+            return guard_verdict(job, outcome.error)
+        if outcome.error.field == "ABI":  # a checking run's calling-convention finding
+            return _verdict(job, FAIL, f"{outcome.error} (on {job.case.shape_str()}, "
+                                       f"{job.case.name}, {job.kind})")
         if isinstance(outcome.error, WorkerCrashed) and outcome.error.fault in FAULT_STATUS:
             return fault_verdict(job, outcome.error, outcome.guard_detail)
         msg = f"{type(outcome.error).__name__}: {outcome.error}"
@@ -185,6 +190,22 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
         if (note := contradiction(ran, fp.model, fp.match)):
             v.message = f"{note}; {v.message}" if v.message else note
     return v
+
+
+def guard_for(job: Job) -> str:
+    """Where a job's inputs lie against a guard page (in a worker): the end
+    for exact inputs, the start for the real-valued kind, so every case is
+    checked both ways."""
+    return "end" if job.kind == "exact" else "start"
+
+
+def guard_verdict(job: Job, exc: GuardPageHit) -> Verdict:
+    """A read past an input into a guard page: a failed verdict naming the
+    realization, the buffer and the shape (the worker is started afresh)."""
+    r = job.realization
+    who = f"{r.name}" + (f" (plugin {r.plugin})" if r.plugin else "")
+    return _verdict(job, FAIL, f"{who} on {job.case.shape_str()} ({job.case.name}, {job.kind}): "
+                               f"{exc}; the next call starts a fresh worker")
 
 
 def fault_verdict(job: Job, exc: WorkerCrashed, guard_detail: str = "") -> Verdict:

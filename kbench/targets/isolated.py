@@ -98,17 +98,26 @@ class IsolatedHostEngine:
         extra.update(self.plugins.to_extra())
         return replace(here, realizations=[*here.realizations, *plugin_reals], extra=extra)
 
+    def input_guards(self, realization: str) -> bool:
+        """Inputs against guard pages: for the plugin calls the worker runs."""
+        return self.worker is not None and self.plugins.owner(realization) is not None
+
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
-                 selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
-        engine = self._worker_for(selector) or self.local
-        return engine.gemm_raw(m, n, k, problems, selector, timing)
+                 selector: Selector | None = None, timing: Timing | None = None,
+                 guard: str | None = None) -> CallResult:
+        worker = self._worker_for(selector)
+        if worker is not None:
+            return worker.gemm_raw(m, n, k, problems, selector, timing, guard)
+        return self.local.gemm_raw(m, n, k, problems, selector, timing)
 
     def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, w: np.ndarray | None,
                  bias: np.ndarray | None, out: np.ndarray | None,
-                 selector: Selector | None = None, timing: Timing | None = None
-                 ) -> CallResult:
-        engine = self._worker_for(selector) or self.local
-        return engine.conv_raw(desc, x, w, bias, out, selector, timing)
+                 selector: Selector | None = None, timing: Timing | None = None,
+                 guard: str | None = None) -> CallResult:
+        worker = self._worker_for(selector)
+        if worker is not None:
+            return worker.conv_raw(desc, x, w, bias, out, selector, timing, guard)
+        return self.local.conv_raw(desc, x, w, bias, out, selector, timing)
 
     def pack_raw(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None,
                  ldb: int, bias: np.ndarray | None = None, dst_size: int | None = None,

@@ -107,9 +107,16 @@ class GuardedInputs:
     reads NaN, deterministically and on every target (the worker receives
     each input's whole buffer, guards and all), instead of whatever happens
     to lie there. After an in-process call, a changed guard or input means
-    the call wrote into its inputs."""
+    the call wrote into its inputs.
 
-    def __init__(self) -> None:
+    With pages=True (a worker that puts inputs against guard pages) each copy
+    is exactly the input's extent instead, the last row ending at its last
+    element (row padding still INPUT_SENTINEL): the worker places it flush
+    against an inaccessible page, so that a read one element past it faults
+    and is reported naming the buffer."""
+
+    def __init__(self, pages: bool = False) -> None:
+        self.pages = pages
         self._items: list[tuple[str, np.ndarray, np.ndarray]] = []  # name, raw, raw before
 
     def copy(self, name: str, a: np.ndarray | None) -> np.ndarray | None:
@@ -123,8 +130,12 @@ class GuardedInputs:
         else:
             a = np.ascontiguousarray(a)
             rows, cols, ld = 1, a.size, a.size
-        raw = np.full(GUARD * 2 + rows * ld, INPUT_SENTINEL, dtype=np.uint16)
-        body = raw[GUARD:GUARD + rows * ld].view(np.float16).reshape(rows, ld)[:, :cols]
+        if self.pages:
+            raw = np.full((rows - 1) * ld + cols, INPUT_SENTINEL, dtype=np.uint16)
+            body = np.ndarray((rows, cols), np.float16, buffer=raw, strides=(ld * 2, 2))
+        else:
+            raw = np.full(GUARD * 2 + rows * ld, INPUT_SENTINEL, dtype=np.uint16)
+            body = raw[GUARD:GUARD + rows * ld].view(np.float16).reshape(rows, ld)[:, :cols]
         body[...] = a.reshape(rows, cols)
         self._items.append((name, raw, raw.copy()))
         return body if a.ndim == 2 else body.reshape(a.shape)
@@ -252,17 +263,28 @@ class Target:
         return self.engine.conv_raw(desc, np.ascontiguousarray(inp.x),
                                     np.ascontiguousarray(inp.w), inp.bias, out, sel, timing)
 
+    def _pages(self, realization: str, guard: str | None) -> bool:
+        """Does this call put its inputs against guard pages? (asked for, and
+        the engine can for this realization: a worker)"""
+        check = getattr(self.engine, "input_guards", None)
+        return guard is not None and check is not None and check(realization)
+
     def run_gemm(self, case: GemmCase, inp: GemmInputs, realization: str,
-                 selector: api.Selector | None = None, force: bool = True) -> Outcome:
+                 selector: api.Selector | None = None, force: bool = True,
+                 guard: str | None = None) -> Outcome:
         """Runs a case with `realization` forced; with force=False the selector
-        chooses (realization then only decides the backend that packs B)."""
+        chooses (realization then only decides the backend that packs B).
+        guard ("end", "start"): on an engine that can, every input lies
+        against an inaccessible page at that end (GuardedInputs)."""
         sel = self._forced(selector, realization if force else None)
         bufs = [GuardedBuffer(case.m, case.n, case.ldc) for _ in range(case.batch)]
-        guards = GuardedInputs()
+        pages = self._pages(realization, guard)
+        guards = GuardedInputs(pages)
         try:
             r = self._realization(realization)
             problems = self.gemm_problems(case, inp, r, sel, bufs, guards)
-            res = self.engine.gemm_raw(case.m, case.n, case.k, problems, sel)
+            res = (self.engine.gemm_raw(case.m, case.n, case.k, problems, sel, guard=guard)
+                   if pages else self.engine.gemm_raw(case.m, case.n, case.k, problems, sel))
         except KbenchError as exc:
             damage = "; ".join(d for d in (*(b.damage() for b in bufs), guards.damage()) if d)
             if not damage and not all(b.untouched() for b in bufs):
@@ -282,19 +304,22 @@ class Target:
             discard()
 
     def run_conv(self, case: ConvCase, inp: ConvInputs, realization: str,
-                 selector: api.Selector | None = None, force: bool = True) -> Outcome:
+                 selector: api.Selector | None = None, force: bool = True,
+                 guard: str | None = None) -> Outcome:
         sel = self._forced(selector, realization if force else None)
         shape = (case.n, case.out_h, case.out_w, case.c_out)
         count = int(np.prod(shape))
         buf = GuardedBuffer(1, count, count)
         out = buf.view.reshape(shape)
         params = api.ConvParams(case.stride, case.pad, case.dilation, case.groups, inp.clamp)
-        guards = GuardedInputs()
+        pages = self._pages(realization, guard)
+        guards = GuardedInputs(pages)
         try:
             desc = ConvDesc.from_shapes(inp.x.shape, inp.w.shape, params)
-            res = self.engine.conv_raw(desc, guards.copy("input", inp.x),
-                                       guards.copy("filter", inp.w),
-                                       guards.copy("bias", inp.bias), out, sel)
+            args = (desc, guards.copy("input", inp.x), guards.copy("filter", inp.w),
+                    guards.copy("bias", inp.bias), out, sel)
+            res = (self.engine.conv_raw(*args, guard=guard) if pages
+                   else self.engine.conv_raw(*args))
         except KbenchError as exc:
             damage = "" if buf.untouched() else "the output was written although the call failed"
             damage = "; ".join(d for d in (damage, guards.damage()) if d)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from kbench.errors import (
+    GuardPageHit,
     KbenchError,
     ProtocolError,
     WorkerCrashed,
@@ -135,11 +136,14 @@ def _addr(a: np.ndarray) -> int:
 
 
 class Buffers:
-    """The buffer table of one request; pointers are (index, byte offset)."""
+    """The buffer table of one request; pointers are (index, byte offset). An
+    input may ask for a guard mode (GUARDS): the worker then places it flush
+    against an inaccessible page."""
 
-    def __init__(self) -> None:
+    def __init__(self, guard: int = 0) -> None:
         self.items: list[tuple[np.ndarray, bool]] = []
         self._index: dict[int, int] = {}
+        self.guard = guard  # for every input of the request (0: none)
 
     def ptr(self, w: Writer, a: np.ndarray | None, output: bool = False) -> None:
         if a is None:
@@ -168,7 +172,10 @@ class Buffers:
             data = base.reshape(-1).view(np.uint8).tobytes()
             w.u64(len(data))
             w.u32(1 if output else 0)
-            w.u32(0)
+            # an input's guard mode, and log2 of the alignment its data needs (FP16: 2
+            # bytes; a packed buffer's header: 8)
+            align = 1 if base.dtype.itemsize == 2 else 3
+            w.u32(self.guard | (align << 8) if self.guard and not output else 0)
             w.raw(data)
             w.raw(b"\0" * ((8 - len(data) % 8) % 8))  # bytes padded to a multiple of 8
 
@@ -270,9 +277,17 @@ def exit_report(proc: subprocess.Popen[bytes] | None, stderr: Any,
     return how, tail
 
 
+GUARD_MARK = "kbench-guard: "  # the worker's report of a read into a guard page
+GUARDS = {"end": 1, "start": 2}  # input guard modes (kb_guard_*, KB_GUARD_END / _START)
+
+
 def death(prefix: str, how: str, during: str, tail: str, timed_out: bool) -> WorkerCrashed:
-    """The error for a child that is gone: WorkerTimedOut (killed after no
+    """The error for a child that is gone: GuardPageHit (it reported a read
+    into a guard page and ended itself), WorkerTimedOut (killed after no
     reply), WorkerCrashed (a signal) or WorkerExited (it ended by itself)."""
+    if not timed_out and GUARD_MARK in tail:
+        line = tail[tail.rindex(GUARD_MARK) + len(GUARD_MARK):].splitlines()[0]
+        return GuardPageHit(f"input guard page: {line} (during {during})", "guard")
     text = f"{prefix}: died with {how} during {during}" + (f" ({tail})" if tail else "")
     if timed_out:
         return WorkerTimedOut(text, "worker")
@@ -386,7 +401,7 @@ class WorkerEngine:
             hello = self.call(HELLO, b"", "hello")
             hello.u32()
             hello.str()
-            arch = hello.str()
+            arch = hello.str()  # the rest of the reply is not needed here
         for path in self.spec.plugins:
             full = expand(path, arch)
             if full in self._refused_plugins:
@@ -524,6 +539,7 @@ class WorkerEngine:
         features, svl, isa, compiled = r.u32(), r.u32(), r.i32(), r.u32()
         isa_cap_env = r.str()
         reals = annotate_all([r.realization() for _ in range(r.u32())], self.plugins)
+        checked_calls = r.u64()
         return TargetInfo(
             name=name, kind="worker", emulated=self.emulated, arch=arch,
             cpu_features=[v for k, v in api.CPU_FEATURES.items() if features & k],
@@ -531,6 +547,7 @@ class WorkerEngine:
             realizations=reals,
             compiled_backends=[b for i, b in enumerate(api.BACKENDS) if compiled & (1 << i)],
             extra={"command": self.spec.command, "isa_cap_env": isa_cap_env,
+                   "abi_checked_calls": checked_calls,
                    **(self.plugins.to_extra() if self.spec.plugins else {})},
         )
 
@@ -547,8 +564,15 @@ class WorkerEngine:
             raise from_status(status, field, message)
         return CallResult(self.plugins.annotate(ran), times, reps)
 
+    def input_guards(self, realization: str) -> bool:
+        """Can this engine run a call with its inputs against guard pages?"""
+        return True
+
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
-                 selector: Selector | None = None, timing: Timing | None = None) -> CallResult:
+                 selector: Selector | None = None, timing: Timing | None = None,
+                 guard: str | None = None) -> CallResult:
+        """guard: "end" or "start" puts every input flush against an
+        inaccessible page at that end (a checking run); None: plain buffers."""
         self._sync_table(selector)
         w = Writer()
         w.u64(_u64(m, "M"))
@@ -556,7 +580,7 @@ class WorkerEngine:
         w.u64(_u64(k, "K"))
         w.u32(len(problems))
         _selector(w, selector)
-        bufs = Buffers()
+        bufs = Buffers(GUARDS.get(guard or "", 0))
         pw = Writer()
         for i, p in enumerate(problems):
             bufs.ptr(pw, p.a)
@@ -579,8 +603,8 @@ class WorkerEngine:
 
     def conv_raw(self, desc: ConvDesc, x: np.ndarray | None, wt: np.ndarray | None,
                  bias: np.ndarray | None, out: np.ndarray | None,
-                 selector: Selector | None = None, timing: Timing | None = None
-                 ) -> CallResult:
+                 selector: Selector | None = None, timing: Timing | None = None,
+                 guard: str | None = None) -> CallResult:
         desc.checked()
         self._sync_table(selector)
         w = Writer()
@@ -589,7 +613,7 @@ class WorkerEngine:
         w.f32(desc.clamp_min)
         w.f32(desc.clamp_max)
         _selector(w, selector)
-        bufs = Buffers()
+        bufs = Buffers(GUARDS.get(guard or "", 0))
         pw = Writer()
         bufs.ptr(pw, x)
         bufs.ptr(pw, wt)

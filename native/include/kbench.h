@@ -406,6 +406,35 @@ kb_status kb_time_pack_b_plugin(const char *realization, size_t N, size_t K, con
  * The worker and the in-process engine call it after every call. */
 kb_status kb_check_sme_state(kb_error *err);
 
+/* ---- input guard pages (checking runs) ------------------------------------
+ * For correctness runs in a worker: a buffer a kernel reads, placed so that
+ * it ends flush against an inaccessible page (KB_GUARD_END) or starts right
+ * after one (KB_GUARD_START), the rest of its mapping FP16 NaN poison. With
+ * a mode set, the library's own drivers take their scratch (packed LHS and
+ * RHS, indirection tables, padding rows) the same way, one guarded buffer
+ * each. A read into a guard page faults; kb_guard_describe (safe inside a
+ * signal handler) names the buffer and the offset. Not for production
+ * calls: every guarded buffer is a mapping of its own. */
+#define KB_GUARD_OFF 0
+#define KB_GUARD_END 1
+#define KB_GUARD_START 2
+void kb_guard_set_mode(int mode);
+int kb_guard_mode(void);
+void *kb_guard_alloc(size_t size, size_t align, int mode, const char *name);
+void kb_guard_name(const void *data, const char *name);
+void kb_guard_free(void *data);
+int kb_guard_describe(const void *addr, char *out, size_t len);
+
+/* Checking runs: every kernel and packer call (plugins' and ours) goes
+ * through a trampoline that fills the callee-saved registers with canaries
+ * and checks them after the call (aarch64: x19..x29, d8..d15, FPCR;
+ * x86_64: rbx, rbp, r12..r15, MXCSR, the x87 control word); a call that
+ * does not restore one fails with KB_ERR_INTERNAL, field "ABI", naming the
+ * register and the call. Off by default: production calls call directly. */
+void kb_cc_set_checking(int on);
+/* How many calls this process has made through the trampoline. */
+uint64_t kb_cc_checked_calls(void);
+
 /* ---- misc ----------------------------------------------------------------*/
 
 const char *kb_version(void);

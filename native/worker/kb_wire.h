@@ -11,7 +11,8 @@
  * Protocol 2: a realization carries block_m, block_n, block_k (u32 each)
  * after error_model. Protocol 3: a realization ends with u32 nan_clamp, and
  * each realization of a LOAD_PLUGIN reply with u32 nan_clamp, str
- * rhs_layout, str lhs_layout (plugin ABI 2) and u32 mr, nr, kr.
+ * rhs_layout, str lhs_layout (plugin ABI 2) and u32 mr, nr, kr; the hello
+ * reply ends with u64 calls checked for the calling convention so far.
  * Plugins (no change to existing encodings): LOAD_PLUGIN loads a plugin
  * library into the worker, after which every selector the worker reads lets
  * plugin realizations take part; PACK mode 2 packs B with the plugin

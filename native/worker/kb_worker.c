@@ -108,22 +108,55 @@ static int protocol_error(const char *fmt, ...) {
 
 /* ---- request pieces ----------------------------------------------------- */
 
+/* A buffer's reserved word (protocol 3): bits 0..1 a guard mode for an
+ * input (KB_GUARD_END: it ends flush against an inaccessible page;
+ * KB_GUARD_START: it starts right after one), bits 8..15 log2 of the
+ * alignment its data needs. The call then runs with the library's scratch
+ * guarded the same way (kb_guard_set_mode) and every kernel and packer call
+ * checked for the calling convention (kb_cc_set_checking). A read into a guard page is
+ * reported on stderr ("kbench-guard: ...", naming the buffer) and the
+ * worker exits with KB_EXIT_GUARD. */
+#define KB_EXIT_GUARD 86
+
 typedef struct buffer {
     unsigned char *data;
     size_t size;
     uint32_t flags; /* bit 0: return its bytes after the call */
+    int guard;      /* KB_GUARD_*: data is a guarded mapping (kb_guard_alloc) */
 } buffer;
 
 typedef struct buffers {
     buffer *b;
     uint32_t n;
+    int guard; /* the guard mode of the request's inputs */
 } buffers;
 
 static void free_buffers(buffers *bs) {
-    for (uint32_t i = 0; i < bs->n; i++) free(bs->b[i].data);
+    for (uint32_t i = 0; i < bs->n; i++) {
+        if (bs->b[i].guard)
+            kb_guard_free(bs->b[i].data);
+        else
+            free(bs->b[i].data);
+    }
     free(bs->b);
     bs->b = NULL;
     bs->n = 0;
+    kb_guard_set_mode(KB_GUARD_OFF);
+    kb_cc_set_checking(0);
+}
+
+/* Names the guarded buffer that holds p (for the report of a read past it). */
+static void label_buffer(const buffers *bs, const void *p, const char *fmt, unsigned index) {
+    if (!p || !bs->guard) return;
+    for (uint32_t i = 0; i < bs->n; i++) {
+        const buffer *b = &bs->b[i];
+        if (b->guard && (const unsigned char *)p >= b->data && (const unsigned char *)p <= b->data + b->size) {
+            char name[48];
+            snprintf(name, sizeof name, fmt, index);
+            kb_guard_name(b->data, name);
+            return;
+        }
+    }
 }
 
 /* Reads the buffer table; false (with *why set) on a malformed table. */
@@ -141,16 +174,26 @@ static bool read_buffers(kb_reader *r, buffers *bs, const char **why) {
     for (uint32_t i = 0; i < bs->n; i++) {
         uint64_t size = kb_rd_u64(r, "buffer size");
         uint32_t flags = kb_rd_u32(r, "buffer flags");
-        kb_rd_u32(r, "buffer reserved");
+        uint32_t layout = kb_rd_u32(r, "buffer guard");
         if (r->bad) return false;
+        int guard = (int)(layout & 3u);
+        size_t align = (size_t)1 << ((layout >> 8) & 15u);
+        if (guard > KB_GUARD_START) { *why = "buffer guard mode"; return false; }
         if (size > r->left) { *why = "buffer size exceeds the payload"; return false; }
         const unsigned char *src = kb_rd_bytes(r, (size_t)size, "buffer bytes");
         size_t padded = ((size_t)size + 7) & ~(size_t)7;
         kb_rd_bytes(r, padded - (size_t)size, "buffer padding");
         if (r->bad) return false;
-        size_t alloc = ((size_t)size + 63) & ~(size_t)63;
-        bs->b[i].data = aligned_alloc(64, alloc ? alloc : 64);
-        if (!bs->b[i].data) { *why = "out of memory"; return false; }
+        if (guard && !(flags & 1u)) { /* an input: guarded (outputs have kbench's guard bytes) */
+            bs->b[i].data = kb_guard_alloc((size_t)size, align, guard, "an input");
+            if (!bs->b[i].data) { *why = "cannot map a guarded buffer"; return false; }
+            bs->b[i].guard = guard;
+            bs->guard = guard;
+        } else {
+            size_t alloc = ((size_t)size + 63) & ~(size_t)63;
+            bs->b[i].data = aligned_alloc(64, alloc ? alloc : 64);
+            if (!bs->b[i].data) { *why = "out of memory"; return false; }
+        }
         memcpy(bs->b[i].data, src, (size_t)size);
         bs->b[i].size = (size_t)size;
         bs->b[i].flags = flags;
@@ -367,6 +410,7 @@ static int handle_hello(void) {
     kb_wr_u32(&w, (uint32_t)n);
     for (size_t i = 0; i < n; i++) write_realization(&w, &rs[i]);
     free(rs);
+    kb_wr_u64(&w, kb_cc_checked_calls()); /* protocol 3: calls checked for the ABI so far */
     int rc = send_frame(KB_MSG_HELLO | KB_WIRE_REPLY, &w);
     free(w.buf);
     return rc;
@@ -426,6 +470,9 @@ static int handle_gemm(kb_reader *r) {
         p->clamp_max = kb_rd_f32(r, "clamp_max");
         p->b_is_packed = (int)kb_rd_u32(r, "b_is_packed");
         p->b_is_backend_native_packed = (int)kb_rd_u32(r, "b_is_backend_native_packed");
+        label_buffer(&bs, p->A, "A[%u]", i);
+        label_buffer(&bs, p->B, p->b_is_packed ? "packed B[%u]" : "B[%u]", i);
+        label_buffer(&bs, p->bias, "bias[%u]", i);
         if (r->bad || !ok || !fits) continue;
         char f[KB_FIELD_LEN];
         uint64_t need = 0;
@@ -464,6 +511,8 @@ static int handle_gemm(kb_reader *r) {
         kb_status st;
         double *times = NULL;
         uint32_t reps = 0;
+        kb_guard_set_mode(bs.guard);
+        kb_cc_set_checking(bs.guard != KB_GUARD_OFF); /* a checking run: the ABI too */
         if (tm.rounds) {
             times = malloc(sizeof(double) * tm.rounds);
             st = times ? kb_time_gemm((size_t)M, (size_t)N, (size_t)K, batch ? ps : NULL, batch, &sel, &tm, times, &reps, &ran, &err)
@@ -538,6 +587,11 @@ static int handle_conv(kb_reader *r) {
         kb_status st;
         double *times = NULL;
         uint32_t reps = 0;
+        label_buffer(&bs, in, "the input%.0u", 0);
+        label_buffer(&bs, flt, "the filter%.0u", 0);
+        label_buffer(&bs, bias, "the bias%.0u", 0);
+        kb_guard_set_mode(bs.guard);
+        kb_cc_set_checking(bs.guard != KB_GUARD_OFF); /* a checking run: the ABI too */
         if (tm.rounds) {
             times = malloc(sizeof(double) * tm.rounds);
             st = times ? kb_time_conv(&d, in, flt, bias, out, &sel, &tm, times, &reps, &ran, &err) : KB_ERR_OUT_OF_MEMORY;
@@ -632,6 +686,12 @@ static int handle_pack(kb_reader *r) {
         dst = calloc(size ? size : 1, 1);
         if (!dst) { free_buffers(&bs); return protocol_error("out of memory"); }
         memset(dst, fill, size); /* a packer must write every byte, padding included */
+        label_buffer(&bs, B, mode == 3 ? "A%.0u" : "B%.0u", 0);
+        label_buffer(&bs, bias, "bias%.0u", 0);
+        kb_guard_set_mode(bs.guard);
+        /* a plugin's packer is checked for the calling convention whenever it packs
+         * outside a timed request (its bytes then feed a checking run or a check) */
+        kb_cc_set_checking(bs.guard != KB_GUARD_OFF || (mode >= 2 && tm.rounds == 0));
         st = mode == 0 ? kb_pack_b((size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
            : mode == 2 ? kb_pack_b_plugin(sel.force, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &err)
            : mode == 3 ? kb_pack_lhs_plugin(sel.force, (size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
@@ -815,8 +875,35 @@ int kb_worker_decode_frames(const unsigned char *data, size_t n, int fd) {
     return status;
 }
 #else
+/* A fault inside a guard page (kb_guard_alloc): one line naming the buffer on
+ * stderr, then exit with KB_EXIT_GUARD. Any other fault keeps its default
+ * action (the worker dies with the signal, as before). */
+static void on_fault(int sig, siginfo_t *info, void *uctx) {
+    (void)uctx;
+    char msg[400];
+    if (info && kb_guard_describe(info->si_addr, msg, sizeof msg)) {
+        static const char head[] = "kbench-guard: ";
+        if (write(2, head, sizeof head - 1) < 0 || write(2, msg, strlen(msg)) < 0 || write(2, "\n", 1) < 0) {
+            /* stderr gone: the exit status still says it */
+        }
+        _exit(KB_EXIT_GUARD);
+    }
+    signal(sig, SIG_DFL); /* returns to the faulting instruction, which faults again */
+}
+
+static void catch_guard_faults(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
+    catch_guard_faults();
     for (;;) {
         unsigned char hdr[16];
         long got = read_full(0, hdr, sizeof hdr, 0);

@@ -27,7 +27,10 @@
  * columns of the last block (and their bias) unwritten, gemm_rhs_one_byte
  * declares x16p8x2b and writes 0x0001 into one padding element of the last
  * block (column 7 when N is not a multiple of 8). Neither changes a result;
- * kbench's packer checks must catch both. */
+ * kbench's packer checks must catch both. A third, gemm_kernel_reads_past_rhs,
+ * has right packers and a kernel that reads the element after its RHS block
+ * (past the end of the packed RHS for the last block), folded in times zero:
+ * kbench's guard page after the packed RHS must catch it. */
 #include "kbench_plugin.h"
 
 #include "../common/exfp16.h"
@@ -160,6 +163,18 @@ static void run_matmul(size_t m, size_t n, size_t k, const void *lhs_packed, con
          clamp_max);
 }
 
+#ifdef EX_FAULTY_PACKERS
+static void run_matmul_past_rhs(size_t m, size_t n, size_t k, const void *lhs_packed, const void *rhs_packed,
+                                void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min,
+                                float clamp_max) {
+    volatile const uint16_t *after = (const uint16_t *)rhs_packed + rhs_block_bytes(k) / 2; /* the bug */
+    float stray = ex_h2f(*after);
+    run_matmul(m, n, k, lhs_packed, rhs_packed, dst, dst_stride_row, dst_stride_col, clamp_min, clamp_max);
+    uint16_t *c00 = dst;
+    *c00 = ex_f2h(ex_h2f(*c00) + 0.0f * stray);
+}
+#endif
+
 static void run_matmul_lhs(size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride, const void *rhs_packed,
                            void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min, float clamp_max) {
     (void)dst_stride_col;
@@ -245,6 +260,15 @@ static const kb_plugin_matmul_ukernel plain_lhs = {
     }
 static const kb_plugin_matmul_ukernel unwritten = WITH_RHS_PACKER(rhs_pack_unwritten);
 static const kb_plugin_matmul_ukernel one_byte = WITH_RHS_PACKER(rhs_pack_one_byte);
+static const kb_plugin_matmul_ukernel past_rhs = {
+    .get_m_step = get_m_step, .get_n_step = get_n_step, .get_mr = get_mr, .get_nr = get_nr, .get_kr = get_kr,
+    .get_sr = get_sr, .get_lhs_packed_offset = get_lhs_packed_offset, .get_rhs_packed_offset = get_rhs_packed_offset,
+    .get_dst_offset = get_dst_offset, .get_dst_size = get_dst_size, .run_matmul = run_matmul_past_rhs,
+    .lhs_get_m_step = lhs_get_m_step, .lhs_get_packed_offset = lhs_get_packed_offset,
+    .lhs_get_packed_size = lhs_get_packed_size, .lhs_pack = lhs_pack,
+    .rhs_get_n_step = rhs_get_n_step, .rhs_get_packed_offset = get_rhs_packed_offset,
+    .rhs_get_packed_size = rhs_get_packed_size, .rhs_pack = rhs_pack,
+};
 #endif
 
 static const kb_plugin_imatmul_ukernel indirect = {
@@ -273,6 +297,10 @@ static const kb_plugin_realization realizations[] = {
      .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
      .thread_safe = 1, .matmul = &one_byte, .rhs_layout = "x16p8x2b", .lhs_layout = "x16p4x2"},
+    {.name = "gemm_kernel_reads_past_rhs", .kernel = "expackers: 4x8 kernel reading the element after its RHS block",
+     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN, .thread_safe = 0,
+     .matmul = &past_rhs},
 #endif
     {.name = "conv2d_igemm_4x8", .kernel = "exukref: indirect GEMM, chunks of c_in padded to pairs",
      .op = KB_OP_CONV2D, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,

@@ -4,6 +4,7 @@
 
 #include "kbench.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 /* A helper kept out of line so that kbench's instruction counter
@@ -252,6 +253,44 @@ kb_status kb_conv_im2col_gemm_run(const kb_conv_impl *self, const kb_conv_desc *
                                   const kb_f16 *bias, kb_f16 *output, const kb_selector *sel,
                                   kb_error *err);
 
+/* ---- calling-convention checks (kb_cc.c) ------------------------------ */
+
+/* One call through the checking trampoline: up to 16 integer or pointer
+ * arguments in order (the first 8 on aarch64, 6 on x86_64, in registers,
+ * the rest on the stack) and up to 2 float arguments (s0/s1, xmm0/xmm1). */
+typedef struct kb_cc_call {
+    void *fn;
+    uint64_t x[16];
+    uint32_t nx;
+    uint32_t nf;
+    float f[2];
+    uint64_t ret;       /* x0 / rax after the call                      */
+    uint32_t clobbered; /* a bit per callee-saved register not restored */
+    uint32_t pad;
+} kb_cc_call;
+void kb_cc_invoke(kb_cc_call *c);
+/* Nonzero in a checking run (kb_cc_set_checking): kernel and packer calls
+ * then go through kb_cc_run. */
+int kb_cc_checking(void);
+/* Calls fn through the trampoline; a violation is kept (the first of the
+ * call, with `what`); returns the callee's x0 / rax. */
+uint64_t kb_cc_run(const char *what, void *fn, unsigned nx, const uint64_t *x, unsigned nf,
+                   const float *f);
+/* KB_OK, or the kept violation as the error of `who`'s call (and cleared):
+ * one relaxed load when there is none, so that a production call pays next
+ * to nothing. */
+extern _Atomic uint32_t kb_cc_first_mask;
+kb_status kb_cc_take_violation(const char *who, kb_error *err);
+static inline kb_status kb_cc_take(const char *who, kb_error *err) {
+    return atomic_load_explicit(&kb_cc_first_mask, memory_order_relaxed) ? kb_cc_take_violation(who, err)
+                                                                         : KB_OK;
+}
+/* The guard mode of scratch (kb_guard_set_mode), read where scratch is taken. */
+extern _Atomic int kb_guard_scratch_mode;
+static inline int kb_guard_on(void) {
+    return atomic_load_explicit(&kb_guard_scratch_mode, memory_order_relaxed);
+}
+
 /* ---- scratch --------------------------------------------------------- */
 
 /* Thread-local scratch of at least bytes; NULL when out of memory. GEMM
@@ -260,6 +299,10 @@ kb_status kb_conv_im2col_gemm_run(const kb_conv_impl *self, const kb_conv_desc *
  * entry points call kb_scratch_release. */
 void *kb_scratch_get(size_t bytes);
 void *kb_scratch_get_outer(size_t bytes);
+/* In a guard mode (kb_guard_set_mode): one guarded buffer of its own, named
+ * for the report of a read past it, freed by kb_scratch_release; NULL when
+ * no guard mode is set. */
+void *kb_scratch_piece(size_t bytes, const char *name);
 /* Ends a call's use of scratch: frees it if above the retain cap. */
 void kb_scratch_release(void);
 /* Frees the calling thread's scratch (helper threads, before they exit). */

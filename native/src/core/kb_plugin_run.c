@@ -30,6 +30,11 @@
 
 #define KB_PLUGIN_HEADER_BYTES sizeof(kb_packed_header)
 
+/* In a checking run every call into the plugin goes through the calling-
+ * convention trampoline (kb_cc.c); the arguments as integers, in order. */
+#define U(v) ((uint64_t)(uintptr_t)(v))
+#define FN(f) ((void *)(uintptr_t)(f))
+
 static size_t align64(size_t v) { return (v + 63u) & ~(size_t)63u; }
 
 static uint32_t current_vector_bits(int isa) {
@@ -85,6 +90,10 @@ static kb_status gemm_band(const kb_plugin_gemm_impl *g, const kb_gemm_call *c, 
     a.message = message;
     a.message_len = message_len;
     message[0] = '\0';
+    if (kb_cc_checking()) {
+        uint64_t x[] = {U(g->decl->ctx), U(&a)};
+        return (kb_status)(int32_t)kb_cc_run("its gemm", FN(g->decl->gemm), 2, x, 0, NULL);
+    }
     return g->decl->gemm(g->decl->ctx, &a);
 }
 
@@ -191,6 +200,29 @@ static kb_status check_header(const kb_plugin_gemm_impl *g, const kb_gemm_call *
 
 /* ---- micro-kernel GEMM ---------------------------------------------------------- */
 
+/* The micro-kernel's packers as kbench calls them (through the trampoline in a
+ * checking run). */
+static void rhs_pack(const kb_plugin_matmul_ukernel *u, size_t n, size_t k, size_t ldb, const kb_f16 *b,
+                     const kb_f16 *bias, void *dst) {
+    size_t nr = u->get_nr(), kr = u->get_kr(), sr = u->get_sr();
+    if (kb_cc_checking()) {
+        uint64_t x[] = {1, n, k, nr, kr, sr, ldb * sizeof(kb_f16), U(b), U(bias), 0, U(dst), 0, 0};
+        kb_cc_run("its rhs_pack", FN(u->rhs_pack), 13, x, 0, NULL);
+        return;
+    }
+    u->rhs_pack(1, n, k, nr, kr, sr, ldb * sizeof(kb_f16), b, bias, NULL, dst, 0, NULL);
+}
+
+static void lhs_pack(const kb_plugin_matmul_ukernel *u, size_t m, size_t k, const kb_f16 *a, size_t lda, void *dst) {
+    size_t mr = u->get_mr(), kr = u->get_kr(), sr = u->get_sr();
+    if (kb_cc_checking()) {
+        uint64_t x[] = {m, k, mr, kr, sr, 0, U(a), lda * sizeof(kb_f16), U(dst)};
+        kb_cc_run("its lhs_pack", FN(u->lhs_pack), 9, x, 0, NULL);
+        return;
+    }
+    u->lhs_pack(m, k, mr, kr, sr, 0, a, lda * sizeof(kb_f16), dst);
+}
+
 typedef struct block_job {
     const kb_plugin_matmul_ukernel *u;
     const kb_gemm_call *c;
@@ -208,12 +240,23 @@ static void block_task(void *ctx, size_t task) {
     size_t dst_stride = c->ldc * sizeof(kb_f16);
     unsigned char *dst = (unsigned char *)c->C + j->u->get_dst_offset(m0, n0, dst_stride);
     const unsigned char *rhs = j->rhs + j->u->get_rhs_packed_offset(n0, c->K);
+    float clamps[] = {c->clamp_min, c->clamp_max};
     if (j->u->run_matmul) {
         const unsigned char *lhs = j->lhs + j->u->get_lhs_packed_offset(m0, c->K);
+        if (kb_cc_checking()) {
+            uint64_t x[] = {m, n, c->K, U(lhs), U(rhs), U(dst), dst_stride, sizeof(kb_f16)};
+            kb_cc_run("its run_matmul", FN(j->u->run_matmul), 8, x, 2, clamps);
+            return;
+        }
         j->u->run_matmul(m, n, c->K, lhs, rhs, dst, dst_stride, sizeof(kb_f16), c->clamp_min, c->clamp_max);
     } else {
         size_t lhs_stride = c->lda * sizeof(kb_f16);
         const unsigned char *lhs = j->lhs + j->u->get_lhs_offset(m0, lhs_stride);
+        if (kb_cc_checking()) {
+            uint64_t x[] = {m, n, c->K, U(lhs), lhs_stride, U(rhs), U(dst), dst_stride, sizeof(kb_f16)};
+            kb_cc_run("its run_matmul", FN(j->u->run_matmul_lhs), 9, x, 2, clamps);
+            return;
+        }
         j->u->run_matmul_lhs(m, n, c->K, lhs, lhs_stride, rhs, dst, dst_stride, sizeof(kb_f16), c->clamp_min,
                              c->clamp_max);
     }
@@ -246,22 +289,38 @@ static kb_status ukernel_gemm(const kb_plugin_gemm_impl *g, const kb_gemm_call *
     size_t total;
     if (!kb_add_ok(need_rhs, need_bias, &total) || !kb_add_ok(total, align64(lhs_bytes), &total))
         return kb_fail(err, KB_ERR_OVERFLOW, "M", "packed operands of %zu x %zu x %zu overflow size_t", c->M, c->N, c->K);
-    unsigned char *mem = kb_scratch_get(total);
-    if (!mem) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes for packed operands", total);
+    /* one block: [packed RHS][zero bias][packed LHS]; in a guard mode (checking
+     * runs) each piece is a guarded buffer of its own, so that a kernel reading
+     * past any of them faults there */
+    unsigned char *rp = NULL, *zb = NULL, *lp = NULL;
+    bool have;
+    if (kb_guard_on() != KB_GUARD_OFF) {
+        if (need_rhs) rp = kb_scratch_piece(rhs_bytes, "the kbench-packed RHS");
+        if (need_bias) zb = kb_scratch_piece(c->N * sizeof(kb_f16), "the zero bias kbench passes rhs_pack");
+        if (u->run_matmul) lp = kb_scratch_piece(lhs_bytes, "the kbench-packed LHS");
+        have = (rp || !need_rhs) && (zb || !need_bias) && (lp || !u->run_matmul);
+    } else {
+        unsigned char *mem = kb_scratch_get(total);
+        have = mem != NULL;
+        if (have) {
+            rp = mem;
+            zb = mem + need_rhs;
+            lp = mem + need_rhs + need_bias;
+        }
+    }
+    if (!have) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes for packed operands", total);
     if (c->bform != KB_BFORM_NATIVE) {
-        unsigned char *rp = mem;
         const kb_f16 *bias = c->bias;
         if (!bias) {
-            memset(mem + need_rhs, 0, c->N * sizeof(kb_f16));
-            bias = (const kb_f16 *)(mem + need_rhs);
+            memset(zb, 0, c->N * sizeof(kb_f16));
+            bias = (const kb_f16 *)zb;
         }
-        u->rhs_pack(1, c->N, c->K, nr, kr, sr, c->ldb * sizeof(kb_f16), c->B, bias, NULL, rp, 0, NULL);
+        rhs_pack(u, c->N, c->K, c->ldb, c->B, bias, rp);
         rhs = rp;
     }
     block_job j = {u, c, (const unsigned char *)c->A, rhs, m_step, n_step, kb_ceil_div(c->N, n_step)};
     if (u->run_matmul) {
-        unsigned char *lp = mem + need_rhs + need_bias;
-        u->lhs_pack(c->M, c->K, mr, kr, sr, 0, c->A, c->lda * sizeof(kb_f16), lp);
+        lhs_pack(u, c->M, c->K, c->A, c->lda, lp);
         j.lhs = lp;
     }
     size_t tasks = kb_ceil_div(c->M, m_step) * j.nblocks_n;
@@ -299,8 +358,15 @@ kb_status kb_plugin_pack(const kb_plugin_gemm_impl *g, size_t n, size_t k, const
                          const kb_f16 *bias, void *dst, size_t dst_size, kb_error *err) {
     const kb_plugin_realization *r = g->decl;
     if (r->form == KB_PLUGIN_WHOLE_CALL) {
-        kb_status st = r->pack_b(r->ctx, n, k, b, ldb, bias, dst, dst_size);
-        return st == KB_OK ? KB_OK : refused(err, g->name, st, "its pack_b failed");
+        kb_status st;
+        if (kb_cc_checking()) {
+            uint64_t x[] = {U(r->ctx), n, k, U(b), ldb, U(bias), U(dst), dst_size};
+            st = (kb_status)(int32_t)kb_cc_run("its pack_b", FN(r->pack_b), 8, x, 0, NULL);
+        } else {
+            st = r->pack_b(r->ctx, n, k, b, ldb, bias, dst, dst_size);
+        }
+        if (st == KB_OK) st = kb_cc_take(g->name, err);
+        return st == KB_OK ? KB_OK : err->code ? st : refused(err, g->name, st, "its pack_b failed");
     }
     const kb_plugin_matmul_ukernel *u = r->matmul;
     size_t payload = u->rhs_get_packed_size(n, k);
@@ -311,9 +377,10 @@ kb_status kb_plugin_pack(const kb_plugin_gemm_impl *g, size_t n, size_t k, const
         bias = zeros;
     }
     unsigned char *out = dst;
-    u->rhs_pack(1, n, k, u->get_nr(), u->get_kr(), u->get_sr(), ldb * sizeof(kb_f16), b, bias, NULL,
-                out + sizeof(kb_packed_header), 0, NULL);
+    rhs_pack(u, n, k, ldb, b, bias, out + sizeof(kb_packed_header));
     free(zeros);
+    kb_status st = kb_cc_take(g->name, err);
+    if (st != KB_OK) return st;
     seal((kb_packed_header *)out, g->id, current_vector_bits(r->isa), n, k, (uint32_t)u->get_nr(), payload);
     return KB_OK;
 }
@@ -333,10 +400,8 @@ kb_status kb_plugin_lhs_packed_size(const kb_plugin_gemm_impl *g, size_t m, size
 
 kb_status kb_plugin_pack_lhs(const kb_plugin_gemm_impl *g, size_t m, size_t k, const kb_f16 *a,
                              size_t lda, void *dst, kb_error *err) {
-    (void)err;
-    const kb_plugin_matmul_ukernel *u = g->decl->matmul;
-    u->lhs_pack(m, k, u->get_mr(), u->get_kr(), u->get_sr(), 0, a, lda * sizeof(kb_f16), dst);
-    return KB_OK;
+    lhs_pack(g->decl->matmul, m, k, a, lda, dst);
+    return kb_cc_take(g->name, err);
 }
 
 /* ---- convolution ---------------------------------------------------------- */
@@ -356,6 +421,10 @@ static kb_status whole_conv_one(const kb_plugin_conv_impl *p, const kb_conv_desc
     a.message = msg;
     a.message_len = msg_len;
     msg[0] = '\0';
+    if (kb_cc_checking()) {
+        uint64_t x[] = {U(p->decl->ctx), U(&a)};
+        return (kb_status)(int32_t)kb_cc_run("its conv2d", FN(p->decl->conv2d), 2, x, 0, NULL);
+    }
     return p->decl->conv2d(p->decl->ctx, &a);
 }
 
@@ -396,9 +465,16 @@ static void iblock_task(void *ctx, size_t task) {
     size_t m0 = task / j->nblocks_n * j->m_step, n0 = task % j->nblocks_n * j->n_step;
     size_t m = j->M - m0 < j->m_step ? j->M - m0 : j->m_step;
     size_t n = j->N - n0 < j->n_step ? j->N - n0 : j->n_step;
-    j->u->run_imatmul(m, n, j->kcc, j->kcl, j->lhs + j->u->get_lhs_packed_offset(m0, j->kcc, j->kcl),
-                      j->rhs + j->u->get_rhs_packed_offset(n0, j->kcc, j->kcl),
-                      j->dst + j->u->get_dst_offset(m0, n0, j->dst_stride), j->dst_stride, j->lo, j->hi);
+    const unsigned char *lhs = j->lhs + j->u->get_lhs_packed_offset(m0, j->kcc, j->kcl);
+    const unsigned char *rhs = j->rhs + j->u->get_rhs_packed_offset(n0, j->kcc, j->kcl);
+    unsigned char *dst = j->dst + j->u->get_dst_offset(m0, n0, j->dst_stride);
+    if (kb_cc_checking()) {
+        uint64_t x[] = {m, n, j->kcc, j->kcl, U(lhs), U(rhs), U(dst), j->dst_stride};
+        float clamps[] = {j->lo, j->hi};
+        kb_cc_run("its run_imatmul", FN(j->u->run_imatmul), 8, x, 2, clamps);
+        return;
+    }
+    j->u->run_imatmul(m, n, j->kcc, j->kcl, lhs, rhs, dst, j->dst_stride, j->lo, j->hi);
 }
 
 static kb_status ukernel_conv(const kb_plugin_conv_impl *p, const kb_conv_desc *d, size_t oh, size_t ow,
@@ -418,14 +494,27 @@ static kb_status ukernel_conv(const kb_plugin_conv_impl *p, const kb_conv_desc *
     if (!kb_add_ok(total, pad_bytes + zero_bias, &total) || !kb_add_ok(total, align64(lhs_bytes), &total) ||
         !kb_add_ok(total, align64(rhs_bytes), &total))
         return kb_fail(err, KB_ERR_OVERFLOW, "desc", "the indirect GEMM's buffers overflow size_t");
-    unsigned char *mem = kb_scratch_get_outer(total);
-    if (!mem) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes for the indirect GEMM",
-                             total);
-    const void **ptrs = (const void **)mem;
-    unsigned char *pad = mem + align64(ptr_bytes);
-    unsigned char *zb = pad + pad_bytes;
-    unsigned char *lhs = zb + zero_bias;
-    unsigned char *rhs = lhs + align64(lhs_bytes);
+    const void **ptrs;
+    unsigned char *pad, *zb, *lhs, *rhs;
+    if (kb_guard_on() != KB_GUARD_OFF) { /* checking runs: each piece guarded on its own */
+        ptrs = kb_scratch_piece(ptr_bytes, "the indirection table");
+        pad = kb_scratch_piece(kcl * sizeof(kb_f16), "the padding row (c_in zeros)");
+        zb = bias ? NULL : kb_scratch_piece(N * sizeof(kb_f16), "the zero bias kbench passes rhs_pack");
+        lhs = kb_scratch_piece(lhs_bytes, "the kbench-packed LHS");
+        rhs = kb_scratch_piece(rhs_bytes, "the kbench-packed RHS");
+        if (!ptrs || !pad || (!bias && !zb) || !lhs || !rhs)
+            return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot map guarded buffers for the indirect GEMM");
+    } else {
+        unsigned char *mem = kb_scratch_get_outer(total);
+        if (!mem)
+            return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot allocate %zu bytes for the indirect GEMM",
+                           total);
+        ptrs = (const void **)mem;
+        pad = mem + align64(ptr_bytes);
+        zb = pad + pad_bytes;
+        lhs = zb + zero_bias;
+        rhs = lhs + align64(lhs_bytes);
+    }
     memset(pad, 0, kcl * sizeof(kb_f16));
     if (!bias) {
         memset(zb, 0, N * sizeof(kb_f16));
@@ -447,8 +536,15 @@ static kb_status ukernel_conv(const kb_plugin_conv_impl *p, const kb_conv_desc *
                 ptrs[(b * kcc + tap) * lm + r] = ptr;
             }
         }
-    u->lhs_pack(M, kcc, kcl, (const void *const *)ptrs, 0, pad, lhs);
-    u->rhs_pack(N, kcc, kcl, N * sizeof(kb_f16), filter, bias, rhs);
+    if (kb_cc_checking()) {
+        uint64_t lx[] = {M, kcc, kcl, U(ptrs), 0, U(pad), U(lhs)};
+        kb_cc_run("its lhs_pack", FN(u->lhs_pack), 7, lx, 0, NULL);
+        uint64_t rx[] = {N, kcc, kcl, N * sizeof(kb_f16), U(filter), U(bias), U(rhs)};
+        kb_cc_run("its rhs_pack", FN(u->rhs_pack), 7, rx, 0, NULL);
+    } else {
+        u->lhs_pack(M, kcc, kcl, (const void *const *)ptrs, 0, pad, lhs);
+        u->rhs_pack(N, kcc, kcl, N * sizeof(kb_f16), filter, bias, rhs);
+    }
     iblock_job j = {u, lhs, rhs, (unsigned char *)output, M, N, kcc, kcl, m_step, n_step, kb_ceil_div(N, n_step),
                     N * sizeof(kb_f16), d->clamp_min, d->clamp_max};
     kb_parallel_for(kb_ceil_div(M, m_step) * j.nblocks_n, threads, iblock_task, &j);

@@ -12,8 +12,26 @@
 
 #include <string.h>
 
+/* In a checking run (kb_cc_checking when a call is planned) a plan holds a
+ * stand-in that calls the micro-kernel through kb_cc.c's trampoline, so that
+ * production calls pay nothing per tile; a worker runs one request at a
+ * time, so one kernel per process is enough. */
+static void (*run_target)(const kb_neon_tile *t);
+
+static void run_checked(const kb_neon_tile *t) {
+    uint64_t x[] = {(uint64_t)(uintptr_t)t};
+    kb_cc_run("the NEON micro-kernel", (void *)(uintptr_t)run_target, 1, x, 0, NULL);
+}
+
+static void (*checked_run(void (*run)(const kb_neon_tile *t)))(const kb_neon_tile *t) {
+    if (!kb_cc_checking()) return run;
+    run_target = run;
+    return run_checked;
+}
+
 typedef struct gemm_plan {
     const kb_neon_ukernel *uk;
+    void (*run)(const kb_neon_tile *t); /* uk->run, or its checked stand-in (kb_cc.c) */
     const kb_gemm_call *c;
     size_t mr, m_tiles, n_tiles;
     /* per 16-column panel j: B panel, its row stride, bias (16 values or NULL) */
@@ -76,7 +94,7 @@ static void gemm_tile(const gemm_plan *p, size_t mi, size_t j, size_t k0, size_t
     t.clamp_max = c->clamp_max;
     t.acc = acc;
     t.acc_mode = acc_mode;
-    p->uk->run(&t);
+    p->run(&t);
 }
 
 /* Unblocked: one task per output tile, all of K in one pass. */
@@ -116,6 +134,7 @@ kb_status kb_neon_gemm(const kb_neon_ukernel *uk, const kb_neon_blocking *blk, c
     gemm_plan p;
     memset(&p, 0, sizeof p);
     p.uk = uk;
+    p.run = checked_run(uk->run);
     p.c = c;
     p.mr = uk->get_mr();
     p.m_tiles = kb_ceil_div(c->M, p.mr);
@@ -178,6 +197,7 @@ kb_status kb_neon_gemm(const kb_neon_ukernel *uk, const kb_neon_blocking *blk, c
 
 typedef struct conv_plan {
     const kb_neon_ukernel *uk;
+    void (*run)(const kb_neon_tile *t); /* uk->run, or its checked stand-in (kb_cc.c) */
     const kb_conv_desc *d;
     size_t oh, ow, rows, taps, cg, og, mr, m_tiles, n_tiles;
     const kb_f16 *const *table;  /* [n][g][row][tap] pointers into the input */
@@ -218,7 +238,7 @@ static void conv_task(void *ctx, size_t task) {
     t.clamp_max = d->clamp_max;
     t.acc = NULL;
     t.acc_mode = 0;
-    p->uk->run(&t);
+    p->run(&t);
 }
 
 /* The row-pointer table [n][g][row][tap] into the input (the zero row
@@ -257,6 +277,7 @@ kb_status kb_neon_conv_indirect(const kb_neon_ukernel *uk, const kb_conv_desc *d
     conv_plan p;
     memset(&p, 0, sizeof p);
     p.uk = uk;
+    p.run = checked_run(uk->run);
     p.d = d;
     p.oh = oh;
     p.ow = ow;

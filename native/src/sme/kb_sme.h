@@ -122,6 +122,11 @@ typedef struct kb_sme_gemv_args {
 
 typedef void (*kb_sme_gemv_core_fn)(const kb_sme_gemv_args *args);
 
+/* The MOPA core a plan calls: the kernel itself, or in a checking run
+ * (kb_cc_checking) a stand-in calling it through the calling-convention
+ * trampoline (kb_sme_gemm.c). */
+kb_sme_mopa_core_fn kb_sme_checked_mopa(kb_sme_mopa_core_fn core);
+
 /* ---- micro-kernel interfaces ---------------------------------------------
  * Offsets and sizes are in bytes; strides of dst are in bytes (the column
  * stride must be sizeof(kb_f16)). */

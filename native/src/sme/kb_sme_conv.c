@@ -79,7 +79,7 @@ kb_status kb_sme_conv_igemm_run(const kb_sme_imatmul_ukernel *uk, const kb_conv_
     conv_lhs src = {d, oh, ow, M, 0, input, NULL};
     kb_sme_mopa_plan p;
     memset(&p, 0, sizeof p);
-    p.core = uk->core;
+    p.core = kb_sme_checked_mopa(uk->core);
     p.M = M;
     p.N = d->c_out;
     p.kpairs = kpad / KB_SME_KR;

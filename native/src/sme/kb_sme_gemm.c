@@ -193,7 +193,7 @@ kb_status kb_sme_gemm_mopa_run(const kb_sme_matmul_ukernel *uk, const kb_sme_blo
         p.block_n = blk->nb;
         p.block_k = blk->kb;
     }
-    p.core = uk->core;
+    p.core = kb_sme_checked_mopa(uk->core);
     p.M = c->M;
     p.N = c->N;
     p.kpairs = kb_ceil_div(c->K, KB_SME_KR);
@@ -221,10 +221,42 @@ kb_status kb_sme_gemm_mopa_run(const kb_sme_matmul_ukernel *uk, const kb_sme_blo
     return KB_OK;
 }
 
+/* ---- calling-convention checks of our own micro-kernels ----------------------
+ * In a checking run (kb_cc_checking when a call is planned) the plan holds a
+ * stand-in that calls the kernel through kb_cc.c's trampoline; otherwise the
+ * kernel itself, so that production calls pay nothing per tile. A worker
+ * runs one request at a time: one kernel per stand-in is enough. */
+
+static kb_sme_mopa_core_fn mopa_target;
+static kb_sme_gemv_core_fn gemv_target;
+
+static void mopa_checked(const kb_sme_mopa_args *a) {
+    uint64_t x[] = {(uint64_t)(uintptr_t)a};
+    kb_cc_run("the SME MOPA micro-kernel", (void *)(uintptr_t)mopa_target, 1, x, 0, NULL);
+}
+
+static void gemv_checked(const kb_sme_gemv_args *a) {
+    uint64_t x[] = {(uint64_t)(uintptr_t)a};
+    kb_cc_run("the SME GEMV micro-kernel", (void *)(uintptr_t)gemv_target, 1, x, 0, NULL);
+}
+
+kb_sme_mopa_core_fn kb_sme_checked_mopa(kb_sme_mopa_core_fn core) {
+    if (!kb_cc_checking()) return core;
+    mopa_target = core;
+    return mopa_checked;
+}
+
+static kb_sme_gemv_core_fn checked_gemv(kb_sme_gemv_core_fn core) {
+    if (!kb_cc_checking()) return core;
+    gemv_target = core;
+    return gemv_checked;
+}
+
 /* ---- GEMV ------------------------------------------------------------------- */
 
 typedef struct gemv_plan {
     const kb_sme_gemv_ukernel *uk;
+    kb_sme_gemv_core_fn core; /* uk->core, or its checked stand-in in a checking run */
     const kb_gemm_call *c;
     const unsigned char *rhs;
     size_t svlb, nr, rhs_stride, nblocks, per_task;
@@ -249,7 +281,7 @@ static void gemv_task(void *ctx, size_t t) {
             .flags = kb_sme_clamp_flags(c->clamp_max),
             .clamp_min = c->clamp_min, .clamp_max = c->clamp_max,
         };
-        g->uk->core(&a);
+        g->core(&a);
     }
 }
 
@@ -258,6 +290,7 @@ kb_status kb_sme_gemm_gemv_run(const kb_sme_gemv_ukernel *uk, const kb_gemm_call
     gemv_plan g;
     memset(&g, 0, sizeof g);
     g.uk = uk;
+    g.core = checked_gemv(uk->core);
     g.c = c;
     g.svlb = kb_sme_svl_bytes();
     g.nr = uk->get_nr();
