@@ -119,11 +119,16 @@ def test_the_portable_example_packers_conform(host):
     assert set(plain) == {("rhs", "determinism"), ("rhs", "layout")}  # no LHS packer
 
 
-def test_a_packer_leaving_its_padding_unwritten_is_named(host):
+@pytest.mark.parametrize("spec", ["host", pytest.param("qemu:svl=512", marks=needs_qemu)])
+def test_a_packer_leaving_its_padding_unwritten_is_named(spec):
     """The padding columns of the last block (and their bias) left as they
     were: found by packing twice over two patterns, decoded by the kernel's
-    own blocking (nr = 8, kr = 2)."""
-    c = _checks(host, "expackers.gemm_rhs_unwritten")[("rhs", "determinism")]
+    own blocking (nr = 8, kr = 2), in the host worker and the emulated one."""
+    t = parse_target(spec, [f"{ARCH_PATTERN}/libexpackers.so"])
+    try:
+        c = _checks(t, "expackers.gemm_rhs_unwritten")[("rhs", "determinism")]
+    finally:
+        t.close()
     assert not c.ok
     assert c.problem == ("its packed B of N = 1, K = 1 differs between a destination filled "
                          "with 0x00 and one filled with 0xA5 from byte 2 (where x16p8x2b keeps "
