@@ -45,6 +45,7 @@ from typing import Any
 from kbench.errors import KbenchError
 from kbench.targets.elf import Elf, Function
 from kbench.targets.qemutrace import PhaseMap, TraceCounter, Window, build_phase_map
+from kbench.targets.timeouts import CallBounds
 from kbench.targets.worker import WorkerEngine, WorkerSpec
 
 WINDOWS = {"kb_gemm_batch": "call", "kb_conv2d": "call",
@@ -64,6 +65,7 @@ MODES = {"tb": ["-d", "in_asm,exec,nochain"],
          "insn": ["-one-insn-per-tb", "-d", "exec,nochain"]}
 METHOD = {"tb": "qemu-tb", "insn": "qemu-insn"}
 WINDOW_TIMEOUT = 1800.0  # seconds for the log of one case to be counted
+COUNT_SLOWDOWN = 10.0  # the request bounds of a counting worker (kbench.targets.timeouts)
 
 
 class CountError(KbenchError):
@@ -161,8 +163,10 @@ class CountingWorker:
             cmd += ["-E", f"KBENCH_ISA_CAP={isa}"]
         cmd += [*MODES[mode], "-dfilter", tool.ranges, "-D", f"/dev/fd/{self._wfd}",
                 "./" + tool.worker.name]
-        spec = WorkerSpec(cmd, {}, emulated=True, pass_fds=(self._wfd,),
-                          cwd=str(tool.worker.parent), inherit_env=False)
+        # logging every translation block (or instruction) slows the guest down by
+        # another factor of ten or more: the bounds of its requests grow with it
+        spec = WorkerSpec(cmd, {}, emulated=True, bounds=CallBounds(True, slowdown=COUNT_SLOWDOWN),
+                          pass_fds=(self._wfd,), cwd=str(tool.worker.parent), inherit_env=False)
         self.engine = WorkerEngine(spec)
         self._reader = threading.Thread(target=self._read, args=(rfd,), daemon=True)
         self._reader.start()
