@@ -16,6 +16,7 @@ import pytest
 
 from kbench.errors import WorkerCrashed
 from kbench.harness import runner
+from kbench.judge.verdict import ERROR, FAIL, PASS
 from kbench.native.api import Selector
 from kbench.problems import inputs
 from kbench.problems.cases import ConvCase, GemmCase
@@ -33,27 +34,41 @@ def _bits(outputs):
 
 
 class Findings:
-    """The problems one test finds over every realization it checks."""
+    """What one test finds over every realization it checks: a verdict per
+    realization and case (suite determinism: results.csv, the report), and
+    the problems the test fails with at the end."""
 
     def __init__(self, kb_session, spec):
         self.kb, self.spec, self.problems = kb_session, spec, []
 
+    def _job(self, r, case, kind):
+        return runner.Job(case, kind, r, self.spec, "determinism")
+
     def ran(self, r, case, kind, *outcomes) -> bool:
         """True when every call succeeded and wrote only its outputs; else the
-        problem is noted (and a fault recorded as its verdict)."""
+        problem is recorded (a fault as its own status) and noted."""
         for o in outcomes:
             if o.error is None and not o.guard_detail:
                 continue
+            job = self._job(r, case, kind)
             if isinstance(o.error, WorkerCrashed):
-                job = runner.Job(case, kind, r, self.spec, "determinism")
-                self.kb.record(runner.fault_verdict(job, o.error, o.guard_detail))
-            self.problems.append(f"{self.spec} {r.name} {case.name}: "
-                                 f"{o.error or ''} {o.guard_detail}".strip())
+                v = runner.fault_verdict(job, o.error, o.guard_detail)
+                v.suite = "determinism"
+            else:
+                v = runner.job_verdict(job, ERROR, f"{o.error or ''} {o.guard_detail}".strip(),
+                                       "determinism")
+            self.kb.record(v)
+            self.problems.append(f"{self.spec} {r.name} {case.name}: {v.message}")
             return False
         return True
 
-    def differ(self, text):
-        self.problems.append(text)
+    def result(self, r, case, kind, same, what):
+        """The verdict of one determinism check: `what` held (pass) or not (fail)."""
+        message = what if same else f"not {what}"
+        self.kb.record(runner.job_verdict(self._job(r, case, kind), PASS if same else FAIL,
+                                          message, "determinism"))
+        if not same:
+            self.problems.append(f"{self.spec} {r.name} {case.name}: {message}")
 
     def check(self):
         assert not self.problems, "\n".join(self.problems)
@@ -74,9 +89,9 @@ def test_gemm_bit_identical(kb_session, kb_spec, case):
         inp = inputs.gemm_inputs(case, "normal")
         first = target.run_gemm(case, inp, r.name)
         second = target.run_gemm(case, inp, r.name)
-        if found.ran(r, case, "normal", first, second) and not _same(first.outputs,
-                                                                     second.outputs):
-            found.differ(f"{spec} {r.name}: outputs differ between runs")
+        if found.ran(r, case, "normal", first, second):
+            found.result(r, case, "normal", _same(first.outputs, second.outputs),
+                         "bit-identical over two calls")
     found.check()
 
 
@@ -91,8 +106,9 @@ def test_conv_bit_identical(kb_session, kb_spec, case):
         inp = inputs.conv_inputs(case, "uniform")
         a = target.run_conv(case, inp, r.name)
         b = target.run_conv(case, inp, r.name)
-        if found.ran(r, case, "uniform", a, b) and not _same(a.outputs, b.outputs):
-            found.differ(f"{spec} {r.name}: outputs differ between runs")
+        if found.ran(r, case, "uniform", a, b):
+            found.result(r, case, "uniform", _same(a.outputs, b.outputs),
+                         "bit-identical over two calls")
     found.check()
 
 
@@ -125,8 +141,9 @@ def test_threads_change_no_bit_gemm(kb_session, kb_spec, case):
         inp = inputs.gemm_inputs(case, "uniform")
         pair = _threaded(found, r, case, lambda t, r=r, target=target, inp=inp: target.run_gemm(
             case, inp, r.name, Selector(threads=t)))
-        if pair is not None and not _same(pair[0].outputs, pair[1].outputs):
-            found.differ(f"{spec} {r.name}: 3 threads differ from 1")
+        if pair is not None:
+            found.result(r, case, "uniform", _same(pair[0].outputs, pair[1].outputs),
+                         "the bits of 1 thread on 3 threads")
     found.check()
 
 
@@ -141,8 +158,9 @@ def test_threads_change_no_bit_conv(kb_session, kb_spec, case):
         inp = inputs.conv_inputs(case, "uniform")
         pair = _threaded(found, r, case, lambda t, r=r, target=target, inp=inp: target.run_conv(
             case, inp, r.name, Selector(threads=t)))
-        if pair is not None and not _same(pair[0].outputs, pair[1].outputs):
-            found.differ(f"{spec} {r.name}: 3 threads differ from 1")
+        if pair is not None:
+            found.result(r, case, "uniform", _same(pair[0].outputs, pair[1].outputs),
+                         "the bits of 1 thread on 3 threads")
     found.check()
 
 
@@ -179,8 +197,8 @@ def test_blocked_threads_bit_identical(kb_session, kb_spec):
         if not found.ran(r, case, "normal", one, four):
             continue
         assert four.ran is not None and four.ran.threads == 4, (spec, r.name)
-        if not _same(one.outputs, four.outputs):
-            found.differ(f"{spec} {r.name}: threads = 4 differs from threads = 1")
+        found.result(r, case, "normal", _same(one.outputs, four.outputs),
+                     "the bits of threads = 1 with threads = 4")
     if not ran:
         pytest.skip(f"no cache-blocked realization on {spec}")
     found.check()

@@ -478,9 +478,9 @@ def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
                                  "speedup_vs_baseline", "emulated_times", "error_vs_k",
                                  "model_totals", "metadata", "tuning", "fingerprints",
                                  "fingerprint_summary", "plugins", "plugin_probes",
-                                 "fastest", "counts", "count_mix", "counts_vs_baseline",
-                                 "counts_vs_committed", "count_anchors", "mutation_areas",
-                                 "mutation_mutants"}
+                                 "determinism", "fastest", "counts", "count_mix",
+                                 "counts_vs_baseline", "counts_vs_committed", "count_anchors",
+                                 "mutation_areas", "mutation_mutants"}
     gflops = pd.read_csv(built.tables["gflops"])
     assert len(gflops) == len(rep.gflops_table(runs["main"]))
     speedups = pd.read_csv(built.tables["speedup_vs_scalar"])

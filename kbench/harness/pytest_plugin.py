@@ -40,7 +40,7 @@ from kbench.harness.runner import InputCache, Job, applicable, jobs_for, random_
 from kbench.harness.selection import CaseFilter, filter_errors, reproducer
 from kbench.harness.tune import default_realization, table_choice
 from kbench.judge.verdict import ERROR, FAILING, Verdict
-from kbench.native.api import DispatchTable, Realization
+from kbench.native.api import BACKENDS, DispatchTable, Realization
 from kbench.native.calls import TargetInfo
 from kbench.native.plugins import PluginRealizationInfo
 from kbench.problems import catalog as catalogs
@@ -260,9 +260,17 @@ class KbSession:
         self.targets.clear()
         self.probe_targets.clear()
 
+    def selects_ours(self) -> bool:
+        """Do the backend and realization filters keep any realization of ours?
+        (A run of plugins or peers only runs no contract case of our backends.)"""
+        if self.backends and not any(b in BACKENDS for b in self.backends):
+            return False
+        # plugin realizations ("<plugin>.<name>") only: none of ours
+        return not (self.realizations and all("." in r for r in self.realizations))
+
     def contract_cases(self, spec: str) -> list[ContractCase]:
         info = self.info(spec)
-        if spec in self.unavailable:
+        if spec in self.unavailable or not self.selects_ours():
             return []
         probed = self.probes.get(spec)
         if probed is not None:
@@ -281,6 +289,8 @@ class KbSession:
                 extra.append("--plugin-in-process")
             if self.call_timeout is not None:
                 extra += ["--call-timeout", f"{self.call_timeout:g}"]
+            if v.suite == "plugin-contracts":  # a probe's finding fails a run only then
+                extra.append("--strict-plugins")
             cmd += " " + shlex.join(extra) if extra else ""
         return cmd
 
@@ -493,8 +503,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "kb_contract" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
         params = [(spec, case) for spec in kb.target_specs for case in kb.contract_cases(spec)]
-        metafunc.parametrize("kb_contract", params,
-                             ids=[f"{spec}-{case.name}" for spec, case in params])
+        _parametrize(metafunc, "kb_contract", params,
+                     [f"{spec}-{case.name}" for spec, case in params],
+                     "the filters select no realization of kbench's own backends (a run of "
+                     "plugins or peers): their contract cases do not run"
+                     if not kb.selects_ours() else "no contract case on the chosen targets")
     if "kb_perf_job" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
         jobs = kb.perf_jobs() if kb.perf_enabled else []
@@ -641,6 +654,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                              f"run.json says complete: false")
         if (kb.writer.error is not None or missing) and int(exitstatus) == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run folder is not whole
+    if kb.strict_plugins and kb.plugin_notes and int(session.exitstatus) == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # --strict-plugins: a plugin is missing
     kb.close_targets()
 
 
@@ -823,6 +838,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_line(summary_text(kb.verdicts))
     for note in kb.plugin_notes:
         terminalreporter.write_line(f"plugin not loaded on {note}")
+    if kb.strict_plugins and kb.plugin_notes:
+        terminalreporter.write_line("--strict-plugins: a plugin could not be loaded: the run fails",
+                                    red=True)
     counted = count_summary_text(kb.verdicts)
     if counted:
         terminalreporter.section("kbench instruction counts (one single-threaded call, exact)")

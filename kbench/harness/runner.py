@@ -175,7 +175,7 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
     v = _verdict(job, status, message, ran)
     v.max_err_bound, v.max_ulp, v.rms_rel = j.max_ratio, j.max_ulp, j.rms_rel
     v.max_err_gemm_bound = gemm_class.max_ratio if gemm_class else j.max_ratio
-    v.exact, v.total = j.exact, j.total
+    v.exact, v.total, v.inf_exact = j.exact, j.total, j.inf_exact
     if wants_fingerprint(job, ran) and all(o.size for o in outcome.outputs):
         if isinstance(case, GemmCase):
             fp = fingerprints.gemm(inp.a, inp.b, inp.bias, inp.clamp, outcome.outputs,
@@ -189,6 +189,14 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
         v.accum_model, v.accum_match = fp.model, fp.match
         if (note := contradiction(ran, fp.model, fp.match)):
             v.message = f"{note}; {v.message}" if v.message else note
+    return v
+
+
+def job_verdict(job: Job, status: str, message: str = "", suite: str = "correctness") -> Verdict:
+    """A verdict about a job that is not a judged output (a determinism check,
+    a fault): its case, realization and target, the given status and message."""
+    v = _verdict(job, status, message)
+    v.suite = suite
     return v
 
 

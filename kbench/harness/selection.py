@@ -68,12 +68,15 @@ def reproducer(v: Verdict, catalog_arg: str = "", suite: str = "") -> str:
     contracts suite (contract cases, plugin probes and packer checks, which
     take no catalog case) reruns that suite for its realization."""
     if not suite:
-        suite = {"perf": "perf", "contracts": "contracts"}.get(v.suite, "correctness")
+        suite = {"perf": "perf", "contracts": "contracts", "plugin-contracts": "contracts"
+                 }.get(v.suite, "correctness")
     args = ["kbench", "run", "--suite", suite, "--target", v.target]
     if v.realization not in ("contracts", "target", "-", ""):
         args += ["--realization", v.realization]
     if suite == "contracts":
         return shlex.join(args)
+    if v.suite == "determinism":  # its tests run for the realization beside any catalog's cases
+        return shlex.join([*args, "--shapes", "smoke"])
     catalog = catalog_arg or v.catalog
     if catalog:
         args += ["--shapes", catalog]

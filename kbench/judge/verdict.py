@@ -35,6 +35,7 @@ class Judgement:
     rms_rel: float
     mistrusted: bool
     detail: str
+    inf_exact: int = 0  # elements whose exact value is an infinity the output holds too
 
 
 def _nan_bound(ref: Reference, nan_clamp: str) -> float | None:
@@ -149,6 +150,7 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
         max_ratio=max_ratio, max_ulp=float(ulps.max()) if total else 0.0,
         rms_rel=float(np.sqrt(np.mean(rel**2))) if total else 0.0,
         mistrusted=mistrusted, detail=detail,
+        inf_exact=int((np.isinf(c) & (impl == c)).sum()),
     )
 
 
@@ -211,6 +213,7 @@ class Verdict:
     rms_rel: float = 0.0
     exact: int = 0
     total: int = 0
+    inf_exact: int = 0  # elements where the exact value and the output are the same infinity
     message: str = ""
     catalog: str = ""
     tags: list[str] = field(default_factory=list)
@@ -266,9 +269,18 @@ class Verdict:
         d["round_times_ns"] = " ".join(f"{t:.0f}" for t in self.round_times_ns)
         return d
 
+    def err_bound_text(self) -> str:
+        """err/bound as a verdict line shows it: "inf-exact" when every element
+        compared is an infinity the output holds exactly (no finite error to
+        show), the ratio otherwise (with the exact infinities counted)."""
+        if self.inf_exact and self.inf_exact == self.total:
+            return "inf-exact"
+        text = f"{self.max_err_bound:.3g}"
+        return text + (f" (+{self.inf_exact} inf-exact)" if self.inf_exact else "")
+
     def line(self) -> str:
         return (f"{self.status.upper():10s} {self.target:14s} {self.realization:34s} "
-                f"{self.case:28s} {self.kind:8s} err/bound={self.max_err_bound:.3g} "
+                f"{self.case:28s} {self.kind:8s} err/bound={self.err_bound_text()} "
                 f"ulp={self.max_ulp:.3g} exact={self.exact_fraction:.1%}"
                 + (f" accum={self.accum_model}:{self.accum_match:.1%}" if self.accum_model
                    else "")
@@ -288,4 +300,5 @@ def combine(judgements: list[Judgement]) -> Judgement:
         max_ratio=max(j.max_ratio for j in judgements),
         max_ulp=max(j.max_ulp for j in judgements), rms_rel=rms,
         mistrusted=any(j.mistrusted for j in judgements), detail=detail,
+        inf_exact=sum(j.inf_exact for j in judgements),
     )

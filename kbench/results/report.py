@@ -443,6 +443,8 @@ class ReportTables:
     fingerprint_summary: pd.DataFrame
     plugins: pd.DataFrame = field(default_factory=pd.DataFrame)
     plugin_probes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    determinism: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=DETERMINISM_COLUMNS))
     fastest: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=views.FASTEST_COLUMNS))  # per shape: fastest of ours and of the peers
     # instruction counts of emulated targets (kbench.results.report_counts)
@@ -493,6 +495,30 @@ def tuning_table(run: Run) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+DETERMINISM_COLUMNS = ["target", "realization", "plugin", "checks", "passed", "failed",
+                       "faults", "not_held"]
+
+
+def determinism_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per target and realization, the determinism checks of the run (two
+    calls give the same bits; 3 threads the bits of 1; a cache-blocked
+    realization's 4 threads the bits of 1): how many held, failed or ended
+    in a fault, and the cases where one did not hold."""
+    det = results[results["suite"] == "determinism"] if not results.empty else results
+    rows = []
+    if not det.empty:
+        for (target, real), g in det.groupby(["target", "realization"], sort=False):
+            bad = g[g["status"] != "pass"]
+            rows.append({"target": target, "realization": real, "plugin": g["plugin"].iloc[0],
+                         "checks": len(g), "passed": int((g["status"] == "pass").sum()),
+                         "failed": int((g["status"] == "fail").sum()),
+                         "faults": int(g["status"].isin(FAULTS).sum() + (g["status"] == "error"
+                                                                          ).sum()),
+                         "not_held": "; ".join(f"{c}: {m}" for c, m in
+                                               zip(bad["case"], bad["message"], strict=True))})
+    return pd.DataFrame(rows, columns=DETERMINISM_COLUMNS)
+
+
 def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
     prints = fingerprints(run.results)
     return ReportTables(
@@ -505,6 +531,7 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         fingerprint_summary=fingerprint_summary(prints),
         plugins=plugin_report.plugin_table(run),
         plugin_probes=plugin_report.probe_table(run.results),
+        determinism=determinism_table(run.results),
         fastest=views.fastest_per_shape(gflops_table(run)),
         counts=rcount.count_table(run), count_mix=rcount.mix_table(run),
         counts_vs_baseline=rcount.vs_run(run, baseline),
@@ -954,6 +981,8 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "conclusive": fprint.CONCLUSIVE,
         "plugins": html_table(t.plugins),
         "n_plugins": len(t.plugins),
+        "determinism": html_table(t.determinism),
+        "n_determinism": len(t.determinism),
         "plugin_probes": html_table(t.plugin_probes, limit=500),
         "n_plugin_probes": len(t.plugin_probes),
         "mutation_areas": html_table(t.mutation_areas),
