@@ -1,0 +1,607 @@
+"""The generator of every figure in README.md and docs/: count tables from the
+committed count baseline (reference/counts/baseline.csv), the KleidiAI anchor
+table (reference/counts/kleidiai_v1.30.toml) and our counts on the anchor
+shapes (docs/records/anchor_counts.toml); command output and measurements
+from the dated records in docs/records/ (each with its date, commit, machine
+and command).
+
+The Markdown files hold cog blocks (cogapp)::
+
+    <!-- [[[cog import kbdocs; kbdocs.out("baseline_gemm_kernels")]]] -->
+    ...generated, never edited by hand...
+    <!-- [[[end]]] -->
+
+Commands (run from the repository root)::
+
+    python docs/gen/kbdocs.py regen                # rewrite every generated block
+    python docs/gen/kbdocs.py check                # exit 1 if a block differs (suites/test_docs.py)
+    python docs/gen/kbdocs.py record count_example # re-measure a record (anchor_counts: minutes)
+    python docs/gen/kbdocs.py check-counts RUN...  # the count tables against a run's counts
+
+KBENCH_DOCS_ROOT points the generator at another tree (a copy with a changed
+baseline, in the tests)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # kbench from this checkout, also when cog runs the blocks
+
+from kbench.results import anchors as anchors_mod  # noqa: E402
+from kbench.results import baseline as baseline_mod  # noqa: E402
+from kbench.results.counts import COLUMNS  # noqa: E402
+
+
+def root() -> Path:
+    return Path(os.environ.get("KBENCH_DOCS_ROOT") or REPO)
+
+
+def files() -> list[Path]:
+    """Every Markdown file that may hold generated blocks."""
+    r = root()
+    return [r / "README.md", *sorted((r / "docs").glob("*.md"))]
+
+
+# ----------------------------------------------------------------------------- formatting
+
+def num(v: float | int) -> str:
+    return f"{int(v):,}"
+
+
+def duration(seconds: float) -> str:
+    s = round(seconds)
+    if s < 1:
+        return "under a second"
+    m, s = divmod(s, 60)
+    return f"{m} min {s} s" if m else f"{s} s"
+
+
+def table(columns: list[str], rows: Iterable[Iterable[Any]], align: str = "") -> str:
+    """A Markdown table; align: one letter per column (l or r), default l."""
+    align = align.ljust(len(columns), "l")
+    lines = ["| " + " | ".join(columns) + " |",
+             "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- records
+
+def record(name: str) -> dict[str, Any]:
+    path = root() / "docs" / "records" / f"{name}.toml"
+    with path.open("rb") as fh:
+        rec = tomllib.load(fh)
+    meta = rec.get("record", {})
+    missing = [k for k in ("date", "commit", "machine", "command") if not meta.get(k)]
+    if missing:
+        raise ValueError(f"{path}: [record] needs {', '.join(missing)}")
+    return rec
+
+
+def provenance(rec: Mapping[str, Any]) -> str:
+    meta = rec["record"]
+    cmds = meta["command"] if isinstance(meta["command"], list) else [meta["command"]]
+    how = "; ".join(f"`{c}`" for c in cmds)
+    text = (f"*Recorded {meta['date']} at commit `{meta['commit']}` on {meta['machine']}:"
+            f" {how}.")
+    if meta.get("note"):
+        text += " " + " ".join(meta["note"].split())
+    return text + "*\n"
+
+
+def recorded(name: str) -> str:
+    """A dated record as it is written: summary, table, notes, provenance."""
+    rec = record(name)
+    parts = []
+    if rec.get("summary"):
+        parts.append(" ".join(rec["summary"].split()) + "\n")
+    t = rec.get("table")
+    if t:
+        parts.append(table(t["columns"], t["rows"], t.get("align", "")))
+    if rec.get("notes"):
+        parts.append("".join(f"- {' '.join(n.split())}\n" for n in rec["notes"]))
+    parts.append(provenance(rec))
+    return "\n".join(parts)
+
+
+# ----------------------------------------------------------------------------- CI record
+
+def ci_total() -> str:
+    rec = record("ci_run")
+    meta = rec["record"]
+    return (f"One whole `bash .ci/run` took **{duration(rec['total_seconds'])}** on "
+            f"{meta['machine']} ({meta['date']}, commit `{meta['commit']}`; step by step in "
+            "[CI](docs/ci.md)).\n")
+
+
+def ci_steps() -> str:
+    rec = record("ci_run")
+    rows = [(s["step"], duration(s["seconds"]), s.get("detail", "")) for s in rec["step"]]
+    rows.append(("**all**", f"**{duration(rec['total_seconds'])}**", ""))
+    body = " ".join(rec.get("summary", "").split())
+    return (body + "\n\n" if body else "") + table(["step", "time", "what it ran"], rows,
+                                                    "lrl") + "\n" + provenance(rec)
+
+
+def ci_step(step: str) -> str:
+    rec = record("ci_run")
+    for s in rec["step"]:
+        if s["step"] == step:
+            meta = rec["record"]
+            return (f"In the CI run recorded on {meta['date']} (commit `{meta['commit']}`, "
+                    f"{meta['machine']}) this step took {duration(s['seconds'])}"
+                    + (f": {s['detail']}" if s.get("detail") else "") + ".\n")
+    raise KeyError(step)
+
+
+# ----------------------------------------------------------------------------- count data
+
+BASELINE = Path("reference/counts/baseline.csv")
+ANCHORS = Path("reference/counts/kleidiai_v1.30.toml")
+KEY = ("target", "catalog", "case", "realization")
+
+# check-counts sets this: rows of a run that replace the committed ones with the same key
+_OVERRIDE: dict[tuple[str, ...], dict[str, Any]] = {}
+
+
+def _key(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return (baseline_mod.canonical_target(str(row["target"])), *(str(row[k]) for k in KEY[1:]))
+
+
+def _with_override(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**r, **_OVERRIDE.get(_key(r), {})} for r in rows]
+
+
+def baseline_rows() -> list[dict[str, Any]]:
+    return _with_override(baseline_mod.read_baseline(root() / BASELINE))
+
+
+def anchor_table() -> anchors_mod.AnchorTable:
+    return anchors_mod.load_anchors(root() / ANCHORS)
+
+
+def anchor_count_rows() -> list[dict[str, Any]]:
+    rows = []
+    for r in record("anchor_counts")["row"]:
+        row = dict(r)
+        row["target"] = baseline_mod.canonical_target(row["target"])
+        for col in (*COLUMNS, "count_floor"):
+            row[col] = float(row[col]) if col in row else math.nan
+        rows.append(row)
+    return _with_override(rows)
+
+
+def _svl(target: str) -> int:
+    return int(target.rsplit("svl=", 1)[1]) if "svl=" in target else 0
+
+
+def _find(rows: list[dict[str, Any]], case: str, realization: str, svl: int
+          ) -> dict[str, Any] | None:
+    for r in rows:
+        if r["case"] == case and r["realization"] == realization and _svl(r["target"]) == svl:
+            return r
+    return None
+
+
+def _cell(row: dict[str, Any] | None, col: str, minus: str = "") -> str:
+    if row is None or row.get(col, math.nan) != row.get(col, math.nan):
+        return ""
+    v = row[col] - (row[minus] if minus else 0)
+    return num(v) if v == v else ""
+
+
+BASELINE_GEMM_COLUMNS = (  # (header, realization, phase[, minus]): kernel phases, then packing
+    ("SME2 MOPA", "gemm_sme2_mopa_f32acc", "count_kernel"),
+    ("SME1 MOPA", "gemm_sme_mopa_f32acc", "count_kernel"),
+    ("SME2 GEMV", "gemv_sme2_dot_f32acc", "count_kernel"),
+    ("SME GEMV", "gemv_sme_f32acc", "count_kernel"),
+    ("NEON FP16", "gemm_neon_f16acc", "count_kernel"),
+    ("NEON FP32 (FHM)", "gemm_neon_f32acc_fhm", "count_kernel"),
+    ("LHS packing (SME2 MOPA call)", "gemm_sme2_mopa_f32acc", "count_pack_lhs"),
+    ("RHS packer (SME, without checksum)", "gemm_sme2_mopa_f32acc", "count_pack_b",
+     "count_pack_b_checksum"),
+)
+
+
+def _shape(case: str) -> str:
+    """decode_m1_n128_k256 -> 1×128×256."""
+    dims = {p[0]: p[1:] for p in case.split("_") if p[:1] in "mnk" and p[1:].isdigit()}
+    return "×".join(dims[d] for d in "mnk") if set(dims) >= {"m", "n", "k"} else case
+
+
+def _ordered_cases(rows: list[dict[str, Any]], prefix: str = "") -> list[str]:
+    """The cases of the rows whose realization starts with prefix, in the order of
+    their catalog (reference/<catalog>.toml), then any others as they come."""
+    order: list[str] = []
+    for catalog in dict.fromkeys(r["catalog"] for r in rows):
+        path = root() / "reference" / f"{catalog}.toml"
+        if path.exists():
+            with path.open("rb") as fh:
+                doc = tomllib.load(fh)
+            order += [c["name"] for kind in ("gemm", "conv") for c in doc.get(kind, [])]
+    present = [r["case"] for r in rows if r["realization"].startswith(prefix)]
+    return [c for c in dict.fromkeys([*order, *present]) if c in present]
+
+
+def _per_svl(rows: list[dict[str, Any]], case: str, real: str, svls: list[int],
+             cols: tuple[str, ...]) -> list[tuple[str | int, list[str]]]:
+    """(SVL, cells) per SVL, or one ("any", cells) when every SVL gives the same."""
+    cells = [(svl, [_cell(_find(rows, case, real, svl), c) for c in cols]) for svl in svls
+             if _find(rows, case, real, svl) is not None]
+    if len(cells) > 1 and all(c == cells[0][1] for _, c in cells):
+        return [("any", cells[0][1])]
+    return cells
+
+
+def baseline_gemm_kernels() -> str:
+    rows = baseline_rows()
+    svls = sorted({_svl(r["target"]) for r in rows})
+    out = []
+    for case in _ordered_cases(rows, "gemm"):
+        for i, svl in enumerate(svls):
+            cells = []
+            for spec in BASELINE_GEMM_COLUMNS:
+                _, real, col, *minus = spec
+                row = _find(rows, case, real, svl)
+                if i and real.startswith("gemm_neon"):  # NEON does not depend on the SVL
+                    prev = _find(rows, case, real, svls[0])
+                    same = prev is not None and row is not None and prev[col] == row[col]
+                    cells.append("″" if same else _cell(row, col, *minus))
+                else:
+                    cells.append(_cell(row, col, *minus))
+            plain = "plain" in case
+            label = f"{_shape(case)}{' (plain B)' if plain else ''}" if i == 0 else ""
+            out.append((label, svl, *cells))
+    return table(["shape", "SVL", *(c[0] for c in BASELINE_GEMM_COLUMNS)], out,
+                 "lr" + "r" * len(BASELINE_GEMM_COLUMNS))
+
+
+def baseline_calls(realizations: tuple[str, ...] = ("gemm_sme2_mopa_f32acc",
+                                                    "gemv_sme2_dot_f32acc",
+                                                    "gemm_neon_f16acc")) -> str:
+    """The whole call per phase for some realizations."""
+    rows = baseline_rows()
+    svls = sorted({_svl(r["target"]) for r in rows})
+    out = []
+    phases = ("count_call", "count_validate", "count_pack_lhs", "count_pack_rhs",
+              "count_kernel", "count_other")
+    for real in realizations:
+        for case in _ordered_cases(rows, "gemm"):
+            for svl, cells in _per_svl(rows, case, real, svls, phases):
+                out.append((f"`{real}`", _shape(case), svl, *cells))
+    return table(["realization", "shape", "SVL", "call", "validate", "pack_lhs", "pack_rhs",
+                  "kernel", "other"], out, "llrrrrrrr")
+
+
+def baseline_convs() -> str:
+    rows = baseline_rows()
+    svls = sorted({_svl(r["target"]) for r in rows})
+    out = []
+    for case in _ordered_cases(rows, "conv2d"):
+        reals = list(dict.fromkeys(r["realization"] for r in rows if r["case"] == case))
+        for real in reals:
+            for svl, cells in _per_svl(rows, case, real, svls, ("count_call", "count_pack_lhs",
+                                                                "count_pack_rhs",
+                                                                "count_kernel")):
+                out.append((f"`{case}`", f"`{real}`", svl, *cells))
+    return table(["case", "realization", "SVL", "call", "pack_lhs", "pack_rhs", "kernel"], out,
+                 "llrrrrr")
+
+
+def baseline_summary() -> str:
+    rows = baseline_rows()
+    cfg = baseline_mod.load_config(root() / "reference/counts/baseline.toml")
+    cases = {(r["target"], r["case"]) for r in rows}
+    return (f"`reference/counts/baseline.csv` holds {num(len(rows))} counted rows: every "
+            f"{' and '.join(b.upper() for b in cfg.backends)} realization on the "
+            f"`{cfg.catalog}` catalog "
+            f"({len({c for _, c in cases})} shapes) at "
+            f"{' and '.join(f'SVL {_svl(t)}' for t in cfg.targets)}, held to a growth limit of "
+            f"{cfg.limit:.1%}.\n")
+
+
+def _ratio_cell(a: anchors_mod.Anchor, m: anchors_mod.AnchorMatch | None) -> str:
+    if m is None:
+        return "–"
+    text = f"{num(m.ours)} / {num(m.theirs)} = **{m.ratio:.3f}**"
+    if a.phase == "pack_b":
+        text += (f"; without our checksum {num(m.ours_without_checksum)}: "
+                 f"**{m.ours_without_checksum / m.theirs:.3f}**")
+    return text
+
+
+def anchor_ratios() -> str:
+    """Our counts on the anchor shapes against KleidiAI v1.30's: ours / theirs per SVL,
+    realizations with the same counts at every SVL on one row."""
+    tab = anchor_table()
+    matches = anchors_mod.match_anchors(tab, anchor_count_rows())
+    svls = sorted({_svl(m.target) for m in matches})
+    out = []
+    for a in tab.anchors:
+        by_real: dict[str, dict[int, anchors_mod.AnchorMatch]] = {}
+        for m in matches:
+            if m.anchor is a:
+                by_real.setdefault(m.realization, {})[_svl(m.target)] = m
+        groups: list[tuple[list[str], dict[int, anchors_mod.AnchorMatch]]] = []
+        for real, per_svl in by_real.items():
+            sig = {svl: (m.ours, m.ours_without_checksum) for svl, m in per_svl.items()}
+            for names, other in groups:
+                if {svl: (m.ours, m.ours_without_checksum) for svl, m in other.items()} == sig:
+                    names.append(real)
+                    break
+            else:
+                groups.append(([real], per_svl))
+        for names, per_svl in groups:
+            any_svl = a.count_at(0) is not None and len({m.ours for m in per_svl.values()}) == 1
+
+            cells = ([_ratio_cell(a, next(iter(per_svl.values()))) + " (any SVL)"]
+                     + [""] * (len(svls) - 1)
+                     if any_svl else [_ratio_cell(a, per_svl.get(svl)) for svl in svls])
+            out.append((f"{a.label}, `{a.phase}`", ", ".join(f"`{n}`" for n in names),
+                        a.shape_str().replace(" x ", ", "), *cells))
+    return table(["KleidiAI v1.30", "ours", "shape", *(f"SVL {svl}" for svl in svls)], out,
+                 "lll" + "r" * len(svls)) + "\n" + (
+        f"*{tab.name}'s counts: {' '.join(tab.method.split())} "
+        f"{' '.join(tab.note.split())}*\n")
+
+
+def output(name: str) -> str:
+    """A command and its recorded output."""
+    rec = record(name)
+    out = "\n".join(line.rstrip() for line in rec["output"].strip("\n").splitlines())
+    return f"```\n$ {rec['record']['command']}\n{out}\n```\n\n" + provenance(rec)
+
+
+def contract_costs() -> str:
+    """What checking a packed B costs, from the baseline and the anchor counts."""
+    validate = [r["count_validate"] for r in baseline_rows() if r["count_validate"] > 0]
+    row = _find(anchor_count_rows(), "anchor_m256_n256_k256", "gemm_sme2_mopa_f32acc", 512)
+    if row is None:
+        raise KeyError("anchor_counts: no gemm_sme2_mopa_f32acc 256x256x256 row at SVL 512")
+    lo, hi = num(min(validate)), num(max(validate))
+    return (f"- every call checks the header against the call and the CPU: O(1), "
+            f"{lo if lo == hi else f'{lo} to {hi}'} instructions in `validate` on every "
+            "native-B case of the count baseline (the header's own FNV-1a checksum over 64 "
+            "bytes, field comparisons), whatever the size of B;\n"
+            f"- the payload checksum (FNV-1a over the whole payload: "
+            f"{num(row['count_pack_b_checksum'])} instructions for a 256×256 B at SVL 512, "
+            "the `checksum` inside `pack_b` in [Instruction counts](counts.md)) is O(size), "
+            "so it is *not* in a call: it is verified where a buffer is made (packing seals "
+            "it), where it is loaded or received (`kbench.verify_packed(buf)`, C "
+            "`kb_verify_packed_b`), or in a call that asks for it "
+            "(`Selector(verify_payload=True)`, the selector's `verify_payload` field);\n")
+
+
+def run(command: str) -> str:
+    """A command's output, run now (only for commands whose output depends on the
+    committed tree alone, not on the machine)."""
+    argv = shlex.split(command)
+    if argv[0] == "kbench":  # this Python's kbench, whatever PATH says
+        argv = [sys.executable, "-c", "from kbench.cli import main; main()", *argv[1:]]
+    res = subprocess.run(argv, cwd=root(), capture_output=True, text=True, check=True)
+    out = "\n".join(line.rstrip() for line in res.stdout.strip("\n").splitlines())
+    return f"```\n$ {command}\n{out}\n```\n"
+
+
+GENERATORS: dict[str, Callable[..., str]] = {
+    "run": run,
+    "contract_costs": contract_costs,
+    "ci_total": ci_total, "ci_steps": ci_steps, "ci_step": ci_step,
+    "baseline_gemm_kernels": baseline_gemm_kernels, "baseline_calls": baseline_calls,
+    "baseline_convs": baseline_convs, "baseline_summary": baseline_summary,
+    "anchor_ratios": anchor_ratios, "output": output, "recorded": recorded,
+}
+COUNT_BLOCKS = ("baseline_gemm_kernels", "baseline_calls", "baseline_convs", "anchor_ratios")
+
+
+def out(name: str, *args: Any) -> None:
+    """Write a generated block (called from the cog blocks)."""
+    import cog  # only inside cog
+
+    cog.out(GENERATORS[name](*args))
+
+
+# ----------------------------------------------------------------------------- commands
+
+def cog_command(*flags: str) -> list[str]:
+    return [sys.executable, "-m", "cogapp", *flags, "-I", str(Path(__file__).parent),
+            *map(str, files())]
+
+
+def run_cog(*flags: str) -> int:
+    env = {**os.environ, "KBENCH_DOCS_ROOT": str(root())}
+    return subprocess.run(cog_command(*flags), env=env).returncode
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    from kbench.targets.tools import find_qemu
+
+    try:
+        qemu = subprocess.run([find_qemu(), "--version"], capture_output=True, text=True
+                              ).stdout.split("\n")[0].removeprefix("qemu-aarch64 version ")
+    except Exception:  # noqa: BLE001
+        qemu = "no QEMU"
+    return (f"{platform.machine()}, {model}, {os.cpu_count()} CPUs, Linux "
+            f"{platform.release().split('-')[0]}, qemu-aarch64 {qemu.split()[0]}")
+
+
+def commit() -> str:
+    head = _git("rev-parse", "--short", "HEAD")
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "native", "kbench",
+                 "reference", "suites")
+    return head + ("-dirty" if dirty else "")
+
+
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _meta_lines(command: str | list[str], note: str) -> list[str]:
+    cmd = ("[" + ", ".join(_toml_str(c) for c in command) + "]" if isinstance(command, list)
+           else _toml_str(command))
+    return ["[record]", f'date = "{date.today().isoformat()}"', f'commit = "{commit()}"',
+            f"machine = {_toml_str(machine())}", f"command = {cmd}",
+            f"note = {_toml_str(note)}", ""]
+
+
+HEADER = ("# A dated record read by docs/gen/kbdocs.py (the docs show it as it is).\n"
+          "# Re-measure with `python docs/gen/kbdocs.py record {name}`, then\n"
+          "# `python docs/gen/kbdocs.py regen`; do not edit by hand.\n")
+
+
+OUTPUT_RECORDS = ("count_example", "reproduce_example")
+
+
+def record_output(name: str) -> None:
+    """Run a record's command again (bash, from the repository root, $RUN a fresh
+    folder) and write its output, date, commit and machine."""
+    rec = record(name)
+    command = rec["record"]["command"]
+    with tempfile.TemporaryDirectory() as tmp:
+        res = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True,
+                             env={**os.environ, "RUN": str(Path(tmp) / "run")})
+    if res.returncode != 0 and not rec["record"].get("fails"):
+        sys.exit(f"{command}: exit status {res.returncode}\n{res.stderr}")
+    meta = _meta_lines(command, rec["record"].get("note", ""))
+    if rec["record"].get("fails"):
+        meta.insert(-1, "fails = true")
+    lines = [HEADER.format(name=name),
+             "output = '''", *(line.rstrip() for line in res.stdout.strip("\n").splitlines()),
+             "'''", "", *meta]
+    (REPO / f"docs/records/{name}.toml").write_text("\n".join(lines))
+
+
+ANCHOR_SVLS = (128, 256, 512)
+ANCHOR_CATALOGS = ("kleidiai_anchors", "kleidiai_anchors_gemv")
+ANCHOR_RUN = ("kbench run --suite perf --shapes {catalog} --target qemu:cpu=max:svl={svl} "
+              "{reals} --rounds 1 --min-round-ms 0 --warmup 0 --no-history --out {out}")
+RECORD_FIELDS = ("target", "catalog", "case", "realization", "op", "shape", "m", "n", "k",
+                 "vector_bits")
+
+
+def _anchor_realizations(catalog: str) -> list[str]:
+    with (root() / "reference" / f"{catalog}.toml").open("rb") as fh:
+        shapes = {(g["m"], g["n"], g["k"]) for g in tomllib.load(fh)["gemm"]}
+    reals: list[str] = []
+    for a in anchor_table().anchors:
+        if any(all(a.shape.get(d, v) == v for d, v in zip("mnk", s, strict=True))
+               for s in shapes):
+            reals += [r for r in a.ours if r not in reals]
+    return reals
+
+
+def record_anchor_counts() -> None:
+    commands, rows = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for catalog in ANCHOR_CATALOGS:
+            reals = " ".join(f"--realization {r}" for r in _anchor_realizations(catalog))
+            for svl in ANCHOR_SVLS:
+                out = Path(tmp) / f"{catalog}-{svl}"
+                cmd = ANCHOR_RUN.format(catalog=catalog, svl=svl, reals=reals, out=out)
+                commands.append(cmd.replace(str(out), "RUN"))
+                print(f"+ {cmd}", file=sys.stderr, flush=True)
+                subprocess.run(shlex.split(cmd), cwd=REPO, check=True,
+                               stdout=subprocess.DEVNULL)
+                rows += run_rows(out)
+    lines = [HEADER.format(name="anchor_counts"),
+             *_meta_lines(commands, "Our counts on the shapes of the KleidiAI anchor table "
+                          "(B native with its bias; one single-threaded call)."), ""]
+    for r in rows:
+        lines.append("[[row]]")
+        lines += [f"{f} = {_toml_str(str(r[f]))}" for f in RECORD_FIELDS]
+        lines += [f"{c} = {int(r[c])}" for c in (*COLUMNS, "count_floor") if r[c] == r[c]]
+        lines.append("")
+    (REPO / "docs/records/anchor_counts.toml").write_text("\n".join(lines))
+
+
+def run_rows(run: Path) -> list[dict[str, Any]]:
+    """The counted rows of a run folder (one per target x case x realization)."""
+    with (run / "results.csv").open(newline="") as fh:
+        raw = list(csv.DictReader(fh))
+    counted = baseline_mod.counted_rows(raw)
+    extra = {_key(r): r for r in raw}
+    return [{**{f: extra[_key(r)].get(f, "") for f in RECORD_FIELDS}, **r} for r in counted]
+
+
+def check_counts(runs: list[Path]) -> int:
+    """Render the count tables with the runs' counts in place of the committed ones
+    and compare: every figure the docs show for a case the runs counted must be
+    what was counted today."""
+    committed = {name: GENERATORS[name]() for name in COUNT_BLOCKS}
+    known = {_key(r) for r in (*baseline_rows(), *anchor_count_rows())}
+    new = [r for run in runs for r in run_rows(run)]
+    matched = [r for r in new if _key(r) in known]
+    if not matched:
+        print("check-counts: no counted row of these runs is one the docs show", file=sys.stderr)
+        return 1
+    _OVERRIDE.update({_key(r): r for r in matched})
+    bad = 0
+    for name, text in committed.items():
+        now = GENERATORS[name]()
+        if now != text:
+            bad += 1
+            old_lines, new_lines = text.splitlines(), now.splitlines()
+            for a, b in zip(old_lines, new_lines, strict=False):
+                if a != b:
+                    print(f"{name}: docs  {a}\n{name}: today {b}", file=sys.stderr)
+    _OVERRIDE.clear()
+    print(f"check-counts: {len(matched)} counted rows compared with the figures the docs show; "
+          + ("all agree" if not bad else f"{bad} table(s) differ (`kbench baseline update` or "
+             "`python docs/gen/kbdocs.py record anchor_counts`, then "
+             "`python docs/gen/kbdocs.py regen`)"))
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kbdocs", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("regen", help="rewrite every generated block")
+    sub.add_parser("check", help="exit 1 if a generated block differs from its generator")
+    r = sub.add_parser("record", help="re-measure a record")
+    r.add_argument("name", choices=(*OUTPUT_RECORDS, "anchor_counts"))
+    c = sub.add_parser("check-counts", help="the count tables against runs' counts")
+    c.add_argument("runs", nargs="+", type=Path)
+    args = p.parse_args(argv)
+    if args.cmd == "regen":
+        return run_cog("-r", "--verbosity", "1")
+    if args.cmd == "check":
+        return run_cog("--check", "--diff", "--verbosity", "1", "--check-fail-msg",
+                       "run `python docs/gen/kbdocs.py regen`")
+    if args.cmd == "record":
+        if args.name == "anchor_counts":
+            record_anchor_counts()
+        else:
+            record_output(args.name)
+        return 0
+    return check_counts(args.runs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
