@@ -14,7 +14,11 @@
 # emulated aarch64 box, a stand-in adb) and the history on a throwaway
 # PostgreSQL server; the emulated targets run through `kbench run --jobs`.
 # The libFuzzer targets (ci/fuzz.sh) run 15 s each under ASan + UBSan; and a
-# sample of the mutation catalog (ci/mutants/) runs within a time budget.
+# sample of the mutation catalog (ci/mutants/) runs within a time budget. The
+# documentation site (mkdocs.yml, docs/) is built with `mkdocs build --strict`;
+# suites/test_docs.py (a host suite) regenerates every generated figure of README.md
+# and docs/ and compares, and the count step checks the count tables against the
+# day's counts.
 # Assumes `pip install -e '.[test,ort,postgres]'` (and examples/plugins/python_peer)
 # in the active Python; installs the
 # cross toolchain, QEMU and the emulated Python (idempotent) and builds the
@@ -47,6 +51,11 @@ step "ruff"
 
 step "suites on the host (pytest-xdist: one worker per core)"
 "$PY" -m pytest suites -q -p no:cacheprovider -n auto --durations=15
+
+step "documentation site: mkdocs build --strict (a broken link or anchor fails)"
+site="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet -f mkdocs.yml -d "$site/site"
+test -s "$site/site/index.html"
 
 step "contracts under AddressSanitizer + UBSan"
 bash ci/sanitize.sh
@@ -108,6 +117,10 @@ kbench run --suite perf --shapes kleidiai_anchors --target qemu:cpu=max:svl=512 
 counts_summary "$cnt/anchors.log"
 kbench report "$cnt/anchors" --out "$cnt/anchors-report" | sed -n 1p
 kbench anchors "$cnt/anchors"  # our counts / KleidiAI v1.30's, on the shapes both cover
+# the count tables of README.md and docs/, rendered from today's counts, must be the
+# committed ones (a count that moved, even down, needs `kbench baseline update` or
+# `python docs/gen/kbdocs.py record anchor_counts`, then `python docs/gen/kbdocs.py regen`)
+"$PY" docs/gen/kbdocs.py check-counts "$cnt/svl128" "$cnt/svl512" "$cnt/anchors"
 
 step "in-process path on emulated Arm64 (qemu-python): ours, and onnxruntime with KleidiAI on/off"
 pyt="$(mktemp -d)"
@@ -164,7 +177,7 @@ step "SME suites on an emulated CPU without FEAT_SME_FA64 (streaming-mode leaks 
   --kb-target qemu:cpu=max:svl=512:fa64=off | tail -n 12
 
 step "mutation sample: the pinned mutants and others rotated by commit, 6-minute budget"
-# kbench mutate fails if a mutant survives; the full campaign is `kbench mutate` (README)
+# kbench mutate fails if a mutant survives; the full campaign is `kbench mutate` (docs/mutation.md)
 mut="$(mktemp -d)"
 kbench mutate --sample 60 --budget 6 --quick --no-baseline --out "$mut/run" | tail -n 16
 
