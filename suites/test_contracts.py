@@ -162,7 +162,7 @@ def test_the_perf_suite_times_the_production_call(kb_session):
     timed rounds run, on the realization asked for, so the perf suite's
     timed region holds no payload hash; the same buffer fails verification.
     The payload checksum's own cost is counted as a phase of its own by the
-    instruction-count engine (README, "The packed-B contract")."""
+    instruction-count engine (docs/errors.md, "The packed-B contract")."""
     from kbench.harness import perf
     from kbench.harness.runner import Job, applicable
     from kbench.native.calls import Timing

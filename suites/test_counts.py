@@ -391,7 +391,7 @@ def test_phases_add_up_and_land_where_the_code_is(
         parts = sum(f.get(c, 0) for c in ("count_validate", "count_pack_lhs", "count_pack_rhs",
                                           "count_kernel", "count_other"))
         assert parts == f["count_call"]
-    # native B: the call checks the header, never the payload (README, "The
+    # native B: the call checks the header, never the payload (docs/errors.md, "The
     # packed-B contract"): a validate phase of its own, no checksum in the call
     assert native["count_checksum"] == 0
     assert 0 < native["count_validate"] < 2000  # a fixed cost: 64 header bytes, whatever N, K

@@ -1,7 +1,8 @@
 """The documentation: every generated block of README.md and docs/ is what its
 generator (docs/gen/kbdocs.py, cogapp) makes of the committed data and the dated
 records today; a changed count baseline without a regeneration fails that check;
-the recorded `kbench count` output is what the command prints."""
+the recorded `kbench count` output is what the command prints; the README is a
+front page whose links and set-up commands hold."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from markdown.extensions.toc import slugify
 from qemu_gate import needs_qemu
 
 REPO = Path(__file__).resolve().parents[1]
@@ -203,6 +205,63 @@ def test_the_recorded_kbench_count_output_is_what_it_prints_today() -> None:
     assert printed == rec["output"].strip("\n").splitlines()
 
 
+# ----------------------------------------------------------------------------- README
+
+README = REPO / "README.md"
+
+
+def test_the_readme_is_a_front_page() -> None:
+    assert len(README.read_text().splitlines()) <= 300
+
+
+def _setup_commands(text: str) -> list[str]:
+    return re.findall(r"^sudo apt-get install .*$", text, re.M)
+
+
+def test_the_setup_commands_are_the_ones_ci_runs() -> None:
+    readme = _setup_commands(README.read_text())
+    assert len(readme) == 2
+    assert readme == _setup_commands((REPO / "docs/install.md").read_text())
+    main, tests = readme
+    assert main.endswith("pip install -e . && kbench run")
+    ci_run = (REPO / ".ci/run").read_text()
+    assert "python -m pip install -q -e '.[test,ort,postgres]'" in ci_run
+    assert "pip install -e '.[test,ort,postgres]'" in tests
+    assert "python -m pip install -q -e examples/plugins/python_peer" in ci_run
+    assert "pip install -e examples/plugins/python_peer" in tests
+    assert re.search(r"^bash ci/test.sh$", ci_run, re.M) and tests.endswith("bash ci/test.sh")
+    # every package .ci/run may install is in the README's apt-get line
+    for pkg in re.findall(r"need\+=\(([^)]*)\)", ci_run):
+        for name in pkg.split():
+            assert f" {name} " in tests or tests.endswith(f" {name}"), name
+
+
+def _headings(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    return {slugify(h.strip(), "-") for h in re.findall(r"^#{1,6} (.*)$", text, re.M)}
+
+
+def _links(path: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    return re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+def test_the_readme_links_reach_every_page_and_heading() -> None:
+    nav = _nav()
+    seen = set()
+    for link in _links(README):
+        if re.match(r"[a-z]+:", link):
+            continue
+        target, _, anchor = link.partition("#")
+        path = (README.parent / target).resolve()
+        assert path.is_file(), link
+        if anchor:
+            assert anchor in _headings(path), link
+        seen.add(path.relative_to(REPO / "docs").as_posix() if "docs/" in target else target)
+    missing = [page for page in nav if page not in seen and page != "index.md"]
+    assert missing == [], f"pages the README does not link: {missing}"
+
+
 def _nav() -> list[str]:
     """The pages of mkdocs.yml's nav (one `- Title: page.md` per line)."""
     return re.findall(r"^\s+- [^:]+: (\S+\.md)$", (REPO / "mkdocs.yml").read_text(), re.M)
@@ -215,5 +274,5 @@ def test_the_site_navigation_lists_every_page() -> None:
 @pytest.mark.parametrize("phrase", [r"this branch", r"issue #\d+", r"#\d+'s table",
                                     r"to be regenerated", r"not on\s+this"])
 def test_the_docs_speak_of_the_project_alone(phrase: str) -> None:
-    for f in sorted((REPO / "docs").glob("*.md")):
+    for f in _markdown_files():
         assert not re.search(phrase, f.read_text(), re.I), (f.name, phrase)

@@ -4,8 +4,8 @@ the host and on an emulated Arm target.
 
 A plugin's kernel that dereferences NULL, aborts, calls exit(0), loops
 forever or writes past C, and a plugin file that is cut short or whose
-entry point crashes or hangs, must each become what the README's
-"Robustness" section says: a crashed / exited / timeout verdict naming the
+entry point crashes or hangs, must each become what docs/robustness.md's
+"What a misbehaving kernel becomes" says: a crashed / exited / timeout verdict naming the
 plugin, its version, the realization and the shape (or a failed guard
 check), a restarted worker, and every verdict of kbench's own
 realizations in the same run; a refusal line for a file that cannot be

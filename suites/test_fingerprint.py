@@ -351,7 +351,7 @@ def test_the_scalar_backend_accumulates_in_fp32() -> None:
     res = kbench.gemm(a, b, bias, selector=kbench.Selector(force="gemm_scalar_f32acc"))
     assert res.realization.name == "gemm_scalar_f32acc"
     f = fp.gemm(a, b, bias, None, res.c)
-    # README: FP32, one rounding per product, sequential over K, bias last
+    # docs/backends.md: FP32, one rounding per product, sequential over K, bias last
     assert (f.model, f.match) == ("fp32_chain", 1.0), f.scores
     assert fp.accumulates_in_fp32(f) is True
     assert max(s for name, s in f.scores.items() if name.startswith("fp16")) < 0.5
@@ -391,7 +391,7 @@ def test_runner_fingerprints_peers_by_default_and_any_realization_on_request(hos
     plain = run_job(host, Job(case, "normal", scalar, "host"))
     assert plain.status == "pass" and plain.accum_model == "" and np.isnan(plain.accum_match)
     asked = run_job(host, Job(case, "normal", scalar, "host", fingerprint=True))
-    # its FP32 chain (README: sequential, bias last) or, on a tie, the simpler fp32_once
+    # its FP32 chain (docs/backends.md: sequential, bias last) or, on a tie, the simpler fp32_once
     assert asked.accum_model in ("fp32_once", "fp32_chain") and asked.accum_match == 1.0
     assert f"accum={asked.accum_model}:100.0%" in asked.line()
     exact = run_job(host, Job(case, "exact", scalar, "host", fingerprint=True))
@@ -406,7 +406,7 @@ def test_runner_fingerprints_peers_by_default_and_any_realization_on_request(hos
 @needs_qemu
 def test_emulated_neon_kernels_fingerprint_as_they_declare() -> None:
     """Real FP16 arithmetic (FMLA .8h under QEMU): the FP16-accumulating NEON
-    kernel is the fused FP16 chain started from the bias (README), bit for
+    kernel is the fused FP16 chain started from the bias (docs/backends.md), bit for
     bit, and declares that order (error model gemm_bias_first); the FP32
     ones are FP32."""
     target = parse_target("qemu:cpu=neoverse-n1")
