@@ -23,7 +23,7 @@ __all__ = [
     "ContractViolation", "ConvParams", "GemmOperands", "InvalidArgument", "KbenchError",
     "OutOfMemory", "PackedB", "Realization", "Selector", "SizeOverflow", "Unsupported", "api",
     "backends", "conv2d", "cpu_info", "gemm", "gemm_batch", "pack_b", "realizations",
-    "verify_packed", "version",
+    "payload_checksum", "verify_packed", "version",
 ]
 
 _FROM_ERRORS = {"ContractViolation", "InvalidArgument", "KbenchError", "OutOfMemory",

@@ -145,10 +145,13 @@ def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
                    "instruction (slower; an independent cross-check).")
 @click.option("--verify/--no-verify", default=True, show_default=True,
               help="Check the realization's result against the oracle first.")
+@click.option("--verify-payload", is_flag=True,
+              help="The counted calls verify the packed B's payload checksum (the selector's "
+                   "verify_payload): validate then holds the full-payload check.")
 @click.option("--json", "as_json", is_flag=True, help="Print the count fields as JSON.")
 def count(target_spec: str, realization: str, shape: str | None, b_form: str, bias: bool,
           shapes: str | None, case_names: tuple[str, ...], method: str, verify: bool,
-          as_json: bool) -> None:
+          verify_payload: bool, as_json: bool) -> None:
     """Count the exact dynamic instructions of one single-threaded call of a
     realization, per phase (validate, checksum, pack_lhs, pack_rhs, kernel,
     other; and pack_b), with the instruction mix, the floor and efficiency,
@@ -181,9 +184,11 @@ def count(target_spec: str, realization: str, shape: str | None, b_form: str, bi
                 if v.status not in ("pass", "mistrusted"):
                     raise click.ClickException(f"{case.name}: {v.line()}")
             try:
-                fields = count_fields(counter, job, cache)
+                fields = count_fields(counter, job, cache, verify_payload=verify_payload)
             except KbenchError as exc:
                 raise click.ClickException(str(exc)) from exc
+            if verify_payload:
+                fields["count_verify_payload"] = True
             if as_json:
                 out.append({"case": case.name, "shape": case.shape_str(),
                             "realization": realization, "target": target_spec,

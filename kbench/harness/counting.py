@@ -85,16 +85,18 @@ def _mix(call: Window, pack: Window | None) -> str:
 
 
 def count_fields(counter: Counter, job: Job, cache: InputCache | None = None,
-                 method: str | None = None) -> dict[str, object]:
+                 method: str | None = None, verify_payload: bool = False) -> dict[str, object]:
     """The count columns of one job (raises CountError/KbenchError when it
-    cannot be counted exactly)."""
+    cannot be counted exactly). verify_payload: the counted calls verify
+    the packed B's payload checksum (validate then holds it)."""
     q = parse_qemu(job.target)
     mode = method or counter.method
     tool = counter.tool()
     case, real = job.case, job.realization
     with tool.session(q.qemu_cpu, q.isa, mode) as session:
         target = Target(job.target, session.engine)
-        sel = api.Selector(force=real.name, threads=1)  # the production defaults
+        sel = api.Selector(force=real.name, threads=1,  # the production defaults
+                           verify_payload=verify_payload)
         if isinstance(case, GemmCase):
             inp = (cache or InputCache(1)).get(case, PERF_KIND)
             assert isinstance(inp, inputs.GemmInputs)

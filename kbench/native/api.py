@@ -598,6 +598,16 @@ def verify_packed(b: PackedB | np.ndarray, nat: Native | None = None) -> PackedB
     return describe_packed(data, nat)
 
 
+def payload_checksum(data: bytes | np.ndarray, nat: Native | None = None) -> int:
+    """The library's payload checksum of packed buffers (kb_payload_checksum;
+    the definition is in kbench.h) of a byte string or a contiguous array."""
+    nat = nat or load()
+    raw = np.ascontiguousarray(np.frombuffer(data, np.uint8) if isinstance(data, bytes | bytearray)
+                               else np.asarray(data)).view(np.uint8).reshape(-1)
+    ptr = _ptr(nat, raw, "void *") if raw.size else nat.ffi.NULL
+    return int(nat.lib.kb_payload_checksum(ptr, raw.size))
+
+
 def check_sme_state(nat: Native | None = None) -> None:
     """Raises InternalError (field "SVCR") if an earlier call left streaming
     mode or ZA on (kb_check_sme_state; it also switches them off). A no-op

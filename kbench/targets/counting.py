@@ -10,14 +10,15 @@ kb_conv2d) are the functions below, each counted with everything it calls:
     validate   check_packed: the checks of a packed B a call makes (the
                header; the payload checksum where the contract has the call
                verify it)
-    checksum   kb_fnv1a64 and kb_header_seal: the FNV-1a checksums (inside
-               validate in a call; in pack_b, sealing the packed header)
+    checksum   kb_fnv1a64, kb_payload_checksum_on and kb_header_seal: the
+               header's FNV-1a and the payload checksum (inside validate in
+               a call; in pack_b, sealing the packed buffer)
     pack_lhs   LHS packing and indirection tables: the SME LHS packers,
                the SME convolution's pointer table + packer, im2col, the
                NEON indirect convolution's row-pointer table
     pack_rhs   B (or filter) packed inside the call: plain or portable B for
-               the SME kernels, the NEON tail panels, the SME convolution's
-               filter packing
+               the SME kernels, the NEON tail panels (kb_neon_pack_narrow),
+               the SME convolution's filter packing
     kernel     the micro-kernels: `run` and `*_core` of every
                kb_matmul_clamp_* / kb_imatmul_clamp_* / kb_conv2d_* file,
                and their KleidiAI-style *_run_matmul / *_run_imatmul
@@ -52,12 +53,12 @@ WINDOWS = {"kb_gemm_batch": "call", "kb_conv2d": "call",
            "kb_pack_b_native": "pack_b", "kb_pack_b": "pack_b"}
 PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("validate", ("kb_gemm.c:check_packed",)),
-    ("checksum", ("kb_fnv1a64", "kb_header_seal")),
+    ("checksum", ("kb_fnv1a64", "kb_payload_checksum_on", "kb_header_seal")),
     ("pack_lhs", ("kb_sme_gemm.c:gemm_pack_lhs", "kb_sme_lhs_pack_block",
                   "kb_sme_conv.c:conv_pack_lhs", "kb_sme_lhs_imatmul_pack_block",
                   "kb_im2col.c:im2col_group", "kb_neon_driver.c:build_table")),
     ("pack_rhs", ("kb_sme_rhs_pack_view", "kb_rhs_imatmul_pack_kxn_x16p2vlx2b_x16_x16_sme_run",
-                  "kb_pack_panels")),
+                  "kb_pack_panels", "kb_neon_pack_narrow")),
 )
 KERNEL_FILES = ("kb_matmul_clamp_", "kb_imatmul_clamp_", "kb_conv2d_")
 WORKER_OBJECTS = ("worker_kb_wire.o", "worker_kb_worker.o")  # the protocol, never counted

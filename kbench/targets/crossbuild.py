@@ -186,6 +186,33 @@ def build_extra_insns(iterations: int, quiet: bool = True) -> Path:
     return out
 
 
+TEST_PROGRAMS = ("kb_test_checksum",)
+
+
+def build_test_program(name: str, quiet: bool = True) -> Path:
+    """TEST ONLY: native/test/<name>.c linked with the library's aarch64
+    objects (not the worker's) into build/worker/aarch64-test/<name>."""
+    if name not in TEST_PROGRAMS:
+        raise KbenchError(f"test program {name!r} is not one of {', '.join(TEST_PROGRAMS)}",
+                          "program")
+    tc = toolchain("aarch64")
+    base = build("aarch64", quiet=quiet)
+    src = NATIVE / "test" / f"{name}.c"
+    out = BUILD / "aarch64-test" / name
+    with _build_lock(out.parent):
+        if out.exists() and out.stat().st_mtime >= max(base.stat().st_mtime,
+                                                        src.stat().st_mtime):
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        obj = out.parent / f"{name}.o"
+        _run([*tc.cc, *COMMON, *tc.defines, *ISA_FLAGS["core"], "-c", str(src), "-o", str(obj)],
+             quiet)
+        lib = [str(object_path(p, base)) for p in sources("aarch64")
+               if p.parent != NATIVE / "worker"]
+        _link(tc, [*lib, str(obj)], out, [], quiet)
+    return out
+
+
 def _run(cmd: list[str], quiet: bool) -> None:
     if not quiet:
         print(" ".join(cmd), file=sys.stderr)

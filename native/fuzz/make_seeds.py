@@ -155,7 +155,8 @@ def worker_seeds(rng: np.random.Generator) -> None:
     frames: list[tuple[int, bytes]] = []
 
     class Recorder(worker.WorkerEngine):
-        def call(self, mtype: int, payload: bytes, during: str) -> worker.Reader:
+        def call(self, mtype: int, payload: bytes, during: str,
+                 *bound: object) -> worker.Reader:
             frames.append((mtype, payload))
             if mtype == worker.LOAD_TABLE:  # "loaded": status 0, no field or message, 0 rules
                 return worker.Reader(bytes(16))

@@ -209,7 +209,9 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K,
  * A packed buffer is a kb_packed_header followed by the payload. */
 
 #define KB_PACK_MAGIC 0x4b50424bu /* "KBPK" little endian */
-#define KB_PACK_VERSION 1
+/* Version 2: the payload checksum is kb_payload_checksum (version 1 sealed
+ * it with FNV-1a; such a buffer is refused: repack it). */
+#define KB_PACK_VERSION 2
 
 typedef enum kb_layout {
     KB_LAYOUT_PORTABLE = 1,        /* panels of 16 columns, no bias        */
@@ -230,7 +232,7 @@ typedef struct kb_packed_header {
     uint32_t flags;           /* KB_PACK_FLAG_*                         */
     uint32_t block_n;         /* columns per panel                      */
     uint64_t payload_size;    /* bytes after the header                 */
-    uint64_t payload_checksum;/* FNV-1a 64 of the payload               */
+    uint64_t payload_checksum;/* kb_payload_checksum of the payload     */
     uint64_t header_checksum; /* FNV-1a 64 of the header, this field 0  */
 } kb_packed_header;
 
@@ -240,6 +242,13 @@ typedef struct kb_packed_header {
 kb_status kb_pack_b_size(size_t N, size_t K, size_t *size, kb_error *err);
 kb_status kb_pack_b(size_t N, size_t K, const kb_f16 *B, size_t ldb,
                     void *dst, size_t dst_size, kb_error *err);
+
+/* The payload checksum of packed buffers (version 2): the payload read as
+ * little-endian 64-bit words w_i (the last one zero-padded), in chunks of
+ * 32 words (256 bytes), chunk c = i / 32 weighted by the odd 2c + 1:
+ * sum of (2 * (i / 32) + 1) * w_i modulo 2^64. The same value whatever
+ * vector length, backend or machine computes it. */
+uint64_t kb_payload_checksum(const void *data, size_t len);
 
 /* Verifies a packed buffer on its own, payload included: the header's
  * fields and checksum, sizes, and the payload checksum (O(size)). Calls

@@ -121,6 +121,14 @@ bool kb_layout_payload_size(int layout, size_t n, size_t k,
 uint32_t kb_layout_block_n(int layout, uint32_t vector_bits);
 int kb_layout_has_bias(int layout);
 uint64_t kb_fnv1a64(const void *data, size_t len);
+/* The payload checksum (kb_checksum.c; kb_payload_checksum in kbench.h) by
+ * one path: the value is the same on every path, only the code differs. A
+ * packed buffer is sealed and checked by the path of its backend on this
+ * machine (streaming for SME buffers where SME is present). */
+enum { KB_CHECKSUM_PORTABLE = 0, KB_CHECKSUM_NEON = 1, KB_CHECKSUM_SME = 2 };
+int kb_checksum_path_for(int backend);
+int kb_checksum_path_available(int path);
+uint64_t kb_payload_checksum_on(int path, const void *data, size_t len);
 
 /* A published layout a plugin may declare (kbench_plugin.h, ABI 2): RHS
  * "x16p<NR>x<KR>b" or LHS "x16p<MR>x<KR>"; <NR>/<MR> a number of columns or
@@ -216,8 +224,14 @@ const kb_conv_impl *const *kb_sme_conv_impls(size_t *count);
  * first in each block, zero padding); the header is written by kb_pack.c. */
 void kb_neon_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
                          void *dst);
+/* Panels of 16 columns in NEON code: [16 bias values if with_bias] then K
+ * rows of 16 values, zeros past N (the NEON native and portable layouts). */
+void kb_neon_pack_panels16(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                           int with_bias, void *dst);
 void kb_sme_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
                         void *dst);
+/* The payload checksum's whole 256-byte chunks in streaming mode (SME only). */
+uint64_t kb_sme_payload_chunks(const void *data, size_t chunks);
 #endif
 
 /* Current vector length a backend's native layout depends on (0 if none). */

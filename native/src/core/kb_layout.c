@@ -1,5 +1,6 @@
 /* kb_layout.c — facts about packed layouts (block widths, payload sizes, bias
- * inside or not), the header seal and its checksum, and the panel packer
+ * inside or not), the header seal (FNV-1a over the header; the payload
+ * checksum is kb_checksum.c's), and the panel packer
  * the panel layouts share. Pure functions: everything above (packing entry
  * points, backends, validation) builds on them; they call nothing above. */
 #include "kb_internal.h"
@@ -100,7 +101,8 @@ void kb_header_seal(kb_packed_header *h, int layout, int backend,
     h->flags = flags;
     h->block_n = kb_layout_block_n(layout, vector_bits);
     h->payload_size = payload_size;
-    h->payload_checksum = kb_fnv1a64((const unsigned char *)h + sizeof *h, payload_size);
+    h->payload_checksum = kb_payload_checksum_on(kb_checksum_path_for(backend),
+                                                 (const unsigned char *)h + sizeof *h, payload_size);
     h->header_checksum = 0;
     h->header_checksum = kb_fnv1a64(h, sizeof *h);
 }
@@ -133,6 +135,10 @@ kb_status kb_header_check(const void *buf, size_t size, const char *who, int che
     memcpy(&hc, h, sizeof hc);
     if (hc.magic != KB_PACK_MAGIC)
         return kb_fail(err, KB_ERR_CONTRACT, "B.magic", "%s: 0x%08x is not a kbench packed buffer", who, hc.magic);
+    if (hc.version == 1)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.version",
+                       "%s: version 1, sealed with the FNV-1a payload checksum this library no longer reads: "
+                       "repack B with this library (kb_pack_b / kb_pack_b_native)", who);
     if (hc.version != KB_PACK_VERSION)
         return kb_fail(err, KB_ERR_CONTRACT, "B.version", "%s: version %u, this library reads %u", who, hc.version, KB_PACK_VERSION);
     if (hc.header_size != sizeof hc)
@@ -185,7 +191,8 @@ kb_status kb_header_check(const void *buf, size_t size, const char *who, int che
 kb_status kb_payload_check(const void *buf, const kb_packed_header *h, const char *who,
                            kb_error *err) {
     const unsigned char *payload = (const unsigned char *)buf + sizeof *h;
-    if (kb_fnv1a64(payload, (size_t)h->payload_size) != h->payload_checksum)
+    int path = kb_checksum_path_for(h->backend);
+    if (kb_payload_checksum_on(path, payload, (size_t)h->payload_size) != h->payload_checksum)
         return kb_fail(err, KB_ERR_CONTRACT, "B.payload_checksum", "%s: payload checksum mismatch (corrupted payload)", who);
     return KB_OK;
 }

@@ -145,7 +145,7 @@ static void seal(kb_packed_header *h, uint16_t owner, uint32_t vbits, size_t n, 
     h->flags = KB_PACK_FLAG_BIAS;
     h->block_n = nr;
     h->payload_size = payload;
-    h->payload_checksum = kb_fnv1a64((const unsigned char *)h + sizeof *h, payload);
+    h->payload_checksum = kb_payload_checksum((const unsigned char *)h + sizeof *h, payload);
     h->header_checksum = kb_fnv1a64(h, sizeof *h);
 }
 
@@ -159,6 +159,10 @@ static kb_status check_header(const kb_plugin_gemm_impl *g, const kb_gemm_call *
     memcpy(&h, c->bpayload, sizeof h);
     if (h.magic != KB_PACK_MAGIC)
         return kb_fail(err, KB_ERR_CONTRACT, "B.magic", "0x%08x: not a buffer kbench packed for %s", h.magic, who);
+    if (h.version == 1)
+        return kb_fail(err, KB_ERR_CONTRACT, "B.version",
+                       "header version 1, sealed with the FNV-1a payload checksum this library no longer reads: "
+                       "repack B with this library (%s)", who);
     if (h.version != KB_PACK_VERSION || h.header_size != sizeof h)
         return kb_fail(err, KB_ERR_CONTRACT, "B.version", "header version %u size %u, expected %u and %zu", h.version,
                        h.header_size, KB_PACK_VERSION, sizeof h);
