@@ -52,7 +52,12 @@ kb_status kb_pack_b(size_t N, size_t K, const kb_f16 *B, size_t ldb, void *dst,
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "dst_size", "%zu bytes is less than the %zu needed", dst_size, need);
     kb_packed_header *h = (kb_packed_header *)dst;
     kb_f16 *payload = (kb_f16 *)((unsigned char *)dst + sizeof *h);
+#if defined(KB_HAVE_NEON)
+    _Static_assert(KB_PORTABLE_BLOCK_N == 16, "the NEON panel packer writes 16 columns");
+    kb_neon_pack_panels16(N, K, B, ldb, NULL, 0, payload); /* the same panels, vector code */
+#else
     kb_pack_panels(N, K, B, ldb, NULL, 0, KB_PORTABLE_BLOCK_N, payload);
+#endif
     kb_header_seal(h, KB_LAYOUT_PORTABLE, KB_BACKEND_SCALAR, 0, N, K, 0, need - sizeof *h);
     return KB_OK;
 }

@@ -130,6 +130,10 @@ kb_status kb_neon_conv_indirect(const kb_neon_ukernel *uk, const kb_conv_desc *d
                                 size_t ow, const kb_f16 *input, const kb_f16 *filter,
                                 const kb_f16 *bias, kb_f16 *output, int threads,
                                 kb_error *err);
+/* A panel of w < 16 columns of B (src = its first column; `before` values
+ * of B precede src on row 0): K rows of 16 values, columns past w zero. */
+void kb_neon_pack_narrow(size_t w, size_t k, const kb_f16 *src, size_t ldb, size_t before,
+                         kb_f16 *dst);
 
 
 #endif

@@ -175,7 +175,7 @@ kb_status kb_neon_gemm(const kb_neon_ukernel *uk, const kb_neon_blocking *blk, c
         if (partial_total) p.partial = s;
         if (need_tail_panel) {
             kb_f16 *tp = (kb_f16 *)(s + partial_total);
-            kb_pack_panels(tail_cols, c->K, c->B + j0, c->ldb, NULL, 0, KB_NEON_NR, tp);
+            kb_neon_pack_narrow(tail_cols, c->K, c->B + j0, c->ldb, j0, tp);
             p.tail_panel = tp;
         }
         if (need_tail_bias) {
@@ -313,8 +313,8 @@ kb_status kb_neon_conv_indirect(const kb_neon_ukernel *uk, const kb_conv_desc *d
     if (panels_bytes) {
         kb_f16 *panels = (kb_f16 *)(s + panels_off);
         for (size_t g = 0; g < d->groups; g++)
-            kb_pack_panels(tail_cols, kdim, filter + g * p.og + (p.og - tail_cols), d->c_out, NULL, 0,
-                           KB_NEON_NR, panels + g * kdim * KB_NEON_NR);
+            kb_neon_pack_narrow(tail_cols, kdim, filter + g * p.og + (p.og - tail_cols), d->c_out,
+                                g * p.og + (p.og - tail_cols), panels + g * kdim * KB_NEON_NR);
         p.tail_panels = panels;
     }
     if (tbias_bytes) {

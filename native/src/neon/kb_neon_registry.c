@@ -115,8 +115,4 @@ const kb_conv_impl *const *kb_neon_conv_impls(size_t *count) {
     return conv_rows;
 }
 
-void kb_neon_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                         void *dst) {
-    kb_pack_panels(n, k, b, ldb, bias, 1, KB_NEON_NATIVE_BLOCK_N, (kb_f16 *)dst);
-}
 #endif

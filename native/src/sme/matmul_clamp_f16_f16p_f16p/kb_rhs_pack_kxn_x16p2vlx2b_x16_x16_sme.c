@@ -12,9 +12,11 @@
  * packer (SME1 instructions only) does that for four k pairs per step, in
  * every block, whenever a block's columns are contiguous in one row of B:
  * plain B, and panel layouts whose panels hold whole blocks (the portable
- * and scalar layouts' 16 columns at nr = 8 or 16). Other views (panels
- * narrower than nr, K made of chunks for the indirect GEMM) take the plain
- * C loop. */
+ * and scalar layouts' 16 columns at nr = 8 or 16). K may come in chunks (the
+ * indirect GEMM's filter taps, each padded to whole k pairs): the chunks
+ * follow each other in B's rows. Panels narrower than a block (16 columns at
+ * nr = 32 and up) go through the segment packer below. The C loop remains
+ * for views neither fits (none of kbench's layouts). */
 #include "../kb_sme.h"
 
 #if defined(__aarch64__)
@@ -31,8 +33,10 @@ typedef struct rhs_args {
     const kb_f16 *bias;     /* or NULL: zeros                                 */
     size_t bias_panel_bytes;
     size_t n;
-    size_t pairs;           /* whole k pairs                                  */
-    size_t lone;            /* 1: an odd K's last k follows them              */
+    size_t pairs;           /* whole k pairs of a chunk                       */
+    size_t lone;            /* 1: an odd chunk's last k follows them          */
+    size_t chunks;          /* K chunks (1, or filter taps), one after another */
+    size_t block_bytes;     /* packed bytes per block (the segment packer)    */
     kb_f16 *out;
 } rhs_args;
 
@@ -71,6 +75,8 @@ static void rhs_pack_core(const rhs_args *g) {
         "addvl x7, x7, #1\n"
         "madd x9, x9, x3, x1\n"
         "add x9, x9, x10, lsl #1\n"               /* row 0 of the block     */
+        "ldr x22, [%x[g], %[o_chunks]]\n"
+        "8:\n"                                    /* each K chunk           */
         "ldr x10, [%x[g], %[o_pairs]]\n"
         "lsr x21, x10, #2\n"
         "and x10, x10, #3\n"
@@ -127,7 +133,10 @@ static void rhs_pack_core(const rhs_args *g) {
         "st1h {z16.h}, p0, [x7]\n"
         "st1h {z17.h}, p0, [x7, #1, mul vl]\n"
         "addvl x7, x7, #2\n"
+        "add x9, x9, x4\n"                       /* the next chunk's row 0 */
         "7:\n"
+        "subs x22, x22, #1\n"
+        "b.ne 8b\n"
         "add x8, x8, x16\n"
         "cmp x8, x17\n"
         "b.lo 1b\n"
@@ -138,9 +147,100 @@ static void rhs_pack_core(const rhs_args *g) {
           [o_rb] "I"(offsetof(rhs_args, row_bytes)), [o_bias] "I"(offsetof(rhs_args, bias)),
           [o_bpb] "I"(offsetof(rhs_args, bias_panel_bytes)), [o_n] "I"(offsetof(rhs_args, n)),
           [o_pairs] "I"(offsetof(rhs_args, pairs)), [o_lone] "I"(offsetof(rhs_args, lone)),
+          [o_chunks] "I"(offsetof(rhs_args, chunks)), [o_out] "I"(offsetof(rhs_args, out))
+        : "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
+          "x14", "x15", "x16", "x17", "x19", "x20", "x21", "x22", KB_SME_CLOBBER_VEC);
+}
+
+/* Views whose panels are narrower than a block (nr a multiple of the panel
+ * width P: the portable and scalar layouts' 16 columns at SVL 512 and up).
+ * A block is nr / P segments of P columns, each in one panel; per segment
+ * the bias piece, then for each k pair two predicated loads of P values,
+ * one ZIP1 (the 2P interleaved values) and one store into that segment's
+ * place in the block's k-pair row. Columns past N load as zeros. */
+static void rhs_pack_segments_core(const rhs_args *g) {
+    __asm__ volatile(
+        ".arch armv8.2-a+sme\n"
+        "smstart sm\n"
+        "cnth x16\n"                              /* nr                     */
+        "ldr x1, [%x[g], %[o_data]]\n"
+        "ldr x2, [%x[g], %[o_pc]]\n"              /* P                      */
+        "ldr x3, [%x[g], %[o_pb]]\n"
+        "ldr x4, [%x[g], %[o_rb]]\n"
+        "ldr x5, [%x[g], %[o_bias]]\n"
+        "ldr x6, [%x[g], %[o_bpb]]\n"
+        "ldr x7, [%x[g], %[o_out]]\n"
+        "ldr x17, [%x[g], %[o_n]]\n"
+        "lsr x11, x4, #1\n"                       /* row 1, in values       */
+        "mov x19, #0\n"
+        "whilelt p2.h, x19, x2\n"                 /* P values (bias piece)  */
+        "add x20, x2, x2\n"
+        "whilelt p3.h, x19, x20\n"                /* 2P values (a pair row) */
+        "lsl x23, x16, #2\n"                      /* bytes per k-pair row   */
+        "mov x8, #0\n"                            /* first column of block  */
+        "1:\n"
+        "mov x12, #0\n"                           /* segment's first column */
+        "2:\n"
+        "add x13, x8, x12\n"
+        "udiv x14, x13, x2\n"                     /* its panel              */
+        "add x15, x13, x2\n"
+        "cmp x15, x17\n"
+        "csel x15, x15, x17, lo\n"
+        "whilelt p1.h, x13, x15\n"                /* its columns below N    */
+        "dup z0.h, #0\n"
+        "cbz x5, 3f\n"
+        "madd x21, x14, x6, x5\n"
+        "ld1h {z0.h}, p1/z, [x21]\n"
+        "3:\n"
+        "st1h {z0.h}, p2, [x7, x12, lsl #1]\n"    /* the bias piece         */
+        "madd x9, x14, x3, x1\n"                  /* row 0 of the panel     */
+        "add x20, x7, x16, lsl #1\n"
+        "add x20, x20, x12, lsl #2\n"             /* its place in pair row 0 */
+        "ldr x22, [%x[g], %[o_chunks]]\n"
+        "4:\n"                                    /* each K chunk           */
+        "ldr x10, [%x[g], %[o_pairs]]\n"
+        "cbz x10, 6f\n"
+        "5:\n"
+        "ld1h {z0.h}, p1/z, [x9]\n"
+        "ld1h {z1.h}, p1/z, [x9, x11, lsl #1]\n"
+        "zip1 z2.h, z0.h, z1.h\n"
+        "st1h {z2.h}, p3, [x20]\n"
+        "add x9, x9, x4, lsl #1\n"
+        "add x20, x20, x23\n"
+        "subs x10, x10, #1\n"
+        "b.ne 5b\n"
+        "6:\n"
+        "ldr x10, [%x[g], %[o_lone]]\n"
+        "cbz x10, 7f\n"                           /* odd chunk: (b[k], 0)   */
+        "ld1h {z0.h}, p1/z, [x9]\n"
+        "dup z1.h, #0\n"
+        "zip1 z2.h, z0.h, z1.h\n"
+        "st1h {z2.h}, p3, [x20]\n"
+        "add x9, x9, x4\n"
+        "add x20, x20, x23\n"
+        "7:\n"
+        "subs x22, x22, #1\n"
+        "b.ne 4b\n"
+        "add x12, x12, x2\n"
+        "cmp x12, x16\n"
+        "b.lo 2b\n"
+        "ldr x10, [%x[g], %[o_bb]]\n"
+        "add x7, x7, x10\n"
+        "add x8, x8, x16\n"
+        "cmp x8, x17\n"
+        "b.lo 1b\n"
+        "smstop sm\n"
+        :
+        : [g] "r"(g), [o_data] "I"(offsetof(rhs_args, data)),
+          [o_pc] "I"(offsetof(rhs_args, panel_cols)), [o_pb] "I"(offsetof(rhs_args, panel_bytes)),
+          [o_rb] "I"(offsetof(rhs_args, row_bytes)), [o_bias] "I"(offsetof(rhs_args, bias)),
+          [o_bpb] "I"(offsetof(rhs_args, bias_panel_bytes)), [o_n] "I"(offsetof(rhs_args, n)),
+          [o_pairs] "I"(offsetof(rhs_args, pairs)), [o_lone] "I"(offsetof(rhs_args, lone)),
+          [o_chunks] "I"(offsetof(rhs_args, chunks)), [o_bb] "I"(offsetof(rhs_args, block_bytes)),
           [o_out] "I"(offsetof(rhs_args, out))
         : "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
-          "x14", "x15", "x16", "x17", "x19", "x20", "x21", KB_SME_CLOBBER_VEC);
+          "x14", "x15", "x16", "x17", "x19", "x20", "x21", "x22", "x23", "p1", "p2", "p3",
+          KB_SME_CLOBBER_VEC);
 }
 
 #define KB_SME_MAX_NR 128 /* SVL 2048: 2 * 2048 / 32 */
@@ -186,20 +286,26 @@ static void rhs_pack_c(const kb_bview *b, size_t n, size_t chunk_count, size_t c
 void kb_sme_rhs_pack_view(const kb_bview *b, size_t n, size_t chunk_count, size_t chunk_length,
                           size_t nr, void *rhs_packed) {
     if (nr > KB_SME_MAX_NR) return; /* no such vector length */
-    /* the streaming packer: one K chunk, blocks inside one panel, nr = this SVL's */
-    bool contiguous = b->panel_cols >= n || b->panel_cols % nr == 0;
-    if (chunk_count != 1 || !contiguous || nr != kb_sme_block()) {
+    /* streaming: nr = this SVL's, and either every block inside one panel
+     * (plain B, panels of whole blocks) or blocks of whole narrower panels */
+    bool whole = b->panel_cols >= n || b->panel_cols % nr == 0;
+    bool segments = !whole && b->panel_cols < nr && nr % b->panel_cols == 0;
+    if (nr != kb_sme_block() || (!whole && !segments) || chunk_count == 0) {
         rhs_pack_c(b, n, chunk_count, chunk_length, nr, rhs_packed);
         return;
     }
+    size_t clp = kb_sme_roundup(chunk_length, KB_SME_KR);
     rhs_args g = {
         .data = b->data, .panel_cols = b->panel_cols, .panel_bytes = b->panel_stride * sizeof(kb_f16),
         .row_bytes = b->row_stride * sizeof(kb_f16), .bias = b->bias,
         .bias_panel_bytes = b->bias_panel_stride * sizeof(kb_f16), .n = n,
-        .pairs = chunk_length / KB_SME_KR, .lone = chunk_length % KB_SME_KR,
-        .out = (kb_f16 *)rhs_packed,
+        .pairs = chunk_length / KB_SME_KR, .lone = chunk_length % KB_SME_KR, .chunks = chunk_count,
+        .block_bytes = kb_sme_rhs_block_bytes(nr, chunk_count * clp), .out = (kb_f16 *)rhs_packed,
     };
-    rhs_pack_core(&g);
+    if (segments)
+        rhs_pack_segments_core(&g);
+    else
+        rhs_pack_core(&g);
 }
 
 size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_n_step(void) { return kb_sme_block(); }
