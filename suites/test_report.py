@@ -856,3 +856,39 @@ def test_tuning_view_lists_candidates_winner_and_gain(tmp_path):
     assert row["winner"] == "fast" and row["default"] == "slow"
     assert row["gain_over_default"] == pytest.approx(2.0)
     assert "not eligible: wrong" in row["candidates"]
+
+
+def test_load_cost_sets_packing_beside_the_call(runs: dict[str, Run]) -> None:
+    """Per realization: packing B (once, at load) beside the call, summed over
+    the cases that packed B on their own; hardware times from the timings,
+    emulated instructions from the counts; never an emulated time."""
+    g = rep.gflops_table(runs["main"])
+    counts = pd.DataFrame([
+        {"target": QEMU, "realization": "gemm_sme2_mopa_f32acc", "count_call": 76_000,
+         "count_pack_b": 13_000},
+        {"target": QEMU, "realization": "gemm_sme2_mopa_f32acc", "count_call": 24_000,
+         "count_pack_b": 7_000},
+        {"target": QEMU, "realization": "gemm_neon_f16acc", "count_call": 5_000,
+         "count_pack_b": float("nan")},  # B not packed on its own: no load cost
+    ])
+    lc = rep.load_cost(g, counts)
+    emu = lc[lc["target"] == QEMU]
+    assert len(emu) == 1
+    row = emu.iloc[0]
+    assert (row["cases"], row["call"], row["pack_b"]) == (2, 100_000, 20_000)
+    assert row["pack_b_per_call"] == pytest.approx(0.2)
+    assert row["measure"].startswith("instructions")
+    hw = lc[lc["target"] == HOST]
+    timed = g[(g["pack_time_ns"] > 0) & (g["time_median_ns"] > 0)]
+    assert set(hw["realization"]) == set(timed["realization"]) and len(hw)
+    one = _one(hw, realization="gemm_neon_f32acc_fhm")
+    mine = timed[timed["realization"] == "gemm_neon_f32acc_fhm"]
+    assert one["pack_b"] == pytest.approx(mine["pack_time_ns"].sum())
+    assert one["call"] == pytest.approx(mine["time_median_ns"].sum())
+    assert one["measure"].startswith("median time")
+
+
+def test_report_page_has_the_load_cost_section(built: rep.ReportFiles) -> None:
+    html = built.html.read_text()
+    assert 'id="load-cost"' in html and "pack_b_per_call" in html
+    assert (built.html.parent / "load_cost.csv").exists()

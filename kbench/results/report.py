@@ -153,6 +153,33 @@ def gflops_table(run: Run) -> pd.DataFrame:
     return rows[GFLOPS_COLUMNS]
 
 
+LOAD_COST_COLUMNS = ["target", "realization", "measure", "cases", "call", "pack_b",
+                     "pack_b_per_call"]
+
+
+def load_cost(gflops: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
+    """What a weight costs at load beside what a call costs, per realization
+    over the cases where B was packed on its own: on hardware the median
+    time of packing B and of the call (summed over the cases); on emulated
+    targets the exact instructions of pack_b and of the call. pack_b_per_call:
+    how many calls one packing costs."""
+    rows = []
+    for frame, call_col, pack_col, measure in (
+            (gflops, "time_median_ns", "pack_time_ns", "median time, ns (sum over cases)"),
+            (counts, "count_call", "count_pack_b", "instructions (sum over cases)")):
+        if frame.empty or pack_col not in frame or call_col not in frame:
+            continue
+        packed = frame[(pd.to_numeric(frame[pack_col], errors="coerce") > 0)
+                       & (pd.to_numeric(frame[call_col], errors="coerce") > 0)]
+        for (target, real), g in packed.groupby(["target", "realization"], sort=False):
+            call = float(pd.to_numeric(g[call_col]).sum())
+            pack = float(pd.to_numeric(g[pack_col]).sum())
+            rows.append({"target": target, "realization": real, "measure": measure,
+                         "cases": len(g), "call": call, "pack_b": pack,
+                         "pack_b_per_call": pack / call})
+    return pd.DataFrame(rows, columns=LOAD_COST_COLUMNS)
+
+
 EMULATED_COLUMNS = ["target", "op", "catalog", "case", "shape", "kind", "series", "realization",
                     "b_form", "threads", "rounds", "reps_per_round", "time_min_ns",
                     "time_median_ns", "time_stdev_ns", "label"]
@@ -447,6 +474,9 @@ class ReportTables:
         columns=DETERMINISM_COLUMNS))
     fastest: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=views.FASTEST_COLUMNS))  # per shape: fastest of ours and of the peers
+    # packing B (a weight, once at load) beside the call, per realization
+    load_cost: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=LOAD_COST_COLUMNS))
     # instruction counts of emulated targets (kbench.results.report_counts)
     counts: pd.DataFrame = field(default_factory=pd.DataFrame)
     count_mix: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -521,6 +551,7 @@ def determinism_table(results: pd.DataFrame) -> pd.DataFrame:
 
 def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
     prints = fingerprints(run.results)
+    counts = rcount.count_table(run)
     return ReportTables(
         verdict_matrix=verdict_matrix(run.results), failures=failures(run.results),
         gflops=gflops_table(run), speedup_vs_scalar=speedup_vs_scalar(run),
@@ -533,7 +564,8 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         plugin_probes=plugin_report.probe_table(run.results),
         determinism=determinism_table(run.results),
         fastest=views.fastest_per_shape(gflops_table(run)),
-        counts=rcount.count_table(run), count_mix=rcount.mix_table(run),
+        load_cost=load_cost(gflops_table(run), counts),
+        counts=counts, count_mix=rcount.mix_table(run),
         counts_vs_baseline=rcount.vs_run(run, baseline),
         counts_vs_committed=rcount.vs_committed(run),
         count_anchors=rcount.anchor_table(run),
@@ -981,6 +1013,8 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "conclusive": fprint.CONCLUSIVE,
         "plugins": html_table(t.plugins),
         "n_plugins": len(t.plugins),
+        "load_cost": html_table(t.load_cost),
+        "n_load_cost": len(t.load_cost),
         "determinism": html_table(t.determinism),
         "n_determinism": len(t.determinism),
         "plugin_probes": html_table(t.plugin_probes, limit=500),
