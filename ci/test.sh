@@ -117,10 +117,15 @@ kbench run --suite perf --shapes kleidiai_anchors --target qemu:cpu=max:svl=512 
 counts_summary "$cnt/anchors.log"
 kbench report "$cnt/anchors" --out "$cnt/anchors-report" | sed -n 1p
 kbench anchors "$cnt/anchors"  # our counts / KleidiAI v1.30's, on the shapes both cover
+kbench run --suite perf --shapes kleidiai_anchors_gemv --target qemu:cpu=max:svl=512 \
+  --realization gemv_sme2_dot_f32acc --realization gemv_sme_f32acc --rounds 1 \
+  --min-round-ms 0 --warmup 0 --no-history --out "$cnt/anchors-gemv" \
+  > "$cnt/anchors-gemv.log" 2>&1 || { tail -n 40 "$cnt/anchors-gemv.log"; exit 1; }
+kbench anchors "$cnt/anchors-gemv"
 # the count tables of README.md and docs/, rendered from today's counts, must be the
 # committed ones (a count that moved, even down, needs `kbench baseline update` or
 # `python docs/gen/kbdocs.py record anchor_counts`, then `python docs/gen/kbdocs.py regen`)
-"$PY" docs/gen/kbdocs.py check-counts "$cnt/svl128" "$cnt/svl512" "$cnt/anchors"
+"$PY" docs/gen/kbdocs.py check-counts "$cnt/svl128" "$cnt/svl512" "$cnt/anchors" "$cnt/anchors-gemv"
 
 step "in-process path on emulated Arm64 (qemu-python): ours, and onnxruntime with KleidiAI on/off"
 pyt="$(mktemp -d)"

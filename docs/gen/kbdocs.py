@@ -212,9 +212,15 @@ BASELINE_GEMM_COLUMNS = (  # (header, realization, phase[, minus]): kernel phase
     ("NEON FP16", "gemm_neon_f16acc", "count_kernel"),
     ("NEON FP32 (FHM)", "gemm_neon_f32acc_fhm", "count_kernel"),
     ("LHS packing (SME2 MOPA call)", "gemm_sme2_mopa_f32acc", "count_pack_lhs"),
-    ("RHS packer (SME, without checksum)", "gemm_sme2_mopa_f32acc", "count_pack_b",
-     "count_pack_b_checksum"),
+    ("packing B (SME, sealed)", "gemm_sme2_mopa_f32acc", "count_pack_b"),
+    ("packing B (NEON, sealed)", "gemm_neon_f16acc", "count_pack_b"),
 )
+B_FORMS = {"plain": " (plain B)", "portable": " (portable B)"}
+
+
+def _label(case: str) -> str:
+    """A case's shape, with its B form where B is not native."""
+    return _shape(case) + "".join(v for k, v in B_FORMS.items() if k in case.split("_"))
 
 
 def _shape(case: str) -> str:
@@ -263,9 +269,7 @@ def baseline_gemm_kernels() -> str:
                     cells.append("″" if same else _cell(row, col, *minus))
                 else:
                     cells.append(_cell(row, col, *minus))
-            plain = "plain" in case
-            label = f"{_shape(case)}{' (plain B)' if plain else ''}" if i == 0 else ""
-            out.append((label, svl, *cells))
+            out.append((_label(case) if i == 0 else "", svl, *cells))
     return table(["shape", "SVL", *(c[0] for c in BASELINE_GEMM_COLUMNS)], out,
                  "lr" + "r" * len(BASELINE_GEMM_COLUMNS))
 
@@ -282,7 +286,7 @@ def baseline_calls(realizations: tuple[str, ...] = ("gemm_sme2_mopa_f32acc",
     for real in realizations:
         for case in _ordered_cases(rows, "gemm"):
             for svl, cells in _per_svl(rows, case, real, svls, phases):
-                out.append((f"`{real}`", _shape(case), svl, *cells))
+                out.append((f"`{real}`", _label(case), svl, *cells))
     return table(["realization", "shape", "SVL", "call", "validate", "pack_lhs", "pack_rhs",
                   "kernel", "other"], out, "llrrrrrrr")
 
@@ -373,13 +377,17 @@ def contract_costs() -> str:
     if row is None:
         raise KeyError("anchor_counts: no gemm_sme2_mopa_f32acc 256x256x256 row at SVL 512")
     lo, hi = num(min(validate)), num(max(validate))
+    n, k = 256, 256
+    payload = 2 * n * (k + 1)  # 256 x 256 with its bias row, N a multiple of the block width
+    seal = row["count_pack_b_checksum"]
     return (f"- every call checks the header against the call and the CPU: O(1), "
             f"{lo if lo == hi else f'{lo} to {hi}'} instructions in `validate` on every "
             "native-B case of the count baseline (the header's own FNV-1a checksum over 64 "
             "bytes, field comparisons), whatever the size of B;\n"
-            f"- the payload checksum (FNV-1a over the whole payload: "
-            f"{num(row['count_pack_b_checksum'])} instructions for a 256×256 B at SVL 512, "
-            "the `checksum` inside `pack_b` in [Instruction counts](counts.md)) is O(size), "
+            f"- the payload checksum ({num(seal)} instructions, header included, to seal the "
+            f"{num(payload)}-byte payload of a 256×256 B at SVL 512: "
+            f"{seal / payload:.3f} per byte; the `checksum` inside `pack_b` in "
+            "[Instruction counts](counts.md)) is O(size), "
             "so it is *not* in a call: it is verified where a buffer is made (packing seals "
             "it), where it is loaded or received (`kbench.verify_packed(buf)`, C "
             "`kb_verify_packed_b`), or in a call that asks for it "
