@@ -277,12 +277,23 @@ class KbSession:
             return contracts.cases_for(info.backends, probed.natives)
         return contracts.all_cases(self.target(spec).engine)
 
+    def catalog_arg(self, catalog: str) -> str:
+        """How a reproducer names a catalog: one shipped in reference/ by its
+        name (the command works in any checkout), any other file by its path."""
+        arg = self.catalog_args.get(catalog, catalog)
+        try:
+            path = catalogs.resolve_catalog(arg)
+        except catalogs.CatalogError:
+            return arg
+        shipped = catalogs.available_catalogs().get(path.stem)
+        if shipped is not None and shipped.resolve() == path.resolve():
+            return path.stem
+        return arg
+
     def reproducer(self, v: Verdict) -> str:
         """The command that reruns just this verdict (a plugin's with every
         --plugin of this run, and the options that decide where it runs)."""
-        arg = self.catalog_args.get(v.catalog, v.catalog)
-        # a catalog from reference/ by name; any other file by its path
-        cmd = reproducer(v, arg if arg.endswith(".toml") or "/" in arg else v.catalog)
+        cmd = reproducer(v, self.catalog_arg(v.catalog))
         if v.plugin:
             extra = [a for path in self.plugins for a in ("--plugin", path)]
             if self.plugin_in_process:
