@@ -478,7 +478,7 @@ def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
                                  "speedup_vs_baseline", "emulated_times", "error_vs_k",
                                  "model_totals", "metadata", "tuning", "fingerprints",
                                  "fingerprint_summary", "plugins", "plugin_probes",
-                                 "determinism", "fastest", "counts", "count_mix",
+                                 "determinism", "fastest", "counts", "count_mix", "load_cost",
                                  "counts_vs_baseline", "counts_vs_committed", "count_anchors",
                                  "mutation_areas", "mutation_mutants"}
     gflops = pd.read_csv(built.tables["gflops"])
