@@ -405,7 +405,36 @@ def run(command: str) -> str:
     return f"```\n$ {command}\n{out}\n```\n"
 
 
+MODEL_CATALOGS = ("llm_llama7b", "resnet50", "mobilenet_v2")
+
+
+def _macs(count: float) -> str:
+    for scale, unit in ((1e9, "GMAC"), (1e6, "MMAC"), (1e3, "kMAC")):
+        if count >= scale:
+            return f"{count / scale:.3g} {unit}"
+    return f"{count:.0f} MAC"
+
+
+def model_catalogs() -> str:
+    """The model catalogs and their small versions, counted from the catalog files:
+    layers (a shape times its `layers`), distinct shapes, multiply-accumulates of one
+    inference (each shape's MACs times its layers)."""
+    from kbench.problems import catalog as catalogs
+
+    def facts(name: str) -> list[str]:
+        cat = catalogs.load_catalog(catalogs.resolve_catalog(name))
+        cases = [*cat.gemm, *cat.conv]
+        macs = sum(c.layers * c.flops for c in cases) / 2
+        return [f"`{name}`", num(sum(c.layers for c in cat.gemm)),
+                num(sum(c.layers for c in cat.conv)), num(len(cases)), _macs(macs)]
+
+    rows = [facts(n) for base in MODEL_CATALOGS for n in (base, f"{base}_small")]
+    return table(["catalog", "GEMM layers", "convolution layers", "distinct shapes",
+                  "MACs per model"], rows, "lrrrr")
+
+
 GENERATORS: dict[str, Callable[..., str]] = {
+    "model_catalogs": model_catalogs,
     "run": run,
     "contract_costs": contract_costs,
     "ci_total": ci_total, "ci_steps": ci_steps, "ci_step": ci_step,

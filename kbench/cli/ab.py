@@ -46,8 +46,8 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str) -> float:
               help="Only cases whose CATALOG/CASE matches this regular expression.")
 @click.option("--rounds", type=click.IntRange(2), default=60, show_default=True,
               help="Interleaved round pairs per case (the median's confidence interval needs "
-                   "about 12 or more at the default alpha over a few dozen cases; 60 caught a "
-                   "5% slowdown in 20 of 20 trials under a CPU hog, 30 in 18: README).")
+                   "about 12 or more at the default alpha over a few dozen cases; the default "
+                   "is the one whose recorded trials are in docs/performance.md).")
 @click.option("--min-round-ms", type=click.FloatRange(0.0), default=2.0, show_default=True,
               help="Calls per round calibrated (once, on the candidate) to last at least this "
                    "long; both sides then run that many calls per round.")
