@@ -131,8 +131,18 @@ def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
 @click.command("count")
 @click.option("--target", "target_spec", default="qemu:svl=512", show_default=True,
               help="An emulated worker target: qemu[:cpu=MODEL][:svl=BITS][:isa=CAP].")
-@click.option("--realization", required=True, help="The realization to count (forced).")
-@click.option("--shape", default=None, help="A GEMM shape MxNxK, e.g. 256x256x256.")
+@click.option("--realization", "realizations", multiple=True,
+              help="The realization to count (forced); repeatable. With --plugin and no "
+                   "--realization: every realization of the plugins that takes the shape.")
+@click.option("--plugin", "plugins", multiple=True, metavar="PATH",
+              help="A plugin library ({arch} is replaced by aarch64); repeatable. Its "
+                   "realizations are counted in the dynamically linked worker, phase for "
+                   "phase like ours.")
+@click.option("--against", "against", multiple=True, metavar="REALIZATION",
+              help="Count this realization too on the same cases and print each phase's "
+                   "ratio to it (e.g. a plugin's kernel against ours); repeatable.")
+@click.option("--shape", default=None,
+              help="A GEMM shape MxNxK, e.g. 256x256x256 (the default without --shapes).")
 @click.option("--b-form", type=click.Choice(["native", "plain", "packed"]), default="native",
               show_default=True, help="With --shape: how B is passed.")
 @click.option("--bias/--no-bias", default=True, show_default=True,
@@ -149,59 +159,108 @@ def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
               help="The counted calls verify the packed B's payload checksum (the selector's "
                    "verify_payload): validate then holds the full-payload check.")
 @click.option("--json", "as_json", is_flag=True, help="Print the count fields as JSON.")
-def count(target_spec: str, realization: str, shape: str | None, b_form: str, bias: bool,
+def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, ...],
+          against: tuple[str, ...], shape: str | None, b_form: str, bias: bool,
           shapes: str | None, case_names: tuple[str, ...], method: str, verify: bool,
           verify_payload: bool, as_json: bool) -> None:
     """Count the exact dynamic instructions of one single-threaded call of a
     realization, per phase (validate, checksum, pack_lhs, pack_rhs, kernel,
     other; and pack_b), with the instruction mix, the floor and efficiency,
-    and the ratio to the KleidiAI anchor table when the shape is one of its."""
+    and the ratio to the KleidiAI anchor table when the shape is one of its.
+    A plugin's realizations (--plugin) are counted the same way; --against
+    prints the ratio of each phase to another realization's."""
     if not countable(target_spec):
         raise click.BadParameter(f"{target_spec!r}: counts need a qemu: worker target",
                                  param_hint="--target")
-    cases = _cases(shape, shapes, case_names, b_form, bias)
+    if not realizations and not plugins:
+        raise click.UsageError("give --realization NAME (or --plugin PATH)")
+    cases = _cases(shape or (None if shapes else "256x256x256"), shapes, case_names, b_form,
+                   bias)
     try:
-        target = parse_target(target_spec)
-        reals = {r.name: r for r in target.info().realizations}
+        target = parse_target(target_spec, plugins)
+        info = target.info()
     except KbenchError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from exc
-    if realization not in reals:
+    reals = {r.name: r for r in info.realizations}
+    refused = info.extra.get("plugin_errors", [])
+    if plugins and refused:
         target.close()
-        raise click.BadParameter(f"{realization!r} is not offered on {target_spec} "
-                                 f"(kbench realizations --target {target_spec})",
-                                 param_hint="--realization")
-    real = reals[realization]
-    counter, cache, out = Counter(method), InputCache(), []
+        raise click.ClickException("plugin not loaded: " + "; ".join(
+            f"{e['path']}: {e['message']}" for e in refused))
+    chosen = list(realizations) or [
+        r.name for r in info.realizations if r.is_plugin and r.op == "gemm"
+        and any(applicable(c, r) for _, c in cases)]
+    if not chosen:
+        target.close()
+        raise click.ClickException("the plugins have no GEMM realization that takes "
+                                   + ", ".join(c.name for _, c in cases))
+    for name in (*chosen, *against):
+        if name not in reals:
+            target.close()
+            raise click.BadParameter(f"{name!r} is not offered on {target_spec} "
+                                     f"(kbench realizations --target {target_spec}"
+                                     + "".join(f" --plugin {p}" for p in plugins) + ")",
+                                     param_hint="--realization")
+    counter, cache, out = Counter(method, plugins=plugins), InputCache(), []
     try:
         for catalog, case in cases:
-            if not applicable(case, real):
-                raise click.ClickException(f"{realization} does not take {case.name}")
-            job = Job(case, "uniform", real, target_spec, catalog)
-            verdict = "skipped (--no-verify)"
-            if verify:
-                v = run_job(target, job, api.Selector(), cache)
-                verdict = f"{v.status} (max error/bound {v.max_err_bound:.3g})"
-                if v.status not in ("pass", "mistrusted"):
-                    raise click.ClickException(f"{case.name}: {v.line()}")
-            try:
-                fields = count_fields(counter, job, cache, verify_payload=verify_payload)
-            except KbenchError as exc:
-                raise click.ClickException(str(exc)) from exc
-            if verify_payload:
-                fields["count_verify_payload"] = True
-            if as_json:
-                out.append({"case": case.name, "shape": case.shape_str(),
-                            "realization": realization, "target": target_spec,
-                            "verified": verdict, **fields})
-            else:
-                click.echo(count_text(job, fields, verdict))
-                for line in anchor_lines(job, fields):
-                    click.echo(line)
-                click.echo("")
+            base: dict[str, dict[str, Any]] = {}
+            for name in (*against, *chosen):
+                real = reals[name]
+                if not applicable(case, real):
+                    if name in against or realizations:
+                        raise click.ClickException(f"{name} does not take {case.name}")
+                    continue
+                job = Job(case, "uniform", real, target_spec, catalog)
+                verdict = "skipped (--no-verify)"
+                if verify:
+                    v = run_job(target, job, api.Selector(), cache)
+                    verdict = f"{v.status} (max error/bound {v.max_err_bound:.3g})"
+                    if v.status not in ("pass", "mistrusted"):
+                        raise click.ClickException(f"{case.name}: {v.line()}")
+                try:
+                    fields = count_fields(counter, job, cache, verify_payload=verify_payload)
+                except KbenchError as exc:
+                    raise click.ClickException(str(exc)) from exc
+                if verify_payload:
+                    fields["count_verify_payload"] = True
+                if name in against:
+                    base[name] = fields
+                ratios = {a: ratio_fields(fields, base[a]) for a in against if a != name}
+                if as_json:
+                    out.append({"case": case.name, "shape": case.shape_str(),
+                                "realization": name, "target": target_spec,
+                                "verified": verdict, **fields,
+                                **({"ratios": ratios} if ratios else {})})
+                else:
+                    click.echo(count_text(job, fields, verdict))
+                    for line in anchor_lines(job, fields):
+                        click.echo(line)
+                    for a, r in ratios.items():
+                        click.echo(ratio_line(a, r))
+                    click.echo("")
     finally:
         target.close()
     if as_json:
         click.echo(json.dumps(out, indent=2))
+
+
+RATIO_PHASES = ("call", "validate", "pack_lhs", "pack_rhs", "kernel", "other", "pack_b")
+
+
+def ratio_fields(fields: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
+    """Each phase's count over the same phase of another realization's count
+    (phases that either side lacks or has at zero are left out)."""
+    out = {}
+    for phase in RATIO_PHASES:
+        a, b = fields.get(f"count_{phase}"), base.get(f"count_{phase}")
+        if isinstance(a, int | float) and isinstance(b, int | float) and b and a == a:
+            out[phase] = a / b
+    return out
+
+
+def ratio_line(against: str, ratios: dict[str, float]) -> str:
+    return f"against {against}: " + ", ".join(f"{p} {r:.3f}x" for p, r in ratios.items())
 
 
 # ---- the committed baseline ------------------------------------------------------------

@@ -8,6 +8,10 @@ validate phase. The verdict gets the counts per phase, the
 mix, the floor and the efficiency, and which QEMU, CPU and SVL counted
 them.
 
+A plugin's realization is counted in the dynamically linked worker with
+the run's plugins loaded (kbench.targets.counting: phases from the plugin
+table's entry points).
+
 qemu-python targets are not counted: their kernels run inside an emulated
 CPython that loads kbench's cffi module at an address known only after
 start-up, and logging the interpreter around each call would cost more
@@ -40,15 +44,18 @@ NOT_FEASIBLE = ("not counted: qemu-python runs the kernels inside an emulated CP
 
 @dataclass
 class Counter:
-    """Counting tools per worker binary, kept for a session (no global state)."""
+    """Counting tools per worker binary, kept for a session (no global state).
+    plugins: the plugin libraries a plugin realization's count loads (every
+    --plugin of the run, as given; {arch} is expanded by the worker)."""
 
     method: str = "tb"
     tools: dict[str, CountTool] = field(default_factory=dict)
+    plugins: tuple[str, ...] = ()
 
-    def tool(self) -> CountTool:
-        worker = worker_binary("aarch64")
+    def tool(self, dynamic: bool = False) -> CountTool:
+        worker = worker_binary("aarch64-dyn" if dynamic else "aarch64")
         if worker not in self.tools:
-            self.tools[worker] = CountTool.load(find_qemu(), worker)
+            self.tools[worker] = CountTool.load(find_qemu(), worker, dynamic)
         return self.tools[worker]
 
 
@@ -91,9 +98,13 @@ def count_fields(counter: Counter, job: Job, cache: InputCache | None = None,
     the packed B's payload checksum (validate then holds it)."""
     q = parse_qemu(job.target)
     mode = method or counter.method
-    tool = counter.tool()
     case, real = job.case, job.realization
-    with tool.session(q.qemu_cpu, q.isa, mode) as session:
+    plugins = counter.plugins if real.is_plugin else ()
+    if real.is_plugin and not plugins:
+        raise CountError(f"count: {real.name} is a plugin's, and no plugin library was given",
+                         "plugin")
+    tool = counter.tool(dynamic=bool(plugins))
+    with tool.session(q.qemu_cpu, q.isa, mode, plugins) as session:
         target = Target(job.target, session.engine)
         sel = api.Selector(force=real.name, threads=1,  # the production defaults
                            verify_payload=verify_payload)
@@ -139,18 +150,11 @@ def count_fields(counter: Counter, job: Job, cache: InputCache | None = None,
             fields["count_efficiency"] = fl.instructions / kernel
     return fields
 
-PLUGIN_NOT_COUNTED = ("not counted: a plugin's realization (the count engine runs the static "
-                      "worker, whose phase ranges are kbench's own symbols; a plugin's code is "
-                      "loaded at run time, elsewhere)")
-
-
 def with_counts(counter: Counter, v: Verdict, job: Job, cache: InputCache | None = None
                 ) -> Verdict:
     """The perf verdict with its counts (or a note saying why it has none)."""
     if job.target.startswith("qemu-python"):
         return replace(v, count_note=NOT_FEASIBLE)
-    if job.realization.is_plugin and countable(job.target):
-        return replace(v, count_note=PLUGIN_NOT_COUNTED)
     if not countable(job.target):
         return v
     try:

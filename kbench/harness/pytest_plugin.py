@@ -481,7 +481,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError("\n".join(errors))
     method = config.getoption("--kb-count-method")
     if method != "none":
-        config.stash[SESSION].counter = Counter(method)
+        config.stash[SESSION].counter = Counter(method, plugins=tuple(kb.plugins))
     config.pluginmanager.register(_ProgressPrinter(config), "kbench-progress")
     config.pluginmanager.register(_TargetsInParallel(config), "kbench-parallel")
     config.pluginmanager.register(_Completeness(config), "kbench-completeness")

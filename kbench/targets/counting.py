@@ -7,10 +7,10 @@ run), unchanged: phases are found from its symbol table, nothing is added
 to the library. The phases of a library call (window kb_gemm_batch or
 kb_conv2d) are the functions below, each counted with everything it calls:
 
-    validate   check_packed: the checks of a packed B a call makes (the
-               header; the payload checksum where the contract has the call
-               verify it)
-    checksum   kb_fnv1a64, kb_payload_checksum_on and kb_header_seal: the
+    validate   check_packed (and a plugin's check_header): the checks of a
+               packed B a call makes (the header; the payload checksum where
+               the contract has the call verify it)
+    checksum   kb_fnv1a64, kb_payload_checksum(_on) and kb_header_seal: the
                header's FNV-1a and the payload checksum (inside validate in
                a call; in pack_b, sealing the packed buffer)
     pack_lhs   LHS packing and indirection tables: the SME LHS packers,
@@ -25,8 +25,22 @@ kb_conv2d) are the functions below, each counted with everything it calls:
     (other)    everything else in the call: argument checks, dispatch,
                drivers, scratch, threads (the window minus the phases)
 
-and pack_b is a window of its own: kb_pack_b_native or kb_pack_b, as the
-perf suite times it.
+and pack_b is a window of its own: kb_pack_b_native, kb_pack_b or
+kb_pack_b_plugin, as the perf suite times it.
+
+Plugins: a plugin is loaded by the dynamically linked worker (aarch64-dyn,
+under `qemu-aarch64 -L SYSROOT`), whose objects the dynamic loader places at
+run time. That worker is logged whole (no -dfilter); once it has loaded the
+plugins it is asked where its code lies (the worker's CODE_MAP: its own load
+bias, and the entry address of every function of each plugin realization's
+table), and the phase map is set from that: the same windows and phases as
+for our code, plus the plugin's functions — run_matmul, run_matmul_lhs,
+run_imatmul and the whole-call gemm/conv2d as kernel, its lhs_pack as
+pack_lhs, its rhs_pack/pack_b as pack_rhs — each counted with everything it
+calls. What kbench runs around a plugin's micro-kernel (the loops, the
+packing buffers, the checks of the calling convention) is `other`. Only the
+"tb" method counts plugins (it reads each instruction's word from the log;
+"insn" would need the words of every loaded object).
 
 Determinism: the guest's environment is empty, argv[0] and the executable
 path are fixed ("./kb_worker", run from its folder), so the initial stack,
@@ -44,16 +58,24 @@ from pathlib import Path
 from typing import Any
 
 from kbench.errors import KbenchError
+from kbench.targets.crossbuild import SYSROOT_AARCH64
 from kbench.targets.elf import Elf, Function
-from kbench.targets.qemutrace import PhaseMap, TraceCounter, Window, build_phase_map
+from kbench.targets.qemutrace import (
+    EMPTY_MAP,
+    PhaseMap,
+    TraceCounter,
+    Window,
+    build_phase_map,
+)
 from kbench.targets.timeouts import CallBounds
-from kbench.targets.worker import WorkerEngine, WorkerSpec
+from kbench.targets.worker import CodeMap, WorkerEngine, WorkerSpec
 
 WINDOWS = {"kb_gemm_batch": "call", "kb_conv2d": "call",
-           "kb_pack_b_native": "pack_b", "kb_pack_b": "pack_b"}
+           "kb_pack_b_native": "pack_b", "kb_pack_b": "pack_b", "kb_pack_b_plugin": "pack_b"}
 PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("validate", ("kb_gemm.c:check_packed",)),
-    ("checksum", ("kb_fnv1a64", "kb_payload_checksum_on", "kb_header_seal")),
+    ("validate", ("kb_gemm.c:check_packed", "kb_plugin_run.c:check_header")),
+    ("checksum", ("kb_fnv1a64", "kb_payload_checksum_on", "kb_payload_checksum",
+                  "kb_header_seal")),
     ("pack_lhs", ("kb_sme_gemm.c:gemm_pack_lhs", "kb_sme_lhs_pack_block",
                   "kb_sme_conv.c:conv_pack_lhs", "kb_sme_lhs_imatmul_pack_block",
                   "kb_im2col.c:im2col_group", "kb_neon_driver.c:build_table")),
@@ -124,15 +146,19 @@ class CountTool:
     qemu: str
     worker: Path
     pmap: PhaseMap
-    ranges: str
+    ranges: str  # -dfilter ranges ("": log everything)
     version: str
     excluded: list[tuple[int, int]] = field(default_factory=list)
+    elf: Elf | None = None  # a dynamic worker's, for its map at run time
+    dynamic: bool = False
 
     @classmethod
-    def load(cls, qemu: str, worker: str | Path) -> CountTool:
+    def load(cls, qemu: str, worker: str | Path, dynamic: bool = False) -> CountTool:
         path = Path(worker).resolve()
         elf = Elf(path)
-        pmap = build_phase_map(elf, WINDOWS, PHASES, is_kernel)
+        pmap = build_phase_map(elf, WINDOWS, PHASES, is_kernel)  # every name must exist
+        if dynamic:
+            return cls(qemu, path, pmap, "", qemu_version(qemu), [], elf, True)
         text = elf.section(".text")
         map_path = path.with_suffix(".map")
         excluded = map_ranges(map_path, WORKER_OBJECTS) if map_path.exists() else []
@@ -143,8 +169,17 @@ class CountTool:
         return cls(qemu, path, pmap, dfilter((text.addr, text.addr + text.size), excluded),
                    qemu_version(qemu), excluded)
 
-    def session(self, cpu: str, isa: str | None = None, mode: str = "tb") -> CountingWorker:
-        return CountingWorker(self, cpu, isa, mode)
+    def session(self, cpu: str, isa: str | None = None, mode: str = "tb",
+                plugins: tuple[str, ...] = ()) -> CountingWorker:
+        return CountingWorker(self, cpu, isa, mode, plugins)
+
+    def runtime_map(self, code: CodeMap) -> PhaseMap:
+        """The phase map of a dynamic worker at the addresses it runs at, with
+        the entry points of its plugins' realizations."""
+        assert self.elf is not None
+        extra = {e.address: e.phase for entries in code.plugins.values() for e in entries}
+        return build_phase_map(self.elf, WINDOWS, PHASES, is_kernel, bias=code.worker().bias,
+                               extra_phases=extra)
 
 
 class CountingWorker:
@@ -152,28 +187,52 @@ class CountingWorker:
     Use as a context manager; `engine` speaks the worker protocol as usual,
     `windows(n)` waits for the first n counted windows."""
 
-    def __init__(self, tool: CountTool, cpu: str, isa: str | None, mode: str) -> None:
+    def __init__(self, tool: CountTool, cpu: str, isa: str | None, mode: str,
+                 plugins: tuple[str, ...] = ()) -> None:
         if mode not in MODES:
             raise CountError(f"count: method {mode!r} is not one of {', '.join(MODES)}",
                              "method")
+        if plugins and not tool.dynamic:
+            raise CountError("count: plugins are counted in the dynamic worker only", "plugin")
+        if tool.dynamic and mode != "tb":
+            raise CountError("count: plugins are counted with --method tb only (insn mode "
+                             "would need the instruction words of every loaded object)",
+                             "method")
         self.tool, self.cpu, self.mode = tool, cpu, mode
-        self.counter = TraceCounter(tool.pmap, mode)
+        self.counter = TraceCounter(EMPTY_MAP if tool.dynamic else tool.pmap, mode)
         rfd, self._wfd = os.pipe()
-        cmd = [tool.qemu, "-cpu", cpu, "-0", "kb_worker"]
+        cmd = [tool.qemu]
+        if tool.dynamic:
+            cmd += ["-L", str(SYSROOT_AARCH64)]
+        cmd += ["-cpu", cpu, "-0", "kb_worker"]
         if isa:
             cmd += ["-E", f"KBENCH_ISA_CAP={isa}"]
-        cmd += [*MODES[mode], "-dfilter", tool.ranges, "-D", f"/dev/fd/{self._wfd}",
-                "./" + tool.worker.name]
+        cmd += MODES[mode]
+        if tool.ranges:
+            cmd += ["-dfilter", tool.ranges]
+        cmd += ["-D", f"/dev/fd/{self._wfd}", "./" + tool.worker.name]
         # logging every translation block (or instruction) slows the guest down by
         # another factor of ten or more: the bounds of its requests grow with it
         spec = WorkerSpec(cmd, {}, emulated=True, bounds=CallBounds(True, slowdown=COUNT_SLOWDOWN),
-                          pass_fds=(self._wfd,), cwd=str(tool.worker.parent), inherit_env=False)
+                          pass_fds=(self._wfd,), cwd=str(tool.worker.parent), inherit_env=False,
+                          plugins=[os.path.abspath(p) for p in plugins], arch="aarch64")
         self.engine = WorkerEngine(spec)
         self._reader = threading.Thread(target=self._read, args=(rfd,), daemon=True)
         self._reader.start()
         self.info: Any = None
+        self.code: CodeMap | None = None
         try:
-            self.info = self.engine.info("count")  # starts the process
+            self.info = self.engine.info("count")  # starts the process (and loads the plugins)
+            refused = self.engine.plugins.errors
+            if refused:
+                raise CountError(f"count: plugin {refused[0].path} was not loaded: "
+                                 f"{refused[0].message}", "plugin")
+            if tool.dynamic:
+                self.code = self.engine.code_map()
+                self.counter.set_map(tool.runtime_map(self.code))
+        except BaseException:
+            self.engine.close()
+            raise
         finally:
             os.close(self._wfd)  # the child holds the only write end now
 

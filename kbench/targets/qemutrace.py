@@ -17,7 +17,11 @@ packing B) and closes when that function returns; every instruction in
 between is counted, under the innermost *phase* function on the stack
 (check_packed: validate, the micro-kernels: kernel, ...) or under the
 window's own name. The instruction words come from the ELF file, so each
-window also has an instruction mix per phase (kbench.targets.a64).
+window also has an instruction mix per phase (kbench.targets.a64); in "tb"
+mode the words the log prints are used (checked against the ELF file where
+it has them), so code placed at run time — a shared library, a plugin —
+is classified too, and a phase map can be set once the process has told
+where its objects lie (TraceCounter.set_map).
 
 Completeness is checked, not assumed: a call whose callee was not logged
 (outside the -dfilter ranges) shows up as the next logged block being the
@@ -59,10 +63,13 @@ class PhaseMap:
 
 def build_phase_map(elf: Elf, windows: Mapping[str, str],
                     phases: Iterable[tuple[str, Iterable[str]]],
-                    kernel_rule: Callable[[Function], bool] | None = None) -> PhaseMap:
+                    kernel_rule: Callable[[Function], bool] | None = None,
+                    bias: int = 0, extra_phases: Mapping[int, str] | None = None) -> PhaseMap:
     """A PhaseMap from function names ("name" for a global, "file.c:name" for
     a static function); every name must exist (a stale table is an error).
-    `kernel_rule(function) -> bool` adds phase "kernel" functions by rule."""
+    `kernel_rule(function) -> bool` adds phase "kernel" functions by rule.
+    `bias`: where the object was loaded (a position-independent executable);
+    `extra_phases`: phase entry points at run-time addresses (a plugin's)."""
     funcs = elf.functions()
     by_name: dict[str, list[Function]] = {}
     for f in funcs:
@@ -80,21 +87,26 @@ def build_phase_map(elf: Elf, windows: Mapping[str, str],
     win: dict[int, tuple[str, str]] = {}
     for name, kind in windows.items():
         for f in find(name):
-            win[f.addr] = (kind, name)
+            win[bias + f.addr] = (kind, name)
     ph: dict[int, str] = {}
     for phase, names in phases:
         for name in names:
             for f in find(name):
-                ph[f.addr] = phase
+                ph[bias + f.addr] = phase
     if kernel_rule is not None:
         for f in funcs:
             if kernel_rule(f):
-                ph[f.addr] = "kernel"
+                ph[bias + f.addr] = "kernel"
+    for addr, phase in (extra_phases or {}).items():
+        ph[addr] = phase
     text = elf.section(".text")
     raw = elf.read(text.addr, text.size)
-    words = {text.addr + 4 * i: int.from_bytes(raw[4 * i:4 * i + 4], "little")
+    words = {bias + text.addr + 4 * i: int.from_bytes(raw[4 * i:4 * i + 4], "little")
              for i in range(len(raw) // 4)}
     return PhaseMap(win, ph, words)
+
+
+EMPTY_MAP = PhaseMap({}, {}, {})  # no window opens: until the real map is known
 
 
 @dataclass
@@ -132,15 +144,28 @@ class _Block:
 
     __slots__ = ("pc", "size", "flow", "last", "hist", "phase")
 
-    def __init__(self, pc: int, addrs: list[int], pmap: PhaseMap) -> None:
+    def __init__(self, pc: int, addrs: list[int], pmap: PhaseMap,
+                 logged: list[int] | None = None) -> None:
+        """logged: the instruction words as the log printed them (code of
+        objects the map has no words for: a shared library, a plugin);
+        where the map has a word too they must agree."""
         self.pc = pc
         self.size = len(addrs)
+        if logged is None:
+            words = [pmap.word(a) for a in addrs]
+        else:
+            words = logged
+            for a, w in zip(addrs, logged, strict=True):
+                known = pmap.words.get(a)
+                if known is not None and known != w:
+                    raise TraceError(f"trace: the log shows {w:#010x} at {a:#x}, the ELF file "
+                                     f"{known:#010x} (a different binary?)", "trace")
         hist = [0] * NCLASS
-        for a in addrs:
-            hist[a64.classify(pmap.word(a))] += 1
+        for w in words:
+            hist[a64.classify(w)] += 1
         self.hist = hist
         self.last = addrs[-1]
-        self.flow = a64.flow(pmap.word(self.last))
+        self.flow = a64.flow(words[-1])
         self.phase = pmap.phases.get(pc)
 
 
@@ -163,6 +188,25 @@ class TraceCounter:
         self._counts: dict[str, dict[_Block, int]] = {}
         self._cur: dict[_Block, int] = {}
         self._call_ret = -1  # return address of a call just made, -1 if none
+        self._next_map: PhaseMap | None = None  # set_map's, applied between windows
+        self._words: list[int] = []  # the logged words of the block being logged
+
+    def set_map(self, pmap: PhaseMap) -> None:
+        """Replaces the phase map (a process whose code was placed at run time:
+        its map is known only once it runs). Applied by the feeding thread
+        before the next block it sees outside a window, so call it before the
+        process makes the calls to be counted."""
+        with self._cond:
+            self._next_map = pmap
+
+    def _apply_map(self) -> None:
+        with self._cond:
+            pmap, self._next_map = self._next_map, None
+        if pmap is None:
+            return
+        self.pmap = pmap
+        for block in self.blocks.values():
+            block.phase = pmap.phases.get(block.pc)
 
     # ---- feeding -------------------------------------------------------------------------
 
@@ -182,7 +226,7 @@ class TraceCounter:
                 self._cond.notify_all()
 
     def _feed_tb(self, lines: Iterable[bytes]) -> None:
-        blocks, pmap = self.blocks, self.pmap
+        blocks = self.blocks
         n = 0
         for line in lines:
             n += 1
@@ -196,20 +240,23 @@ class TraceCounter:
                     if not addrs or addrs[0] != pc:
                         raise TraceError(f"trace: block logged for {addrs[0] if addrs else 0:#x} "
                                          f"but {pc:#x} executed (log out of sync)", "trace")
-                    block = blocks[key] = _Block(pc, addrs, pmap)
+                    block = blocks[key] = _Block(pc, addrs, self.pmap, self._words)
                 elif block is None:
                     raise TraceError(f"trace: block {key.decode(errors='replace')} executed "
                                      "without being logged", "trace")
                 self._exec(block)
             elif head == b"0x":
-                if self._pending is not None:
-                    self._pending.append(int(line[2:line.index(b":")], 16))
+                if self._pending is not None:  # 0xADDR:  WORD  disassembly
+                    colon = line.index(b":")
+                    self._pending.append(int(line[2:colon], 16))
+                    self._words.append(int(line[colon + 1:].split(None, 1)[0], 16))
             elif head == b"IN":
                 self._pending = []
+                self._words = []
         self.lines += n
 
     def _feed_insn(self, lines: Iterable[bytes]) -> None:
-        blocks, pmap = self.blocks, self.pmap
+        blocks = self.blocks
         n = 0
         for line in lines:
             n += 1
@@ -219,7 +266,7 @@ class TraceCounter:
             block = blocks.get(key)
             if block is None:
                 pc = int(key.split(b"/")[1], 16)
-                block = blocks[key] = _Block(pc, [pc], pmap)
+                block = blocks[key] = _Block(pc, [pc], self.pmap)
             self._exec(block)
         self.lines += n
 
@@ -232,6 +279,8 @@ class TraceCounter:
     def _exec(self, block: _Block) -> None:
         window = self._window
         if window is None:
+            if self._next_map is not None:
+                self._apply_map()
             entry = self.pmap.windows.get(block.pc)
             if entry is None:
                 return

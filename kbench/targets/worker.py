@@ -51,9 +51,43 @@ PROTOCOL = 3  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes, 3 its N
 REPLY = 0x80000000
 PROTOCOL_ERROR = 0xFFFFFFFF
 HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE, LOAD_PLUGIN = 1, 2, 3, 4, 5, 6, 7, 8
+CODE_MAP = 9
 PACK_PORTABLE, PACK_NATIVE, PACK_PLUGIN, PACK_PLUGIN_LHS = 0, 1, 2, 3  # PACK modes
 PACK_FILL_GIVEN = 1 << 16  # with the fill byte in bits 8..15 (default 0xA5)
 MAX_PAYLOAD = 1 << 30
+
+
+@dataclass(frozen=True)
+class CodeObject:
+    """One loaded object of a worker process: its path ("" for the worker
+    itself), load bias and executable address ranges [start, end)."""
+
+    path: str
+    bias: int
+    segments: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class CodeEntry:
+    """Where one function of a plugin realization's table starts."""
+
+    phase: str  # kernel, pack_lhs or pack_rhs
+    field: str  # the table field, e.g. "matmul.run_matmul"
+    address: int
+
+
+@dataclass(frozen=True)
+class CodeMap:
+    """Where the code of a worker process lies (CODE_MAP)."""
+
+    objects: tuple[CodeObject, ...]
+    plugins: dict[str, tuple[CodeEntry, ...]]  # realization name -> its entries
+
+    def worker(self) -> CodeObject:
+        for obj in self.objects:
+            if obj.path == "":
+                return obj
+        raise ProtocolError("code map: the worker itself is not listed", "code_map")
 
 
 class Writer:
@@ -713,6 +747,24 @@ class WorkerEngine:
         except KbenchError as exc:
             self._refused.append((sel.table, exc))
             raise
+
+    def code_map(self) -> CodeMap:
+        """CODE_MAP: the loaded objects' executable ranges and the code
+        entries of every loaded plugin realization."""
+        r = self.call(CODE_MAP, b"", "code_map")
+        objects = []
+        for _ in range(r.u32()):
+            path, bias = r.str(), r.u64()
+            objects.append(CodeObject(path, bias, tuple((r.u64(), r.u64())
+                                                        for _ in range(r.u32()))))
+        plugins: dict[str, tuple[CodeEntry, ...]] = {}
+        for _ in range(r.u32()):
+            r.str()  # the plugin's name; realization names carry it
+            for _ in range(r.u32()):
+                name = r.str()
+                plugins[name] = tuple(CodeEntry(r.str(), r.str(), r.u64())
+                                      for _ in range(r.u32()))
+        return CodeMap(tuple(objects), plugins)
 
     def set_svl(self, bits: int) -> int:
         w = Writer()

@@ -387,6 +387,22 @@ size_t kb_plugin_count(void);
 kb_status kb_plugin_get(size_t index, kb_plugin_info *info, kb_error *err);
 kb_status kb_plugin_realization_get(size_t plugin, size_t index,
                                     kb_plugin_realization_info *out, kb_error *err);
+/* Where a loaded plugin realization's code starts, for tools that attribute
+ * executed instructions to it (kbench's instruction counter): one entry per
+ * function of its table that does work, with the phase it is counted under
+ * ("kernel": gemm, conv2d, run_matmul, run_matmul_lhs, run_imatmul;
+ * "pack_lhs": lhs_pack; "pack_rhs": pack_b, rhs_pack) and the table field's
+ * name. Query functions (get_*) are not listed: they count as kbench's own
+ * code around the plugin. *count is set to the number of entries, of which
+ * at most `cap` are written. */
+typedef struct kb_plugin_code_entry {
+    const char *phase;
+    const char *field;
+    uint64_t address;
+} kb_plugin_code_entry;
+#define KB_PLUGIN_MAX_CODE_ENTRIES 8
+kb_status kb_plugin_code_entries(size_t plugin, size_t index, kb_plugin_code_entry *out,
+                                 size_t cap, size_t *count, kb_error *err);
 /* B packed by a plugin realization's own packer (whole-call form: its bytes;
  * micro-kernel form: kbench header + the RHS packer's bytes). */
 kb_status kb_pack_b_plugin_size(const char *realization, size_t N, size_t K, size_t *size,

@@ -39,7 +39,8 @@ enum {
     KB_MSG_SET_SVL = 5,
     KB_MSG_SHUTDOWN = 6,
     KB_MSG_LOAD_TABLE = 7, /* a tuned dispatch table for selectors that ask for it */
-    KB_MSG_LOAD_PLUGIN = 8 /* a plugin library (payload: its path); see kb_worker.c */
+    KB_MSG_LOAD_PLUGIN = 8, /* a plugin library (payload: its path); see kb_worker.c */
+    KB_MSG_CODE_MAP = 9     /* where the loaded code lies (the instruction counter) */
 };
 
 typedef struct kb_reader {

@@ -11,6 +11,7 @@
 #include "kbench.h"
 
 #include <errno.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -820,6 +821,77 @@ static int handle_load_plugin(kb_reader *r) {
 }
 #endif
 
+/* CODE_MAP: where the code of this process lies, for the instruction
+ * counter (kbench.targets.counting), which must find kbench's functions
+ * and a plugin's in a process whose objects the dynamic loader placed.
+ * Reply: u32 objects, each str path ("" for the worker itself), u64 load
+ * bias, u32 segments, each u64 start, u64 end (executable PT_LOAD ranges);
+ * then u32 plugins, each str name, u32 realizations, each str name, u32
+ * entries, each str phase, str field, u64 address (kb_plugin_code_entries). */
+typedef struct code_map_walk {
+    kb_writer *w;
+    uint32_t objects;
+} code_map_walk;
+
+static int code_map_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    code_map_walk *walk = data;
+    uint32_t segments = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X)) segments++;
+    if (!segments) return 0;
+    kb_wr_str(walk->w, info->dlpi_name ? info->dlpi_name : "");
+    kb_wr_u64(walk->w, (uint64_t)info->dlpi_addr);
+    kb_wr_u32(walk->w, segments);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        kb_wr_u64(walk->w, (uint64_t)(info->dlpi_addr + ph->p_vaddr));
+        kb_wr_u64(walk->w, (uint64_t)(info->dlpi_addr + ph->p_vaddr + ph->p_memsz));
+    }
+    walk->objects++;
+    return 0;
+}
+
+static int handle_code_map(void) {
+    kb_writer objects = {0}, w = {0};
+    code_map_walk walk = {&objects, 0};
+    dl_iterate_phdr(code_map_object, &walk);
+    kb_wr_u32(&w, walk.objects);
+    kb_wr_bytes(&w, objects.buf, objects.len);
+    free(objects.buf);
+    size_t count = kb_plugin_count();
+    kb_wr_u32(&w, (uint32_t)count);
+    for (size_t p = 0; p < count; p++) {
+        kb_error err;
+        kb_plugin_info info;
+        memset(&info, 0, sizeof info);
+        kb_plugin_get(p, &info, &err);
+        kb_wr_str(&w, info.name);
+        kb_wr_u32(&w, info.realizations);
+        for (uint32_t i = 0; i < info.realizations; i++) {
+            kb_plugin_realization_info ri;
+            memset(&ri, 0, sizeof ri);
+            kb_plugin_realization_get(p, i, &ri, &err);
+            kb_plugin_code_entry entries[KB_PLUGIN_MAX_CODE_ENTRIES];
+            size_t n = 0;
+            if (kb_plugin_code_entries(p, i, entries, KB_PLUGIN_MAX_CODE_ENTRIES, &n, &err) != KB_OK) n = 0;
+            if (n > KB_PLUGIN_MAX_CODE_ENTRIES) n = KB_PLUGIN_MAX_CODE_ENTRIES;
+            kb_wr_str(&w, ri.name);
+            kb_wr_u32(&w, (uint32_t)n);
+            for (size_t e = 0; e < n; e++) {
+                kb_wr_str(&w, entries[e].phase);
+                kb_wr_str(&w, entries[e].field);
+                kb_wr_u64(&w, entries[e].address);
+            }
+        }
+    }
+    int rc = (w.oom || objects.oom) ? protocol_error("out of memory building the reply")
+                                    : send_frame(KB_MSG_CODE_MAP | KB_WIRE_REPLY, &w);
+    free(w.buf);
+    return rc;
+}
+
 #define FRAME_SHUTDOWN 1000
 
 /* Answers one frame whose header has been read: 0, FRAME_SHUTDOWN after a
@@ -833,6 +905,7 @@ static int handle_frame(uint32_t type, const unsigned char *payload, size_t len)
     case KB_MSG_PACK: return handle_pack(&r);
     case KB_MSG_SET_SVL: return handle_set_svl(&r);
     case KB_MSG_LOAD_TABLE: return handle_load_table(&r);
+    case KB_MSG_CODE_MAP: return handle_code_map();
 #ifndef KB_WORKER_FUZZ /* the fuzzer never loads libraries it names */
     case KB_MSG_LOAD_PLUGIN: return handle_load_plugin(&r);
 #endif

@@ -28,8 +28,9 @@
  * declares x16p8x2b and writes 0x0001 into one padding element of the last
  * block (column 7 when N is not a multiple of 8). Neither changes a result;
  * kbench's packer checks must catch both. A third, gemm_kernel_reads_past_rhs,
- * has right packers and a kernel that reads the element after its RHS block
- * (past the end of the packed RHS for the last block), folded in times zero:
+ * has right packers and a kernel that reads the element after the RHS blocks
+ * of its call (past the end of the packed RHS for the last band's columns),
+ * folded in times zero:
  * kbench's guard page after the packed RHS must catch it. */
 #include "kbench_plugin.h"
 
@@ -167,7 +168,8 @@ static void run_matmul(size_t m, size_t n, size_t k, const void *lhs_packed, con
 static void run_matmul_past_rhs(size_t m, size_t n, size_t k, const void *lhs_packed, const void *rhs_packed,
                                 void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min,
                                 float clamp_max) {
-    volatile const uint16_t *after = (const uint16_t *)rhs_packed + rhs_block_bytes(k) / 2; /* the bug */
+    /* the bug: the element after the last RHS block of this call's columns */
+    volatile const uint16_t *after = (const uint16_t *)rhs_packed + (n + NR - 1) / NR * (rhs_block_bytes(k) / 2);
     float stray = ex_h2f(*after);
     run_matmul(m, n, k, lhs_packed, rhs_packed, dst, dst_stride_row, dst_stride_col, clamp_min, clamp_max);
     uint16_t *c00 = dst;
@@ -297,7 +299,7 @@ static const kb_plugin_realization realizations[] = {
      .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
      .thread_safe = 1, .matmul = &one_byte, .rhs_layout = "x16p8x2b", .lhs_layout = "x16p4x2"},
-    {.name = "gemm_kernel_reads_past_rhs", .kernel = "expackers: 4x8 kernel reading the element after its RHS block",
+    {.name = "gemm_kernel_reads_past_rhs", .kernel = "expackers: 4x8 kernel reading the element after its RHS blocks",
      .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN, .thread_safe = 0,
      .matmul = &past_rhs},

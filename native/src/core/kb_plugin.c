@@ -128,6 +128,52 @@ kb_status kb_plugin_realization_get(size_t plugin, size_t index, kb_plugin_reali
     return KB_OK;
 }
 
+static void code_entry(kb_plugin_code_entry *out, size_t cap, size_t *n, const char *phase,
+                       const char *field, void (*fn)(void)) {
+    if (!fn) return;
+    if (*n < cap) {
+        out[*n].phase = phase;
+        out[*n].field = field;
+        out[*n].address = (uint64_t)(uintptr_t)fn;
+    }
+    (*n)++;
+}
+
+/* function pointers of different types, as addresses */
+#define KB_CODE(phase, field, fn) code_entry(out, cap, &n, phase, field, (void (*)(void))(fn))
+
+kb_status kb_plugin_code_entries(size_t plugin, size_t index, kb_plugin_code_entry *out,
+                                 size_t cap, size_t *count, kb_error *err) {
+    kb_clear_error(err);
+    if (!count) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "count", "is NULL");
+    if (!out && cap) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "out", "is NULL");
+    if (plugin >= kb_plugin_count())
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "plugin", "%zu: %zu plugin(s) are loaded", plugin,
+                       kb_plugin_count());
+    if (index >= plugins[plugin].info.realizations)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "index", "%zu: plugin %s has %u realization(s)", index,
+                       plugins[plugin].info.name, plugins[plugin].info.realizations);
+    const kb_plugin_realization *r = &plugins[plugin].decl[index];
+    size_t n = 0;
+    KB_CODE("kernel", "gemm", r->gemm);
+    KB_CODE("kernel", "conv2d", r->conv2d);
+    KB_CODE("pack_rhs", "pack_b", r->pack_b);
+    if (r->matmul) {
+        KB_CODE("kernel", "matmul.run_matmul", r->matmul->run_matmul);
+        KB_CODE("kernel", "matmul.run_matmul_lhs", r->matmul->run_matmul_lhs);
+        KB_CODE("pack_lhs", "matmul.lhs_pack", r->matmul->lhs_pack);
+        KB_CODE("pack_rhs", "matmul.rhs_pack", r->matmul->rhs_pack);
+    }
+    if (r->imatmul) {
+        KB_CODE("kernel", "imatmul.run_imatmul", r->imatmul->run_imatmul);
+        KB_CODE("pack_lhs", "imatmul.lhs_pack", r->imatmul->lhs_pack);
+        KB_CODE("pack_rhs", "imatmul.rhs_pack", r->imatmul->rhs_pack);
+    }
+    *count = n;
+    return KB_OK;
+}
+#undef KB_CODE
+
 static const kb_plugin_gemm_impl *find_gemm(const char *name) {
     size_t n;
     kb_plugin_gemm_impls(&n);

@@ -1,0 +1,107 @@
+"""Instruction counts of plugins: a plugin's realization is counted in the
+dynamically linked worker, phase for phase like ours (the phases of its code
+from the entry points of its table), and its counts go into results.csv and
+through the gate like ours.
+
+The micro-kernel example (libexsme.so) is built from our own SME2 MOPA
+micro-kernel; kbench's generic micro-kernel loop calls its run_matmul once
+per m_step band over all of N, as our SME driver calls the kernel's core. So
+the plugin's kernel phase is ours plus the run_matmul wrapper's own fixed
+cost per call, the same number of instructions for every band, shape and
+vector length, and every outer product is the same."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from plugin_builds import ARCH_PATTERN
+
+from kbench.results.counts import parse_mix
+from kbench.targets.tools import find_qemu
+
+EXSME = f"{ARCH_PATTERN}/libexsme.so"
+EXWHOLE = f"{ARCH_PATTERN}/libexwhole.so"
+
+
+def _qemu() -> None:
+    try:
+        find_qemu()
+    except Exception as exc:  # noqa: BLE001 - any reason to skip is reported
+        pytest.skip(f"no qemu-aarch64: {exc}")
+
+
+def _kbench(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kbench.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _count_json(svl: int) -> list[dict]:
+    res = _kbench("count", "--plugin", EXSME, "--realization", "exsme.gemm_sme2_mopa",
+                  "--against", "gemm_sme2_mopa_f32acc", "--target", f"qemu:svl={svl}",
+                  "--shapes", "kleidiai_anchors", "--no-verify", "--json")
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return json.loads(res.stdout)
+
+
+def test_the_micro_kernel_plugin_counts_our_kernel_plus_its_wrapper_per_call() -> None:
+    _qemu()
+    per_call: set[int] = set()
+    for svl in (128, 512):
+        rows = _count_json(svl)
+        by = {(r["realization"], r["case"]): r for r in rows}
+        mr = svl // 16  # the MOPA's m_step: one band of C rows per call
+        for case, m in (("anchor_m256_n256_k256", 256), ("anchor_m37_n53_k45", 37)):
+            ours, plugin = by["gemm_sme2_mopa_f32acc", case], by["exsme.gemm_sme2_mopa", case]
+            bands = -(-m // mr)
+            extra = plugin["count_kernel"] - ours["count_kernel"]
+            assert extra > 0 and extra % bands == 0, (svl, case, extra, bands)
+            per_call.add(extra // bands)
+            # the same outer products, instruction for instruction
+            assert (parse_mix(plugin["count_mix"])["kernel"]["outer"]
+                    == parse_mix(ours["count_mix"])["kernel"]["outer"] > 0)
+            assert plugin["ratios"]["gemm_sme2_mopa_f32acc"]["kernel"] == pytest.approx(
+                plugin["count_kernel"] / ours["count_kernel"])
+            # the plugin's own packers and kbench's code around them are phases too
+            assert plugin["count_pack_lhs"] > 0 and plugin["count_other"] > 0
+            assert plugin["count_pack_b"] > plugin["count_pack_b_checksum"] > 0
+    assert len(per_call) == 1 and 0 < per_call.pop() < 64  # one fixed wrapper cost
+
+
+def test_plugin_counts_go_into_results_and_a_one_percent_growth_fails_the_gate(
+        tmp_path: Path) -> None:
+    _qemu()
+    out = tmp_path / "base"
+    res = _kbench("run", "--suite", "perf", "--shapes", "smoke", "-k", "m7_n8|k1x3_p0011",
+                  "--backend", "plugin", "--plugin", EXWHOLE, "--target", "qemu:svl=512",
+                  "--rounds", "1", "--min-round-ms", "0", "--warmup", "0", "--no-history",
+                  "--out", str(out))
+    assert res.returncode == 0, res.stdout[-3000:]
+    with (out / "results.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    perf = [r for r in rows if r["suite"] == "perf"]
+    assert perf and all(r["plugin"] == "exwhole 1.0.0" and r["count_note"] == "" for r in perf)
+    assert all(float(r["count_call"]) > 0 and float(r["count_kernel"]) > 0 for r in perf)
+    assert all(float(r["count_kernel"]) < float(r["count_call"]) for r in perf)
+    # the same run with one plugin case's call grown by 1%: the gate fails on it alone
+    cand = tmp_path / "cand"
+    subprocess.run(["cp", "-r", str(out), str(cand)], check=True)
+    grown = perf[0]
+    for r in rows:
+        if r is grown:
+            for col in ("count_call", "count_kernel"):
+                r[col] = str(round(float(r[col]) + 0.01 * float(grown["count_call"])))
+    with (cand / "results.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    same = _kbench("gate", str(out), str(out))
+    assert same.returncode == 0, same.stdout
+    gate = _kbench("gate", str(out), str(cand))
+    assert gate.returncode == 1, gate.stdout
+    fails = [line for line in gate.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 1 and grown["realization"] in fails[0] and grown["case"] in fails[0]
