@@ -513,7 +513,7 @@ HEADER = ("# A dated record read by docs/gen/kbdocs.py (the docs show it as it i
           "# `python docs/gen/kbdocs.py regen`; do not edit by hand.\n")
 
 
-OUTPUT_RECORDS = ("count_example", "reproduce_example")
+OUTPUT_RECORDS = ("count_example", "reproduce_example", "plugin_count_example")
 
 
 def record_output(name: str) -> None:
