@@ -9,7 +9,8 @@ tests (stdlib only: it runs as sshd's ForceCommand and as a stand-in adb).
 "The box" is this machine with two differences: `uname -m` answers the
 architecture in STATE/box.json (aarch64 unless a test says otherwise), and
 an aarch64 executable started with `exec PATH` (how kbench starts its
-worker) runs under qemu-aarch64 with the -cpu in box.json. box.json may
+worker) runs under qemu-aarch64 with the -cpu in box.json, an aarch64 glibc
+at /lib (box_root). box.json may
 also hold emulate = false (aarch64 executables then fail to run, as on a
 box of another architecture) and drop_after = N: the N-th request frame sent to a worker kills the
 connection (the sshd process serving it, or the adb shell) before the
@@ -74,8 +75,22 @@ def kill_connection(mode: str) -> None:
     os._exit(255)
 
 
+GLIBC = Path("/usr/aarch64-linux-gnu")  # the box's aarch64 glibc (libc6-arm64-cross)
+
+
+def box_root(state: Path) -> Path:
+    """The box's file system as the emulated worker sees it (qemu -L): STATE,
+    with the aarch64 glibc at /lib, so a dynamically linked worker starts and
+    loads plugins; the adb device's /data/local/tmp is STATE/data/local/tmp,
+    and any other path falls through to this machine's."""
+    lib = state / "lib"
+    if not lib.exists() and (GLIBC / "lib").is_dir():
+        lib.symlink_to(GLIBC / "lib")
+    return state
+
+
 def run_worker(box: dict, state: Path, path: Path, isa: str | None, mode: str) -> int:
-    argv = [box["qemu"], "-cpu", box["cpu"]]
+    argv = [box["qemu"], "-L", str(box_root(state)), "-cpu", box["cpu"]]
     if isa:
         argv += ["-E", f"KBENCH_ISA_CAP={isa}"]
     argv.append(str(path))

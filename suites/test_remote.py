@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from kb_servers import FakeAdb, LoopbackSsh, fake_adb, loopback_ssh
+from plugin_builds import ARCH_PATTERN, build, lib
 
 from kbench.errors import InvalidArgument, KbenchError
 from kbench.harness.runner import jobs_for, run_job
@@ -191,3 +192,48 @@ def test_missing_client_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("KBENCH_ADB", "/nonexistent/adb")
     with pytest.raises(KbenchError, match="adb:: /nonexistent/adb is not installed"):
         parse_target("adb").info()
+
+
+def _plugin_verdicts(target: Target) -> list:
+    info = target.info()
+    reals = [r for r in info.realizations if r.name == "exwhole.gemm_f32acc"]
+    assert reals, [r.name for r in info.realizations if r.is_plugin]
+    return [run_job(target, job) for job in jobs_for(CASES[:2], reals, target.name,
+                                                      kinds=("exact",))]
+
+
+@needs_qemu
+def test_ssh_takes_plugins_copied_once_and_checksummed(ssh: LoopbackSsh) -> None:
+    cache = ssh.folder / "home" / ".cache" / "kbench"
+    for leftover in cache.glob("*") if cache.exists() else []:
+        leftover.unlink()
+    build("aarch64")
+    plugin = f"{ARCH_PATTERN}/libexwhole.so"
+    first = parse_target(ssh.spec, [plugin])
+    verdicts = _plugin_verdicts(first)
+    assert [v.status for v in verdicts] == [PASS, PASS], [v.line() for v in verdicts]
+    assert all(v.plugin == "exwhole 1.0.0" and v.target == first.name for v in verdicts)
+    first.close()
+    (copy,) = cache.glob("kbench-plugin-*-libexwhole.so")
+    assert copy.read_bytes() == Path(lib("exwhole", "aarch64")).read_bytes()
+    assert len(list(cache.glob("kbench-worker-aarch64-dyn-*"))) == 1
+    stamp = copy.stat().st_mtime_ns
+    second = parse_target(ssh.spec, [plugin])
+    assert [v.status for v in _plugin_verdicts(second)] == [PASS, PASS]
+    second.close()
+    assert copy.stat().st_mtime_ns == stamp  # cached: not copied again
+    copy.write_bytes(b"\x7fELF cut short")  # a damaged copy is replaced
+    third = parse_target(ssh.spec, [plugin])
+    assert [v.status for v in _plugin_verdicts(third)] == [PASS, PASS]
+    third.close()
+
+
+@needs_qemu
+def test_adb_takes_plugins(adb: FakeAdb) -> None:
+    build("aarch64")
+    target = parse_target("adb:R5CT1234", [f"{ARCH_PATTERN}/libexwhole.so"])
+    verdicts = _plugin_verdicts(target)
+    assert [v.status for v in verdicts] == [PASS, PASS], [v.line() for v in verdicts]
+    target.close()
+    pushed = adb.root / "R5CT1234" / "data/local/tmp/kbench"
+    assert len(list(pushed.glob("kbench-plugin-*-libexwhole.so"))) == 1

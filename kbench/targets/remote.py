@@ -12,6 +12,12 @@ only a missing one is copied (ssh: piped through `cat` into a temporary
 name, then renamed; adb: `adb push`). The remote needs a POSIX shell and
 nothing else. The worker's hello must name the same architecture.
 
+With plugins (`--plugin`), the dynamically linked worker is deployed instead
+(it needs the remote's glibc, /lib/ld-linux-aarch64.so.1: a Linux box, or a
+glibc userland on an Android device), and each plugin library ({arch} =
+aarch64) is cached beside it under a name carrying its SHA-256, copied only
+when missing or different, and loaded from there.
+
 svl= asks the worker for that streaming vector length (prctl
 PR_SME_SET_VL) once it has started; isa= caps the worker's ISA
 (KBENCH_ISA_CAP). `emulated` marks a remote whose worker runs under an
@@ -37,6 +43,7 @@ from pathlib import Path
 from kbench.errors import InvalidArgument, KbenchError, WorkerCrashed
 from kbench.native import api
 from kbench.native.calls import TargetInfo
+from kbench.targets.plugins import expand
 from kbench.targets.tools import worker_binary
 from kbench.targets.worker import WorkerEngine, WorkerSpec
 
@@ -219,48 +226,74 @@ class Deployment:
     arch: str  # the remote's `uname -m`
     worker: str  # the worker's path on the remote (shell syntax)
     copied: bool  # False: it was already cached there
+    plugins: tuple[str, ...] = ()  # the plugins' absolute paths on the remote
 
 
-def deploy(transport: Transport) -> Deployment:
-    """Makes sure the worker for the remote's architecture is in its cache: one
-    round trip asks the architecture and the cached copy's SHA-256 (a copy
-    whose hash differs, e.g. cut short, is replaced; a remote without
-    sha256sum is trusted by name)."""
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def deploy(transport: Transport, plugins: tuple[Path, ...] = ()) -> Deployment:
+    """Makes sure the worker for the remote's architecture (and each plugin
+    library) is in its cache: one round trip asks the architecture, the home
+    folder and each cached copy's SHA-256 (a copy whose hash differs, e.g.
+    cut short, is replaced; a remote without sha256sum is trusted by name).
+    With plugins the worker is the dynamically linked one, which needs the
+    remote's glibc (its /lib/ld-linux-aarch64.so.1) to load them."""
     name = transport.spec.name
-    local = Path(worker_binary("aarch64"))  # the one static worker kbench ships
-    digest = hashlib.sha256(local.read_bytes()).hexdigest()
-    remote = f"{transport.cache_dir}/kbench-worker-aarch64-{digest[:16]}"
-    answer = transport.run(f"uname -m; if [ -x {remote} ]; then sha256sum {remote} 2>/dev/null "
-                           "|| echo unknown; else echo missing; fi").split()
-    arch = answer[0] if answer else ""
+    flavour = "aarch64-dyn" if plugins else "aarch64"
+    local = Path(worker_binary(flavour))  # the worker builds kbench ships
+    digest = _digest(local)
+    files = [(local, digest, f"{transport.cache_dir}/kbench-worker-{flavour}-{digest[:16]}")]
+    for plugin in plugins:
+        if not plugin.is_file():
+            raise InvalidArgument(f"{name}: plugin {plugin} is not a file", "plugin")
+        d = _digest(plugin)
+        files.append((plugin, d, f"{transport.cache_dir}/kbench-plugin-{d[:16]}-{plugin.name}"))
+    probe = "uname -m; echo \"$HOME\"" + "".join(
+        f"; if [ -f {remote} ]; then sha256sum {remote} 2>/dev/null || echo unknown; "
+        "else echo missing; fi" for _, _, remote in files)
+    lines = transport.run(probe).splitlines()
+    arch = lines[0].strip() if lines else ""
     if ARCHES.get(arch) != "aarch64":
         raise RemoteError(f"{name}: no kbench worker for the remote architecture "
-                          f"{arch or '(none reported)'} (kbench builds a static worker for "
+                          f"{arch or '(none reported)'} (kbench builds its workers for "
                           "aarch64 only)", "target")
-    state = answer[1] if len(answer) > 1 else "missing"
-    if state == digest or state == "unknown":
-        return Deployment(arch, remote, False)
-    transport.copy(local, remote)
-    return Deployment(arch, remote, True)
+    home = lines[1].strip() if len(lines) > 1 else ""
+    copied = False
+    for i, (path, want, remote) in enumerate(files):
+        answer = lines[2 + i].split() if len(lines) > 2 + i else []
+        state = answer[0] if answer else "missing"
+        if state not in (want, "unknown"):
+            transport.copy(path, remote)
+            copied = copied or i == 0
+    absolute = tuple(remote.replace('"$HOME"', home) for _, _, remote in files[1:])
+    if any("$" in p for p in absolute):
+        raise RemoteError(f"{name}: the remote did not say where its home folder is", "target")
+    return Deployment(arch, files[0][2], copied, absolute)
 
 
 class RemoteWorkerEngine(WorkerEngine):
     """A worker on a remote machine; deployed on first use, reconnected after a
     failure."""
 
-    def __init__(self, spec: RemoteSpec) -> None:
-        super().__init__(WorkerSpec([], {}, emulated=spec.emulated))
+    def __init__(self, spec: RemoteSpec, plugins: tuple[str, ...] = ()) -> None:
+        super().__init__(WorkerSpec([], {}, emulated=spec.emulated, arch="aarch64"))
         self.remote = spec
         self.transport = transport_for(spec)
         self.deployment: Deployment | None = None
+        # the local plugin files ({arch}: aarch64, the only remote architecture)
+        self.local_plugins = tuple(Path(expand(os.path.abspath(p), "aarch64")) for p in plugins)
+        self.plugins.requested = list(plugins)
 
     def _start(self) -> None:
         if self.deployment is None:
-            self.deployment = deploy(self.transport)
+            self.deployment = deploy(self.transport, self.local_plugins)
         launch = f"exec {self.deployment.worker}"
         if self.remote.isa:
             launch = f"export KBENCH_ISA_CAP={self.remote.isa}; {launch}"
         self.spec.command = self.transport.argv(launch)
+        self.spec.plugins = list(self.deployment.plugins)  # loaded from the remote's cache
         super()._start()
         if self.remote.svl:
             try:
@@ -310,10 +343,12 @@ class RemoteWorkerEngine(WorkerEngine):
         return info
 
 
-def remote_target_engine(spec: str) -> tuple[str, RemoteWorkerEngine]:
-    """(canonical name, engine) for an ssh: or adb: spec."""
+def remote_target_engine(spec: str, plugins: tuple[str, ...] = ()
+                         ) -> tuple[str, RemoteWorkerEngine]:
+    """(canonical name, engine) for an ssh: or adb: spec; plugins (local
+    paths, {arch} allowed) are copied to the remote once and loaded there."""
     r = parse_remote(spec)
-    return r.name, RemoteWorkerEngine(r)
+    return r.name, RemoteWorkerEngine(r, plugins)
 
 
 __all__ = ["KbenchError", "RemoteError", "RemoteSpec", "RemoteWorkerEngine", "deploy",

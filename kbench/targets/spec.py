@@ -463,7 +463,7 @@ def parse_target(spec: str, plugins: Sequence[str] = (), *, plugin_in_process: b
         q = parse_qemu(spec)
         return Target(q.name, PyWorkerEngine(qemu_python_spec(q, plugins, call_timeout)))
     if spec.startswith(("ssh:", "adb:")) or spec == "adb":
-        name, engine = remote_target_engine("adb:" if spec == "adb" else spec)
+        name, engine = remote_target_engine("adb:" if spec == "adb" else spec, tuple(plugins))
         engine.bounds = CallBounds(engine.emulated, call_timeout)
         return Target(name, engine)
     if spec.startswith("worker:"):
