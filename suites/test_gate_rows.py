@@ -1,0 +1,118 @@
+"""The regression gate on rows rather than timings: a case that appears in
+several rows (passes of a run) takes its worst status, whatever the order;
+every failing status fails the gate, an unknown one too; a case missing
+from the candidate fails, a new one does not; either run incomplete fails.
+Synthetic run folders, written and read back by the real store; the
+untimed rows make the outcome independent of any timing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbench.judge.verdict import FAULTS, Verdict
+from kbench.results.compare import gate
+from kbench.results.runfolder import Run, load_run
+from kbench.results.store import RunWriter
+
+META = {"host": "box", "machine": "aarch64", "cpu_model": "Test CPU",
+        "git_commit": "0123456789abcdef", "git_dirty": False,
+        "date": "2025-01-01T00:00:00+00:00", "command_line": "kbench run",
+        "targets": {"host": {"emulated": False, "arch": "aarch64"}}}
+
+
+def _row(case: str, status: str = "pass") -> Verdict:
+    return Verdict(case=case, op="gemm", shape="m8n8k8", kind="exact", target="host",
+                   backend="scalar", realization="gemm_scalar_f32acc", kernel="matmul_scalar",
+                   accum="fp32", k=8, m=8, n=8, b_form="plain", vector_bits=0, status=status,
+                   catalog="synthetic", message=f"{status} row")
+
+
+def _run(folder: Path, rows: list[Verdict], complete: bool = True) -> Run:
+    w = RunWriter(folder, dict(META))
+    w.add_all(rows)
+    w.close(complete=complete)
+    return load_run(folder)
+
+
+def _gate(tmp_path: Path, base: list[Verdict], cand: list[Verdict],
+          base_complete: bool = True, cand_complete: bool = True) -> list[tuple[str, str]]:
+    result = gate(_run(tmp_path / "base", base, base_complete),
+                  _run(tmp_path / "cand", cand, cand_complete))
+    return [(f.reason, f.detail) for f in result.failures]
+
+
+@pytest.mark.parametrize("statuses, fails", [
+    (("pass", "fail"), True), (("fail", "pass"), True),
+    (("pass", "pass", "error"), True), (("mistrusted", "fail"), True),
+    (("fail", "mistrusted"), True), (("pass", "timeout", "pass"), True),
+    (("pass", "mistrusted"), False), (("mistrusted", "pass"), False),
+    (("pass", "pass"), False),
+])
+def test_passes_of_a_case_merge_to_the_worst_status(tmp_path: Path, statuses: tuple[str, ...],
+                                                    fails: bool) -> None:
+    base = [_row("c1"), _row("c2")]
+    cand = [_row("c1"), *(_row("c2", s) for s in statuses)]
+    failures = _gate(tmp_path, base, cand)
+    assert bool(failures) == fails, failures
+    if fails:
+        assert [r for r, _ in failures] == ["correctness"]
+        worst = next(s for s in ("error", "timeout", "fail") if s in statuses)
+        assert failures[0][1].startswith(worst)
+
+
+@pytest.mark.parametrize("status", ["fail", "error", *FAULTS])
+def test_every_failing_status_fails_the_gate(tmp_path: Path, status: str) -> None:
+    failures = _gate(tmp_path, [_row("c1")], [_row("c1", status)])
+    assert [r for r, _ in failures] == ["correctness"]
+
+
+def test_an_unknown_status_fails_the_gate(tmp_path: Path) -> None:
+    failures = _gate(tmp_path, [_row("c1")], [_row("c1", "weird")])
+    assert failures and failures[0][0] == "correctness" and "unknown status" in failures[0][1]
+
+
+def test_missing_and_new_cases(tmp_path: Path) -> None:
+    assert [r for r, _ in _gate(tmp_path / "a", [_row("c1"), _row("c2")], [_row("c1")])] == [
+        "missing"]
+    assert _gate(tmp_path / "b", [_row("c1")], [_row("c1"), _row("c2")]) == []
+    skipped = _gate(tmp_path / "c", [_row("c1")], [_row("c1", "skip")])
+    assert [r for r, _ in skipped] == ["missing"]
+    assert _gate(tmp_path / "d", [_row("c1", "skip")], [_row("c1", "skip")]) == []
+
+
+def test_a_duplicated_row_of_a_passing_case_passes(tmp_path: Path) -> None:
+    assert _gate(tmp_path, [_row("c1")], [_row("c1"), _row("c1")]) == []
+
+
+@pytest.mark.parametrize("which", ["base", "cand"])
+def test_either_run_incomplete_fails(tmp_path: Path, which: str) -> None:
+    failures = _gate(tmp_path, [_row("c1")], [_row("c1")], base_complete=which != "base",
+                     cand_complete=which != "cand")
+    assert [r for r, _ in failures] == ["incomplete"]
+    assert ("the base run" if which == "base" else "the candidate run") in failures[0][1]
+
+
+def _timed(case: str, times: list[float], emulated: bool = False) -> Verdict:
+    v = _row(case)
+    v.suite, v.kind, v.emulated = "perf", "uniform", emulated
+    v.rounds, v.reps_per_round, v.round_times_ns = len(times), 1, times
+    v.time_median_ns = sorted(times)[len(times) // 2]
+    return v
+
+
+@pytest.mark.parametrize("emulated_side", ["base", "cand"])
+def test_times_taken_under_emulation_on_either_side_are_never_speed(
+        tmp_path: Path, emulated_side: str) -> None:
+    """Given round times (not measured): the candidate twice as slow, but one
+    side's rows were timed under emulation, so no slowdown is judged."""
+    base = [_timed("c1", [1000.0 + i for i in range(20)], emulated_side == "base")]
+    cand = [_timed("c1", [2000.0 + i for i in range(20)], emulated_side == "cand")]
+    result = gate(_run(tmp_path / "base", base), _run(tmp_path / "cand", cand))
+    (case,) = result.comparison.cases
+    assert case.verdict == "not-comparable" and "emulated" in case.note
+    assert result.passed, result.failures
+    hardware = gate(_run(tmp_path / "b2", [_timed("c1", [1000.0 + i for i in range(20)])]),
+                    _run(tmp_path / "c2", [_timed("c1", [2000.0 + i for i in range(20)])]))
+    assert [f.reason for f in hardware.failures] == ["slowdown"]
