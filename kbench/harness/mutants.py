@@ -43,6 +43,7 @@ AREAS = {
     "judge": "the judge and error models",
     "fingerprint": "the accumulation fingerprint simulator",
     "state": "streaming mode and ZA on return (SVCR)",
+    "verdicts": "verdict combination: problems into a batch, a judgement into a case's status",
     "gate": "the regression gate: statuses merged, missing or extra rows, limits",
 }
 
