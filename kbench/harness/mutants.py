@@ -45,6 +45,7 @@ AREAS = {
     "state": "streaming mode and ZA on return (SVCR)",
     "verdicts": "verdict combination: problems into a batch, a judgement into a case's status",
     "problems": "input generators: specials classes, exact ranges, clamps, padding",
+    "stats": "A/B and comparison statistics: intervals, direction, thresholds, pairing",
     "gate": "the regression gate: statuses merged, missing or extra rows, limits",
     "dispatch": "dispatch tables: loading, and the check of what ran",
 }

@@ -1,0 +1,143 @@
+"""`kbench ab`'s statistics on synthetic samples with known effects, in both
+directions: an A/A run is "same", a +5% candidate "slower", a -5% one
+"faster" (and swapping the sides swaps the verdict); the interval is made of
+the order statistics the sign test names, at the Bonferroni-corrected
+confidence over the cases compared; the minima must agree with the medians
+on either side. Rounds are generated, never timed."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from kbench.harness import ab
+from kbench.results import abstats
+
+ALPHA, EFFECT = 0.01, 0.025
+
+
+def _pairs(n: int, seed: int, effect: float = 0.0, spread: float = 0.004,
+           load: float = 0.3) -> tuple[list[float], list[float]]:
+    """Interleaved rounds around 1 ms: load that hits both rounds of a pair
+    (shared), independent jitter per round, the candidate scaled by 1 + effect."""
+    rng = random.Random(seed)
+    base, cand = [], []
+    for _ in range(n):
+        shared = 1.0 + (rng.uniform(0.2, 1.5) if rng.random() < load else 0.0)
+        base.append(1e6 * shared * math.exp(rng.gauss(0, spread)))
+        cand.append(1e6 * shared * (1 + effect) * math.exp(rng.gauss(0, spread)))
+    return base, cand
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_a_over_a_is_same(seed: int) -> None:
+    base, cand = _pairs(40, seed)
+    s = abstats.paired(base, cand, EFFECT, ALPHA, 8)
+    assert s.verdict == abstats.SAME, s.describe(EFFECT)
+    assert s.ci_low <= 1.0 <= s.ci_high
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_a_known_five_percent_effect_is_classified_in_both_directions(seed: int) -> None:
+    base, slow = _pairs(41, seed, effect=0.05)  # odd: the median is one ratio
+    s = abstats.paired(base, slow, EFFECT, ALPHA, 8)
+    assert s.verdict == abstats.SLOWER, s.describe(EFFECT)
+    assert s.median_ratio == pytest.approx(1.05, abs=0.01)
+    assert s.min_ratio > 1.0
+    _, fast = _pairs(41, seed, effect=1 / 1.05 - 1)
+    f = abstats.paired(base, fast, EFFECT, ALPHA, 8)
+    assert f.verdict == abstats.FASTER, f.describe(EFFECT)
+    assert f.median_ratio == pytest.approx(1 / 1.05, abs=0.01)
+    # the same rounds with the sides swapped: the mirror verdict and ratio
+    r = abstats.paired(slow, base, EFFECT, ALPHA, 8)
+    assert r.verdict == abstats.FASTER
+    assert r.median_ratio == pytest.approx(1 / s.median_ratio, rel=1e-9)
+
+
+def test_the_interval_is_the_sign_test_order_statistics() -> None:
+    base = [1000.0] * 30
+    cand = [1000.0 * (1 + i / 1000) for i in (17, 3, 29, 8, 1, 22, 14, 0, 26, 5, 11, 19, 2, 28,
+                                                9, 24, 6, 15, 21, 4, 27, 12, 18, 7, 25, 10, 20,
+                                                13, 23, 16)]
+    ratios = sorted(c / b for b, c in zip(base, cand, strict=True))
+    for comparisons in (1, 16):
+        s = abstats.paired(base, cand, EFFECT, ALPHA, comparisons)
+        assert s.confidence == 1 - ALPHA / comparisons
+        lo, hi = abstats.median_ci_ranks(30, s.confidence)
+        assert (s.ci_low, s.ci_high) == (ratios[lo - 1], ratios[hi - 1])
+        assert s.median_ratio == pytest.approx((ratios[14] + ratios[15]) / 2)
+
+
+def _borderline() -> tuple[list[float], list[float]]:
+    """30 pairs: 7 at +1%, 23 at +6%. At 99% the sign-test interval (ranks
+    8..23) lies above +2.5%; at 1 - 0.01/16 (ranks 6..25) it does not."""
+    base = [2000.0] * 7 + [1000.0] * 23
+    cand = [2020.0] * 7 + [1060.0] * 23
+    return base, cand
+
+
+def test_the_confidence_is_corrected_for_the_number_of_cases() -> None:
+    base, cand = _borderline()
+    alone = abstats.paired(base, cand, EFFECT, ALPHA, 1)
+    assert alone.verdict == abstats.SLOWER and alone.ci_low > 1 + EFFECT
+    among = abstats.paired(base, cand, EFFECT, ALPHA, 16)
+    assert among.verdict == abstats.NOISY and among.ci_low < 1 + EFFECT
+
+
+def _case(base: list[float], cand: list[float]) -> ab.AbCase:
+    c = ab.AbCase(None, None, None)  # type: ignore[arg-type]
+    c.base_rounds, c.cand_rounds = list(base), list(cand)
+    return c
+
+
+def test_kbench_ab_corrects_over_every_timed_case() -> None:
+    settings = ab.AbSettings(min_effect=EFFECT, alpha=ALPHA)
+    base, cand = _borderline()
+    one = [_case(base, cand), _case([], [])]  # the untimed case is not a comparison
+    ab.judge(one, settings)
+    assert one[0].stats is not None and one[0].stats.verdict == abstats.SLOWER
+    assert one[0].stats.confidence == 1 - ALPHA and one[1].stats is None
+    many = [_case(base, cand) for _ in range(16)]
+    ab.judge(many, settings)
+    assert {c.stats.confidence for c in many if c.stats} == {1 - ALPHA / 16}
+    assert all(c.stats is not None and c.stats.verdict == abstats.NOISY for c in many)
+
+
+def test_one_fast_or_slow_round_does_not_make_an_a_over_a_run_a_change() -> None:
+    base = [1000.0] * 30
+    cand = [1000.0] * 30
+    cand[0] = 980.0  # the candidate's minimum 2% below, its median unchanged
+    s = abstats.paired(base, cand, EFFECT, ALPHA, 1)
+    assert s.min_ratio < 1 - EFFECT / 2 and s.verdict == abstats.SAME
+    base2 = [1000.0] * 29 + [900.0]  # the base's minimum 10% below
+    s2 = abstats.paired(base2, [1000.0] * 30, EFFECT, ALPHA, 1)
+    assert s2.min_ratio > 1 + EFFECT / 2 and s2.verdict == abstats.SAME
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+def test_minima_must_reach_half_the_effect_in_the_medians_direction(direction: int) -> None:
+    """Medians 8% apart but minima only 0.5% apart (between 1 and
+    1 +- min_effect / 2): noisy, not a change, in either direction."""
+    f = 1.08 if direction > 0 else 1 / 1.08
+    base = [1000.0 + i for i in range(30)]
+    cand = [b * f for b in base]
+    m = 1.005 if direction > 0 else 0.995
+    base[0] = min(*base[1:], *cand[1:]) - 1.0  # one pair holds both minima
+    cand[0] = base[0] * m
+    s = abstats.paired(base, cand, EFFECT, ALPHA, 1)
+    assert (s.ci_low > 1 + EFFECT) if direction > 0 else (s.ci_high < 1 - EFFECT)
+    assert abs(s.min_ratio - m) < 1e-12
+    assert s.verdict == abstats.NOISY, s.describe(EFFECT)
+    clear = [b * f for b in base]
+    assert abstats.paired(base, clear, EFFECT, ALPHA, 1).verdict == (
+        abstats.SLOWER if direction > 0 else abstats.FASTER)
+
+
+def test_too_few_rounds_at_the_corrected_confidence() -> None:
+    need = abstats.min_rounds(1 - ALPHA / 16)
+    base, cand = _pairs(need - 1, 3, effect=0.2, load=0.0)
+    assert abstats.paired(base, cand, EFFECT, ALPHA, 16).verdict == abstats.TOO_FEW
+    base, cand = _pairs(need, 3, effect=0.2, load=0.0)
+    assert abstats.paired(base, cand, EFFECT, ALPHA, 16).verdict == abstats.SLOWER
