@@ -47,6 +47,8 @@ AREAS = {
     "problems": "input generators: specials classes, exact ranges, clamps, padding",
     "stats": "A/B and comparison statistics: intervals, direction, thresholds, pairing",
     "gate": "the regression gate: statuses merged, missing or extra rows, limits",
+    "perf": "perf figures: flop counts, the statistic used, units",
+    "report": "report tables: speedups, per-model totals, pooled passes",
     "dispatch": "dispatch tables: loading, and the check of what ran",
 }
 

@@ -1,0 +1,158 @@
+"""The figures kbench prints and reports, from given times: flop counts of
+GEMM and of convolutions (stride, padding, dilation, groups), the statistic
+each figure uses (GFLOP/s and pack time from the median, never the fastest
+round), units (the per-model total in milliseconds), speedups against the
+right scalar row, per-model totals weighted by layer counts, and the pooled
+passes of a case. Synthetic rows written and read back by the real store."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kbench.harness.perf import with_times
+from kbench.judge.verdict import Verdict
+from kbench.native.calls import CallResult
+from kbench.problems.cases import ConvCase, GemmCase
+from kbench.results import report
+from kbench.results.runfolder import Run, load_run
+from kbench.results.store import RunWriter
+from kbench.results.summary import perf_frame
+
+META = {"host": "box", "machine": "aarch64", "cpu_model": "Test CPU",
+        "git_commit": "0123456789abcdef", "git_dirty": False,
+        "date": "2025-01-01T00:00:00+00:00", "command_line": "kbench run",
+        "targets": {"host": {"emulated": False, "arch": "aarch64"}}}
+
+
+def test_gemm_flops_count_every_problem_of_a_batch() -> None:
+    assert GemmCase("g", 3, 5, 7).flops == 2 * 3 * 5 * 7
+    assert GemmCase("g", 3, 5, 7, batch=4).flops == 4 * 2 * 3 * 5 * 7
+
+
+@pytest.mark.parametrize("kw, out_hw, reduction", [
+    (dict(), (6, 6), 3 * 3 * 8),
+    (dict(stride=(2, 1)), (3, 6), 3 * 3 * 8),
+    (dict(pad=(1, 1, 2, 0)), (8, 8), 3 * 3 * 8),
+    (dict(dilation=(2, 1)), (4, 6), 3 * 3 * 8),
+    (dict(groups=2), (6, 6), 3 * 3 * 4),
+    (dict(groups=8, c_out=8), (6, 6), 3 * 3 * 1),
+])
+def test_conv_flops_follow_the_output_size_and_the_group_reduction(
+        kw: dict, out_hw: tuple[int, int], reduction: int) -> None:
+    case = ConvCase(**{**dict(name="c", n=2, h=8, w=8, c_in=8, c_out=4, kh=3, kw=3), **kw})
+    assert (case.out_h, case.out_w) == out_hw
+    assert case.reduction == reduction
+    assert case.flops == 2 * 2 * out_hw[0] * out_hw[1] * case.c_out * reduction
+
+
+def _verdict(case: str = "c1", realization: str = "gemm_scalar_f32acc", backend: str = "scalar",
+             b_form: str = "plain", threads: int = 1, layers: int = 1, flops: int = 2_000_000,
+             catalog: str = "model", times: list[float] | None = None) -> Verdict:
+    v = Verdict(case=case, op="gemm", shape=f"shape_{case}", kind="uniform", target="host",
+                backend=backend, realization=realization, kernel="k", accum="fp32", k=8, m=8,
+                n=8, b_form=b_form, vector_bits=0, status="pass", catalog=catalog, suite="perf",
+                layers=layers, flops=flops, threads=threads)
+    if times is not None:
+        v = with_times(v, times, 1, None)
+    return v
+
+
+def test_timing_statistics_and_gflops_come_from_the_median_round() -> None:
+    v = with_times(_verdict(), [4000.0, 1000.0, 2000.0, 9000.0, 3000.0], 7,
+                   CallResult(None, times_ns=[50.0, 10.0, 30.0]))
+    assert (v.rounds, v.reps_per_round) == (5, 7)
+    assert v.time_median_ns == 3000.0 and v.time_min_ns == 1000.0
+    assert v.time_mean_ns == 3800.0
+    assert v.time_stdev_ns == pytest.approx(float(np.std([4, 1, 2, 9, 3], ddof=1)) * 1000)
+    assert v.gflops == pytest.approx(2_000_000 / 3000.0)  # flops per ns = GFLOP/s
+    assert v.pack_time_ns == 30.0
+
+
+def test_the_printed_per_model_time_is_in_milliseconds_and_weighted_by_layers() -> None:
+    rows = [_verdict("c1", layers=3, times=[2e6] * 3), _verdict("c2", layers=1, times=[5e5] * 3)]
+    frame = perf_frame(rows)
+    (row,) = frame.to_dict("records")
+    assert row["timed"] == 2
+    assert row["weighted_ms"] == pytest.approx(3 * 2.0 + 0.5)
+    geo = math.sqrt((2e6 / 2e6) * (2e6 / 5e5))  # geometric mean of 1 and 4 GFLOP/s
+    assert float(row["geomean_gflops"]) == pytest.approx(geo, rel=1e-3)
+
+
+def _run(folder: Path, rows: list[Verdict]) -> Run:
+    w = RunWriter(folder, dict(META))
+    w.add_all(rows)
+    w.close(complete=True)
+    return load_run(folder)
+
+
+def test_speedups_are_against_the_fastest_row_of_the_scalar_reference(tmp_path: Path) -> None:
+    rows = [
+        _verdict(times=[1000.0] * 3, b_form="plain"),
+        _verdict(times=[1500.0] * 3, b_form="packed"),  # the reference's slower B form
+        _verdict(realization="gemm_scalar_f16acc", times=[800.0] * 3),  # not the reference
+        _verdict(realization="gemm_neon_f32acc", backend="neon", times=[250.0] * 3),
+    ]
+    table = report.speedup_vs_scalar(_run(tmp_path / "run", rows))
+    neon = table[table["realization"] == "gemm_neon_f32acc"].iloc[0]
+    assert neon["ref_realization"] == "gemm_scalar_f32acc"
+    assert neon["ref_time_median_ns"] == 1000.0
+    assert neon["speedup"] == pytest.approx(4.0)
+    slow_form = table[(table["realization"] == "gemm_scalar_f32acc")
+                      & (table["b_form"] == "packed")].iloc[0]
+    assert slow_form["speedup"] == pytest.approx(1000.0 / 1500.0)
+
+
+def test_speedups_against_a_baseline_are_baseline_over_run(tmp_path: Path) -> None:
+    base = _run(tmp_path / "base", [_verdict(times=[2000.0] * 3)])
+    run = _run(tmp_path / "run", [_verdict(times=[500.0] * 3)])
+    table = report.speedup_vs_baseline(run, base)
+    (row,) = table.to_dict("records")
+    assert row["speedup"] == pytest.approx(4.0)
+    assert row["time_change"] == pytest.approx(-0.75)
+
+
+def test_model_totals_weight_each_shape_by_its_layers(tmp_path: Path) -> None:
+    rows = [
+        _verdict("c1", layers=3, times=[1000.0] * 3),
+        _verdict("c2", layers=2, times=[4000.0] * 3),
+        _verdict("c1", "gemm_neon_f32acc", "neon", layers=3, times=[100.0] * 3),
+        _verdict("c2", "gemm_neon_f32acc", "neon", layers=2, times=[5000.0] * 3),
+        _verdict("c1", "gemm_sme_f32acc", "sme", layers=3, times=[200.0] * 3),  # c1 only
+    ]
+    totals = report.model_totals(_run(tmp_path / "run", rows)).set_index("realization")
+    scalar = totals.loc["gemm_scalar_f32acc"]
+    assert scalar["total_time_ns"] == 3 * 1000.0 + 2 * 4000.0
+    assert scalar["layers"] == 5 and bool(scalar["complete"])
+    assert scalar["total_gflop"] == pytest.approx(5 * 2_000_000 / 1e9)
+    assert scalar["gflops"] == pytest.approx(5 * 2_000_000 / 11000.0)
+    assert scalar["speedup_vs_scalar"] == pytest.approx(1.0)
+    neon = totals.loc["gemm_neon_f32acc"]
+    assert neon["speedup_vs_scalar"] == pytest.approx(11000.0 / (300.0 + 10000.0))
+    sme = totals.loc["gemm_sme_f32acc"]
+    assert not bool(sme["complete"]) and math.isnan(sme["speedup_vs_scalar"])
+    best = totals.loc["(fastest per shape)"]
+    assert best["total_time_ns"] == 3 * 100.0 + 2 * 4000.0  # neon for c1, scalar for c2
+    assert best["speedup_vs_scalar"] == pytest.approx(11000.0 / 8300.0)
+
+
+def test_gflops_are_derived_from_the_median_where_a_row_lacks_them(tmp_path: Path) -> None:
+    v = _verdict(times=[1000.0, 4000.0, 2000.0])
+    v.gflops = float("nan")
+    rows = report.timed_rows(_run(tmp_path / "run", [v]))
+    assert rows["gflops"].iloc[0] == pytest.approx(2_000_000 / 2000.0)
+
+
+def test_pooled_passes_recompute_the_median_and_gflops(tmp_path: Path) -> None:
+    rows = [_verdict(times=[1000.0, 1100.0, 1200.0]), _verdict(times=[3000.0, 3100.0, 900.0])]
+    pooled = _run(tmp_path / "run", rows).perf_pooled()
+    (row,) = pooled.to_dict("records")
+    assert row["rounds"] == 6
+    assert row["time_median_ns"] == pytest.approx(1150.0)
+    assert row["time_min_ns"] == 900.0
+    assert row["gflops"] == pytest.approx(2_000_000 / 1150.0)
+    assert isinstance(pooled, pd.DataFrame)
