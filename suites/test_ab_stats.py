@@ -56,6 +56,12 @@ def test_a_known_five_percent_effect_is_classified_in_both_directions(seed: int)
     assert r.median_ratio == pytest.approx(1 / s.median_ratio, rel=1e-9)
 
 
+def _coverage(n: int, k: int) -> float:
+    """P(x_(k) <= median <= x_(n+1-k)) for n samples of a continuous variable:
+    1 - 2 P(Binomial(n, 1/2) < k)."""
+    return 1.0 - 2.0 * sum(math.comb(n, i) for i in range(k)) / 2.0**n
+
+
 def test_the_interval_is_the_sign_test_order_statistics() -> None:
     base = [1000.0] * 30
     cand = [1000.0 * (1 + i / 1000) for i in (17, 3, 29, 8, 1, 22, 14, 0, 26, 5, 11, 19, 2, 28,
@@ -66,6 +72,8 @@ def test_the_interval_is_the_sign_test_order_statistics() -> None:
         s = abstats.paired(base, cand, EFFECT, ALPHA, comparisons)
         assert s.confidence == 1 - ALPHA / comparisons
         lo, hi = abstats.median_ci_ranks(30, s.confidence)
+        # the narrowest symmetric interval that still covers the median at that confidence
+        assert hi == 31 - lo and _coverage(30, lo) >= s.confidence > _coverage(30, lo + 1)
         assert (s.ci_low, s.ci_high) == (ratios[lo - 1], ratios[hi - 1])
         assert s.median_ratio == pytest.approx((ratios[14] + ratios[15]) / 2)
 

@@ -66,6 +66,7 @@ def test_passes_of_a_case_merge_to_the_worst_status(tmp_path: Path, statuses: tu
 def test_every_failing_status_fails_the_gate(tmp_path: Path, status: str) -> None:
     failures = _gate(tmp_path, [_row("c1")], [_row("c1", status)])
     assert [r for r, _ in failures] == ["correctness"]
+    assert failures[0][1] == f"{status}: {status} row"  # a known failure, named as such
 
 
 def test_an_unknown_status_fails_the_gate(tmp_path: Path) -> None:

@@ -51,6 +51,19 @@ def test_one_failing_problem_fails_the_batch(bad: int) -> None:
     assert f"problem {bad}:" in j.detail
 
 
+def test_violations_of_every_failing_problem_are_summed() -> None:
+    ref = _problem(5)
+    twice = ref.rounded.copy()
+    twice[0, 0] = np.float16(float(twice[0, 0]) + 1.0)
+    twice[2, 1] = np.float16(float(twice[2, 1]) - 1.0)
+    parts = [_judged(1, wrong=True), judge(twice, ref, MODEL, 4, False, False),
+             _judged(2, wrong=False)]
+    assert [p.violations for p in parts] == [1, 2, 0]
+    j = combine(parts)
+    assert not j.ok and j.violations == 3
+    assert "problem 0:" in j.detail and "problem 1:" in j.detail
+
+
 def test_a_batch_of_passing_problems_passes_and_one_mistrusted_problem_taints_it() -> None:
     parts = [_judged(i, wrong=False) for i in range(3)]
     j = combine(parts)
