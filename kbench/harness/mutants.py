@@ -49,6 +49,7 @@ AREAS = {
     "gate": "the regression gate: statuses merged, missing or extra rows, limits",
     "perf": "perf figures: flop counts, the statistic used, units",
     "report": "report tables: speedups, per-model totals, pooled passes",
+    "tuning": "tuning: shape classes, rule bounds, winners, the budget",
     "dispatch": "dispatch tables: loading, and the check of what ran",
 }
 
