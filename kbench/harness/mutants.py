@@ -51,6 +51,7 @@ AREAS = {
     "report": "report tables: speedups, per-model totals, pooled passes",
     "tuning": "tuning: shape classes, rule bounds, winners, the budget",
     "dispatch": "dispatch tables: loading, and the check of what ran",
+    "history": "history writes and reads",
 }
 
 

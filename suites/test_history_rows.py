@@ -1,0 +1,51 @@
+"""What the history records about a run, from its rows and its metadata:
+failed counts every status outside pass, mistrusted and skip (an unknown
+one too), timed counts rows with rounds, emulated holds when any row or any
+target is emulated, and runs are listed newest first. An SQLite file in a
+temporary folder; synthetic run folders written by the real store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbench.judge.verdict import Verdict
+from kbench.results.history import append_run, query_runs
+from kbench.results.runfolder import Run, load_run
+from kbench.results.store import RunWriter
+
+
+def _row(case: str, status: str = "pass", rounds: int = 0) -> Verdict:
+    v = Verdict(case=case, op="gemm", shape="m8n8k8", kind="exact", target="t",
+                backend="scalar", realization="gemm_scalar_f32acc", kernel="k", accum="fp32",
+                k=8, m=8, n=8, b_form="plain", vector_bits=0, status=status)
+    if rounds:
+        v.rounds, v.round_times_ns, v.time_median_ns = rounds, [1.0] * rounds, 1.0
+    return v
+
+
+def _run(folder: Path, rows: list[Verdict], date: str, emulated_target: bool) -> Run:
+    meta = {"host": "box", "machine": "aarch64", "cpu_model": "CPU", "date": date,
+            "targets": {"t": {"emulated": emulated_target, "arch": "aarch64"}}}
+    w = RunWriter(folder, meta)
+    w.add_all(rows)
+    w.close(complete=True)
+    return load_run(folder)
+
+
+def test_counts_flags_and_order(tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    old = _run(tmp_path / "old", [_row("a"), _row("b", "mistrusted"), _row("c", "skip"),
+                                  _row("d", "weird"), _row("e", "timeout"),
+                                  _row("f", rounds=3)], "2025-01-01T00:00:00+00:00", True)
+    new = _run(tmp_path / "new", [_row("a"), _row("b", "fail")], "2025-02-01T00:00:00+00:00",
+               False)
+    old_id, new_id = append_run(db, old), append_run(db, new)
+    runs = query_runs(db)
+    assert list(runs["id"]) == [new_id, old_id]  # newest first
+    first = runs.set_index("id").loc[old_id]
+    assert first["n_results"] == 6
+    assert first["n_failed"] == 2  # the unknown status and the timeout
+    assert first["n_timed"] == 1
+    assert bool(first["emulated"])  # its target is emulated, though no row says so
+    second = runs.set_index("id").loc[new_id]
+    assert (second["n_failed"], second["n_timed"], bool(second["emulated"])) == (1, 0, False)
