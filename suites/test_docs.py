@@ -48,6 +48,7 @@ def _copy_tree(dst: Path) -> Path:
     shutil.copy(REPO / "README.md", dst / "README.md")
     shutil.copytree(REPO / "docs", dst / "docs", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "reference", dst / "reference")
+    shutil.copytree(REPO / "ci" / "mutants", dst / "ci" / "mutants")  # the mutant catalog
     return dst
 
 

@@ -433,8 +433,27 @@ def model_catalogs() -> str:
                   "MACs per model"], rows, "lrrrr")
 
 
+PYTHON_AREAS = ("judge", "verdicts", "problems", "stats", "gate", "perf", "report", "tuning",
+                "dispatch", "history")
+
+
+def mutant_areas(*areas: str) -> str:
+    """Areas of the mutant catalog, what each covers (kbench.harness.mutants.AREAS)
+    and how many mutants it holds, counted from ci/mutants/ (equivalent ones apart)."""
+    from kbench.harness import mutants as mut
+
+    cat = mut.load_catalog(root() / "ci" / "mutants")
+    rows = []
+    for area in areas or tuple(mut.AREAS):
+        ms = [m for m in cat if m.area == area]
+        rows.append([f"`{area}`", mut.AREAS[area], num(len(ms)),
+                     num(sum(1 for m in ms if m.equivalent))])
+    return table(["area", "what its mutants break", "mutants", "declared equivalent"], rows,
+                 "llrr")
+
+
 GENERATORS: dict[str, Callable[..., str]] = {
-    "model_catalogs": model_catalogs,
+    "model_catalogs": model_catalogs, "mutant_areas": mutant_areas,
     "run": run,
     "contract_costs": contract_costs,
     "ci_total": ci_total, "ci_steps": ci_steps, "ci_step": ci_step,
