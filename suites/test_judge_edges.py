@@ -194,3 +194,41 @@ def test_exact_counts_matching_nans_and_reports_exact_infinities() -> None:
     j = judge(out, ref, FP32, 1, False, False)
     assert j.ok and j.exact == j.total == 6
     assert j.inf_exact == 2  # 1*inf and 2*inf
+
+
+# ------------------------------------------- found by the generated campaign
+
+def test_a_clamp_keeps_the_finite_term_sum_so_nan_stays_wrong_at_a_clamped_inf() -> None:
+    ref = with_clamp(gemm_reference(h([1.0, 1.0]), h([np.inf], [1.0]), None, None), (-1.0, 1.0))
+    assert ref.finite_sum[0, 0] == 1.0  # the infinite term is not in it
+    assert ok([1.0], ref, FP16) and not ok([np.nan], ref, FP16)
+    assert not ok([np.inf], ref, FP16)
+
+
+def test_without_a_clamp_a_nan_to_min_rule_means_minus_infinity() -> None:
+    ref = gemm_reference(h([np.nan]), h([1.0]), None, None)
+    assert ok([-np.inf], ref, k=1, nan_clamp="to_min")
+    assert not ok([np.inf], ref, k=1, nan_clamp="to_min")
+    assert ok([np.inf], ref, k=1, nan_clamp="to_max")
+    assert not ok([-np.inf], ref, k=1, nan_clamp="to_max")
+
+
+def test_ulp_and_relative_error_figures() -> None:
+    ref = sum_of(1.0, 0.5)  # exactly 1.5, an FP16 value (ulp 2^-10)
+    out = np.array([[1.5 + 2 * 2.0**-10]], np.float16)
+    j = judge(out, ref, FP32, 2, False, False)
+    assert j.max_ulp == 2.0
+    assert j.rms_rel == pytest.approx(2 * 2.0**-10 / 1.5)
+    low = judge(np.array([[1.5 - 2.0**-10]], np.float16), ref, FP32, 2, False, False)
+    assert low.max_ulp == 1.0 and low.rms_rel == pytest.approx(2.0**-10 / 1.5)
+
+
+def test_a_model_for_finite_inputs_only_promises_just_a_non_finite_output_there() -> None:
+    """Winograd's transforms mix an infinite input into every output of its
+    tile: where an input is not finite, any non-finite output is accepted,
+    and a finite one is not."""
+    model = AccumModel("fp32", finite_inputs_only=True)
+    ref = gemm_reference(h([1.0, 1.0]), h([np.inf], [1.0]), None, None)  # exact +inf
+    assert ok([np.nan], ref, model) and ok([-np.inf], ref, model)
+    assert not ok([np.nan], ref, FP32)
+    assert not ok([1.0], ref, model)
