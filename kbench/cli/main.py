@@ -68,6 +68,7 @@ SUITES = {
 SUITES["all"] = list(dict.fromkeys(SUITES["correctness"] + SUITES["contracts"]))
 SUITES["perf"] = ["test_perf.py"]
 PERF_DEFAULT_SHAPES = ("llm_llama7b_small", "resnet50_small")
+TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI starts lazily)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
@@ -210,8 +211,10 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
 @click.option("--realization", "realizations", multiple=True,
               help="Only this realization (see `kbench info`); repeatable.")
 @click.option("--shapes", "shapes", multiple=True,
-              help="Catalog file, or a name from reference/ (repeatable). "
-                   "Default: correctness_gemm and correctness_conv.")
+              help="Catalog file, or a name from reference/ (repeatable); `tails`: only "
+                   "the tail shapes derived from each realization's blocking. Default: "
+                   "correctness_gemm and correctness_conv (each with every realization's "
+                   "tails; smoke with a sample of them).")
 @click.option("--kinds", default="",
               help="Comma-separated input kinds: exact, uniform, normal, specials. "
                    "Default: exact plus one real-valued kind per case.")
@@ -312,6 +315,9 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if suite == "perf" and not shapes:
         shapes = PERF_DEFAULT_SHAPES
     for s in shapes:
+        if s == TAILS_CATALOG:  # derived per realization, not a file
+            catalogs.append(s)
+            continue
         try:
             path = resolve_catalog(s)
             load_catalog(path)
@@ -712,9 +718,26 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
 
 
 @main.command("catalogs")
-def list_catalogs() -> None:
-    """List the shape catalogs shipped in reference/."""
+@click.option("--coverage", "realization", default="", metavar="REALIZATION",
+              help="Audit instead of listing: which residues (N mod n_step, M mod m_step), K "
+                   "classes and boundary classes the catalogs hit for this realization, and "
+                   "which they miss.")
+@click.option("--target", "target_spec", default="host", show_default=True,
+              help="With --coverage: the target whose realization (and vector length) counts.")
+@click.option("--shapes", "shapes", multiple=True,
+              help="With --coverage: the catalogs to audit (repeatable; `tails`: the derived "
+                   "tails). Default: correctness_gemm and correctness_conv.")
+@click.option("--plugin", "plugins", multiple=True, metavar="PATH",
+              help="With --coverage: a plugin library the target loads (its realizations "
+                   "can be audited).")
+def list_catalogs(realization: str, target_spec: str, shapes: tuple[str, ...],
+                  plugins: tuple[str, ...]) -> None:
+    """List the shape catalogs shipped in reference/ (or, with --coverage, audit them)."""
     from kbench.problems.catalog import CatalogError, available_catalogs, load_catalog
+    if realization:
+        from kbench.cli.coverage import print_coverage
+        print_coverage(realization, target_spec, shapes, plugins)
+        return
     found = available_catalogs()
     if not found:
         raise click.ClickException(f"no shape catalogs in {resource_dir('reference')}: "
@@ -726,7 +749,8 @@ def list_catalogs() -> None:
                        f"{cat.description}")
         except CatalogError as exc:
             click.echo(f"{name:24s} invalid: {exc}")
-
+    click.echo(f"{TAILS_CATALOG:24s}  derived per realization: its tail shapes "
+               "(kbench catalogs --coverage REALIZATION)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -36,14 +36,29 @@ from kbench.harness.parallel import (
 )
 from kbench.harness.perf import PERF_KIND, PerfSettings, VirtualClock, eta_line
 from kbench.harness.progress import ProgressCounter
-from kbench.harness.runner import InputCache, Job, applicable, jobs_for, random_kind
-from kbench.harness.selection import CaseFilter, filter_errors, reproducer
+from kbench.harness.runner import (
+    InputCache,
+    Job,
+    adapted,
+    applicable,
+    jobs_for,
+    random_kind,
+    why_not,
+)
+from kbench.harness.selection import (
+    CaseFilter,
+    derived_tails,
+    filter_errors,
+    realization_steps,
+    reproducer,
+)
 from kbench.harness.tune import default_realization, table_choice
 from kbench.judge.verdict import ERROR, FAILING, Verdict
 from kbench.native.api import BACKENDS, DispatchTable, Realization
 from kbench.native.calls import TargetInfo
 from kbench.native.plugins import PluginRealizationInfo
 from kbench.problems import catalog as catalogs
+from kbench.problems import tails
 from kbench.problems.cases import Case, ConvCase, GemmCase
 from kbench.results.counts import summary_text as count_summary_text
 from kbench.results.store import RunDirError, RunWriter, machine_metadata
@@ -98,6 +113,7 @@ class KbSession:
     progress: ProgressCounter | None = None  # correctness progress with an ETA
     counter: Counter | None = None  # perf on qemu targets: instruction counts (--kb-count-method)
     incomplete: str = ""  # the INCOMPLETE line of the terminal summary ("" when complete)
+    tails_mode: str = ""  # derived tails: "" none, "sample", "full" (see tails_mode())
 
     @property
     def fingerprint(self) -> bool | None:
@@ -196,8 +212,11 @@ class KbSession:
             found: dict[str, list[tuple[str, Case]]] = {"gemm": [], "conv2d": []}
             names = self.catalog_names or [str(p) for p in
                                            catalogs.default_catalog_paths().values()]
+            self.tails_mode = tails_mode(self.catalog_names)
             keep = self.case_filter
             for name in names:
+                if name == tails.CATALOG:  # derived per realization (tail_jobs)
+                    continue
                 cat = catalogs.load_catalog(catalogs.resolve_catalog(name))
                 self.catalog_args.setdefault(cat.name, name)
                 found["gemm"] += [(cat.name, c) for c in cat.gemm
@@ -206,6 +225,78 @@ class KbSession:
                                     if keep is None or keep.matches(cat.name, c.name)]
             self._cases = found
         return self._cases[op]
+
+    def steps(self, spec: str, r: Realization) -> tails.Steps:
+        """The realization's blocking on this target (kbench.problems.tails)."""
+        return realization_steps(self.info(spec), r)
+
+    def tail_cases(self, spec: str, r: Realization) -> list[Case]:
+        """The tails derived for one realization on one target (the catalog
+        "tails"; sampled for smoke), those -k keeps."""
+        self.cases(r.op)
+        if not self.tails_mode:
+            return []
+        keep = self.case_filter
+        return [c for c in derived_tails(self.steps(spec, r), r, self.tails_mode == "sample")
+                if keep is None or keep.matches(tails.CATALOG, c.name)]
+
+    def tail_jobs(self, op: str) -> list[Job]:
+        """Every chosen realization's own tails, grouped by case (one case's
+        inputs serve every realization that derived it)."""
+        out: list[Job] = []
+        for spec in self.target_specs:
+            for r in self.chosen(spec, op):
+                out += jobs_for(self.tail_cases(spec, r), [r], spec, tails.CATALOG, self.kinds,
+                                self.fingerprint)
+        order = {name: i for i, name in enumerate(dict.fromkeys(j.case.name for j in out))}
+        return sorted(out, key=lambda j: order[j.case.name])
+
+    def tails_metadata(self) -> dict[str, Any]:
+        """run.json "tails": the mode and, per target and realization, the
+        steps its tails were derived from and how many cases they are."""
+        self.cases("gemm")
+        out: dict[str, Any] = {"mode": self.tails_mode or "none", "targets": {}}
+        if not self.tails_mode:
+            return out
+        for spec in self.target_specs:
+            if spec in self.unavailable:
+                continue
+            out["targets"][spec] = {
+                r.name: {"steps": self.steps(spec, r).describe(),
+                         "cases": len(self.tail_cases(spec, r))}
+                for op in ("gemm", "conv2d") for r in self.chosen(spec, op)}
+        return out
+
+    def not_applicable(self) -> list[tuple[str, str, int, list[tuple[str, str, str]]]]:
+        """(target, realization, catalog cases of its operator, [(catalog,
+        case, why)]) for every chosen realization and every catalog case of
+        its operator it does not take, even with another form of B: what
+        the run did not run, and why."""
+        out = []
+        for spec in self.target_specs:
+            for op in ("gemm", "conv2d"):
+                cases = self.cases(op)
+                for r in self.chosen(spec, op):
+                    lost = [(cat, c.name, why) for cat, c in cases
+                            if (why := why_not(adapted(c, r), r))]
+                    if lost:
+                        out.append((spec, r.name, len(cases), lost))
+        return out
+
+    def not_applicable_lines(self) -> list[str]:
+        """The summary's lines about catalog cases a realization does not
+        take: one per target, realization and reason, naming the cases."""
+        lines = []
+        for spec, name, total, lost in self.not_applicable():
+            reasons: dict[str, list[str]] = {}
+            for cat, case, why in lost:
+                reasons.setdefault(why, []).append(f"{cat}/{case}")
+            for why, which in reasons.items():
+                shown = ", ".join(which[:6]) + (f", ... ({len(which) - 6} more)"
+                                                if len(which) > 6 else "")
+                lines.append(f"{spec} {name}: {len(which)} of {total} catalog case(s) not run, "
+                             f"{why}: {shown}")
+        return lines
 
     def chosen(self, spec: str, op: str) -> list[Realization]:
         """The target's realizations for op that the backend/realization filters keep."""
@@ -226,8 +317,8 @@ class KbSession:
         for cat_name, case in self.cases(op):
             for spec in self.target_specs:
                 out += jobs_for([case], chosen[spec], spec, cat_name, self.kinds,
-                                self.fingerprint)
-        return out
+                                self.fingerprint, adapt=True)
+        return out + self.tail_jobs(op)
 
     def perf_jobs(self) -> list[Job]:
         """Every case of the chosen catalogs on every chosen realization that
@@ -421,6 +512,25 @@ def option_name(option: str) -> str:
     """An option as a message names it: kbench run's name (pytest's)."""
     run = RUN_OPTION.get(option)
     return f"{run} ({option})" if run else option
+
+
+# catalogs whose run derives every realization's full tails (kbench.problems.tails);
+# smoke and emulated (the quick and the emulated-CI correctness runs) a sample of
+# them; other catalogs (models, perf, counts) none
+FULL_TAIL_CATALOGS = frozenset({"correctness_gemm", "correctness_conv", "edge", tails.CATALOG})
+SAMPLE_TAIL_CATALOGS = frozenset({"smoke", "emulated"})
+
+
+def tails_mode(catalog_names: list[str]) -> str:
+    """What the chosen catalogs derive: "full" (no catalog given: the
+    default correctness catalogs; or one of FULL_TAIL_CATALOGS), "sample"
+    (smoke, emulated), "" (none)."""
+    if not catalog_names:
+        return "full"
+    stems = {Path(n).name.removesuffix(".toml").replace("-", "_") for n in catalog_names}
+    if stems & FULL_TAIL_CATALOGS:
+        return "full"
+    return "sample" if stems & SAMPLE_TAIL_CATALOGS else ""
 
 
 def _positive(config: pytest.Config, option: str) -> int:
@@ -641,6 +751,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         fleet = session.config.getoption("--kb-fleet")
         if fleet:
             kb.writer.metadata["fleet"] = json.loads(fleet)
+        kb.writer.metadata["not_applicable"] = [
+            {"target": spec, "realization": name, "cases": [
+                {"catalog": cat, "case": case, "why": why} for cat, case, why in lost]}
+            for spec, name, _, lost in kb.not_applicable()]
+        kb.writer.metadata["tails"] = kb.tails_metadata()
         if kb.workers:  # run in parallel: which worker process ran each target
             kb.writer.metadata["parallel"] = {t: sorted(w) for t, w in kb.workers.items()}
         kb.writer.metadata["pytest_exit_status"] = int(exitstatus)
@@ -847,6 +962,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     terminalreporter.section("kbench verdicts")
     terminalreporter.write_line(summary_text(kb.verdicts))
+    lines = kb.not_applicable_lines()
+    if lines:
+        terminalreporter.section("kbench: catalog cases a realization does not take")
+        for line in lines:
+            terminalreporter.write_line(line)
     for note in kb.plugin_notes:
         terminalreporter.write_line(f"plugin not loaded on {note}")
     if kb.strict_plugins and kb.plugin_notes:

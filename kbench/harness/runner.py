@@ -7,7 +7,7 @@ whatever realizations a target lists."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -84,6 +84,45 @@ def applicable(case: Case, r: api.Realization) -> bool:
                                          and case.dilation == (1, 1)):
         return False
     return not r.max_groups or case.groups <= r.max_groups
+
+
+def why_not(case: Case, r: api.Realization) -> str:
+    """Why a realization of the case's operator does not take it ('' if it does)."""
+    if r.op != case.op:
+        return f"{r.name} computes {r.op}, not {case.op}"
+    if isinstance(case, GemmCase):
+        if case.b_form not in r.bforms:
+            return f"B form {case.b_form} (it takes {'/'.join(r.bforms) or 'none'})"
+        if r.max_m and case.m > r.max_m:
+            return f"M > {r.max_m} (its shape class: M <= {r.max_m})"
+        return ""
+    if r.conv_class == "3x3s1" and not applicable(case, r):
+        return "not a 3x3 stride-1 undilated convolution (its shape class is 3x3s1)"
+    if r.max_groups and case.groups > r.max_groups:
+        return f"groups > {r.max_groups} (it takes groups <= {r.max_groups})"
+    return ""
+
+
+# the B form a case runs with on a realization that does not take its own,
+# in order of preference: the shape is what matters
+B_FORM_FALLBACK = {"packed": ("native", "plain"), "native": ("packed", "plain"),
+                   "plain": ("native", "packed")}
+B_FORM_TAG = "b_form_from_"  # tag of a case run with another B form: b_form_from_<its own>
+
+
+def adapted(case: Case, r: api.Realization) -> Case:
+    """The case as the realization can run it: a GEMM case whose B form it
+    does not take, with the first form of B_FORM_FALLBACK it does take
+    (tagged b_form_from_<form>; ldb_pad only applies to plain B); any other
+    case unchanged."""
+    if (not isinstance(case, GemmCase) or r.op != case.op or case.b_form in r.bforms
+            or not r.bforms):
+        return case
+    form = next((f for f in B_FORM_FALLBACK[case.b_form] if f in r.bforms), None)
+    if form is None:
+        return case
+    return replace(case, b_form=form, ldb_pad=case.ldb_pad if form == "plain" else 0,
+                   tags=(*case.tags, f"{B_FORM_TAG}{case.b_form}"))
 
 
 def _verdict(job: Job, status: str, message: str = "", ran: api.Realization | None = None
@@ -262,14 +301,17 @@ def random_kind(case: Case) -> str:
 
 def jobs_for(cases: list[Case], realizations: list[api.Realization], target: str,
              catalog: str = "", kinds: tuple[str, ...] | None = None,
-             fingerprint: bool | None = None) -> list[Job]:
-    """Every case x input kind x applicable realization (`fingerprint` as in Job)."""
+             fingerprint: bool | None = None, adapt: bool = False) -> list[Job]:
+    """Every case x input kind x applicable realization (`fingerprint` as in
+    Job). With adapt=True a GEMM case whose B form a realization does not
+    take runs with one it does take (`adapted`)."""
     out = []
     for case in cases:
         ks = kinds or ("exact", random_kind(case))
         for r in realizations:
-            if not applicable(case, r):
+            run = adapted(case, r) if adapt else case
+            if not applicable(run, r):
                 continue
             for k in ks:
-                out.append(Job(case, k, r, target, catalog, fingerprint))
+                out.append(Job(run, k, r, target, catalog, fingerprint))
     return out

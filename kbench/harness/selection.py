@@ -11,7 +11,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kbench.judge.verdict import Verdict
+from kbench.native.api import Realization
 from kbench.native.calls import TargetInfo
+from kbench.problems import tails
+from kbench.problems.cases import Case
 
 
 def filter_errors(infos: Mapping[str, TargetInfo], backends: Iterable[str],
@@ -86,3 +89,27 @@ def reproducer(v: Verdict, catalog_arg: str = "", suite: str = "") -> str:
     if v.threads > 1:
         args += ["--threads", str(v.threads)]
     return shlex.join(args)
+
+
+def realization_steps(info: TargetInfo, r: Realization) -> tails.Steps:
+    """A realization's blocking on the target that lists it
+    (kbench.problems.tails): a plugin micro-kernel's declared mr/nr/kr,
+    else its kernel's tile at the vector length it reports."""
+    declared = (0, 0, 0)
+    if r.is_plugin:
+        for p in info.extra.get("plugins", []):
+            for d in p.get("realizations", []):
+                if d.get("name") == r.name:
+                    declared = (int(d.get("mr", 0)), int(d.get("nr", 0)), int(d.get("kr", 0)))
+    return tails.steps_of(r.kernel, r.vector_bits, (r.block_m, r.block_n, r.block_k), declared)
+
+
+def derived_tails(steps: tails.Steps, r: Realization, sample: bool = False) -> list[Case]:
+    """The tails derived for a realization (those it takes)."""
+    from kbench.harness.runner import applicable
+    found: list[Case] = []
+    if r.op == "gemm":
+        found += tails.gemm_tails(steps, r.bforms, r.max_m, sample)
+    else:
+        found += tails.conv_tails(steps, sample)
+    return [c for c in found if applicable(c, r)]
