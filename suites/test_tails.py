@@ -1,8 +1,9 @@
 """Tail shapes derived from each realization's blocking (kbench.problems.tails):
 the residues they cover for given steps, the sample smoke runs, the audit
 (`kbench catalogs --coverage`), the B-form fallback and the rule that no
-catalog case is dropped without a line saying which and why, and
-reproducers of derived cases."""
+catalog case is dropped without a line saying which and why, reproducers of
+derived cases, and the portable example plugin built with a bug in its N
+tail (examples/plugins: extail1, extail2), which smoke must fail."""
 
 from __future__ import annotations
 
@@ -231,3 +232,22 @@ def test_plugin_smoke_drops_no_case_silently_and_reproduces_a_tail(tmp_path):
     rerun = [r for r in _rows(again) if r["catalog"] == tails.CATALOG]
     assert [(r["case"], r["realization"], r["kind"], r["b_form"]) for r in rerun] == [
         (row["case"], row["realization"], row["kind"], row["b_form"])]
+
+
+@pytest.mark.parametrize(("variant", "only_tails"), [(1, False), (2, True)],
+                         ids=["n%8=7-stores-one-more", "n%8=5-wrong-lane"])
+def test_plugin_with_a_tail_bug_fails_smoke(tmp_path, variant, only_tails):
+    """The portable micro-kernel built with a bug in its N tail: smoke fails
+    on it; the wrong lane at N % 8 = 5 (a residue no smoke catalog case has)
+    only in the derived tails."""
+    out = tmp_path / "run"
+    res = _kbench("run", "--suite", "correctness", "--target", "host", "--plugin",
+                  lib(f"extail{variant}"), "--backend", "plugin", "--shapes", "smoke",
+                  "--out", str(out))
+    assert res.returncode == 1, res.stdout + res.stderr
+    failed = [r for r in _rows(out) if r["status"] == "fail"]
+    assert failed and all(r["realization"].startswith("extail.") for r in failed)
+    assert any(r["catalog"] == tails.CATALOG and r["realization"] == "extail.gemm_4x8"
+               for r in failed)
+    if only_tails:
+        assert {r["catalog"] for r in failed} == {tails.CATALOG}

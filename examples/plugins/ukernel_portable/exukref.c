@@ -46,6 +46,21 @@
 
 static size_t roundup(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
+/* Built with -DEX_TAIL_BUG=1 or 2 (negative controls for kbench's tail
+ * shapes, suites/test_tails.py; do not copy them): 1 stores one column too
+ * many when N % 8 = 7, 2 computes column 4 from lane 5 of the RHS block
+ * when N % 8 = 5. */
+#if defined(EX_TAIL_BUG) && EX_TAIL_BUG == 1
+#define EX_TAIL_OVER(n) ((n) % NR == NR - 1)
+#else
+#define EX_TAIL_OVER(n) 0
+#endif
+#if defined(EX_TAIL_BUG) && EX_TAIL_BUG == 2
+#define EX_TAIL_LANE(n, j) ((n) % NR == 5 && (j) == 4 ? (size_t)5 : (j))
+#else
+#define EX_TAIL_LANE(n, j) (j)
+#endif
+
 /* ---- the micro-kernel's queries ------------------------------------------------ */
 
 static size_t get_m_step(void) { return MR; }
@@ -145,11 +160,12 @@ static void tile(size_t m, size_t n, size_t kp, const uint16_t *lhs, const uint1
         for (size_t n0 = 0; n0 < n; n0 += NR) {
             const uint16_t *rb = rhs + n0 / NR * rhs_block;
             for (size_t r = 0; r < MR && m0 + r < m; r++)
-                for (size_t j = 0; j < NR && n0 + j < n; j++) {
-                    float acc = ex_h2f(rb[j]);
+                for (size_t j = 0; j < NR && n0 + j < n + EX_TAIL_OVER(n); j++) {
+                    size_t lane = EX_TAIL_LANE(n, j);
+                    float acc = ex_h2f(rb[lane]);
                     for (size_t p = 0; p < kp; p++)
                         for (size_t q = 0; q < KR; q++)
-                            acc += ex_h2f(lb[(p * MR + r) * KR + q]) * ex_h2f(rb[NR + (p * NR + j) * KR + q]);
+                            acc += ex_h2f(lb[(p * MR + r) * KR + q]) * ex_h2f(rb[NR + (p * NR + lane) * KR + q]);
                     uint16_t *out = (uint16_t *)(dst + (m0 + r) * dst_stride) + n0 + j;
                     *out = ex_store(acc, lo, hi);
                 }
@@ -316,6 +332,10 @@ static const kb_plugin table = {
     .name = "expackers",
     .version = "1.0.0",
     .description = "negative control: exukref plus two GEMMs whose RHS packers are wrong in their padding",
+#elif defined(EX_TAIL_BUG)
+    .name = "extail",
+    .version = "1.0.0",
+    .description = "negative control: exukref with a bug in its GEMM's N tail (EX_TAIL_BUG)",
 #else
     .name = "exukref",
     .version = "1.0.0",
