@@ -532,7 +532,8 @@ HEADER = ("# A dated record read by docs/gen/kbdocs.py (the docs show it as it i
           "# `python docs/gen/kbdocs.py regen`; do not edit by hand.\n")
 
 
-OUTPUT_RECORDS = ("count_example", "reproduce_example", "plugin_count_example")
+OUTPUT_RECORDS = ("count_example", "reproduce_example", "plugin_count_example",
+                  "coverage_example")
 
 
 def record_output(name: str) -> None:
