@@ -12,6 +12,7 @@ import json
 import shlex
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from click.testing import CliRunner
 from plugin_builds import lib
 
 from kbench.cli.main import main
-from kbench.harness.pytest_plugin import tails_mode
+from kbench.harness.pytest_plugin import KbSession, tails_mode
 from kbench.harness.runner import B_FORM_TAG, adapted, applicable, why_not
 from kbench.harness.selection import reproducer
 from kbench.judge.verdict import Verdict
@@ -134,6 +135,17 @@ def test_which_catalogs_derive_tails():
     assert tails_mode(["tails"]) == tails_mode(["/x/reference/correctness_gemm.toml"]) == "full"
     assert tails_mode(["/x/reference/smoke.toml"]) == tails_mode(["emulated"]) == "sample"
     assert tails_mode(["llm_llama7b_small", "resnet50_small"]) == ""
+
+
+def test_a_session_derives_tails_for_ours_and_plugins_not_for_peers():
+    kb = KbSession(["host"], [], [], ["smoke"], None, None)
+    try:
+        ours = kb.tail_cases("host", _real())
+        assert ours and all(c.name.startswith("tail_") for c in ours)
+        assert {c.n % 16 for c in ours} == set(range(16))  # smoke: every N residue
+        assert kb.tail_cases("host", replace(_real(), peer=True)) == []
+    finally:
+        kb.close_targets()
 
 
 # --------------------------------------------------------------------------- B forms

@@ -232,9 +232,11 @@ class KbSession:
 
     def tail_cases(self, spec: str, r: Realization) -> list[Case]:
         """The tails derived for one realization on one target (the catalog
-        "tails"; sampled for smoke), those -k keeps."""
+        "tails"; sampled for smoke), those -k keeps. Peers (another
+        library's kernels, shown for comparison, no blocking of theirs
+        known) get none."""
         self.cases(r.op)
-        if not self.tails_mode:
+        if not self.tails_mode or r.peer:
             return []
         keep = self.case_filter
         return [c for c in derived_tails(self.steps(spec, r), r, self.tails_mode == "sample")
