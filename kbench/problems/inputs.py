@@ -150,7 +150,8 @@ def _pick_clamp(values: np.ndarray, integer: bool) -> tuple[float, float] | None
     lo, hi = np.quantile(v, [0.15, 0.85])
     if integer:
         lo, hi = np.floor(lo), np.ceil(hi)
-    lo16, hi16 = float(np.float16(lo)), float(np.float16(hi))
+    with np.errstate(over="ignore"):  # a quantile past FP16's range: no clamp (below)
+        lo16, hi16 = float(np.float16(lo)), float(np.float16(hi))
     if not (np.isfinite(lo16) and np.isfinite(hi16)) or lo16 > hi16:
         return None
     return lo16, hi16
