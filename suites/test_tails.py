@@ -263,3 +263,15 @@ def test_plugin_with_a_tail_bug_fails_smoke(tmp_path, variant, only_tails):
                for r in failed)
     if only_tails:
         assert {r["catalog"] for r in failed} == {tails.CATALOG}
+        # the reproducer the run printed for a derived case fails on that case again
+        line = next(ln for ln in (out / "verdicts.txt").read_text().splitlines()
+                    if ln.strip().startswith("reproduce:") and "--shapes tails" in ln)
+        cmd = shlex.split(line.split("reproduce:", 1)[1])
+        again = tmp_path / "again"
+        res = _kbench(*cmd[1:], "--no-history", "--out", str(again))
+        assert res.returncode == 1, res.stdout + res.stderr
+        rerun = _rows(again)
+        first = failed[0]
+        assert [(r["catalog"], r["case"], r["realization"], r["status"]) for r in rerun
+                if r["suite"] != "determinism"] == [
+            (tails.CATALOG, first["case"], first["realization"], "fail")]
