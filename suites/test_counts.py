@@ -460,7 +460,14 @@ def test_count_command() -> None:
                                    "k1x1_n1h14w14_c64o64", "--json", "--no-verify"])
     assert js.exit_code == 0, js.output
     import json
-    (row,) = json.loads(js.output)
+
+    import jsonschema
+
+    from kbench.resources import resource_dir
+    doc = json.loads(js.output)
+    jsonschema.Draft202012Validator(json.loads(
+        (resource_dir("reports") / "schema" / "count.schema.json").read_text())).validate(doc)
+    (row,) = doc
     committed = {(r["target"], r["case"], r["realization"]): r for r in bl.read_baseline()}
     want = committed[("qemu:cpu=max:svl=128", "k1x1_n1h14w14_c64o64", "conv2d_igemm_neon_f16acc")]
     assert row["count_call"] == want["count_call"]  # the same count as the baseline's run

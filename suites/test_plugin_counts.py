@@ -18,9 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from plugin_builds import ARCH_PATTERN
 
+from kbench.resources import resource_dir
 from kbench.results.counts import parse_mix
 from kbench.targets.tools import find_qemu
 
@@ -45,7 +47,10 @@ def _count_json(svl: int) -> list[dict]:
                   "--against", "gemm_sme2_mopa_f32acc", "--target", f"qemu:svl={svl}",
                   "--shapes", "kleidiai_anchors", "--no-verify", "--json")
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    return json.loads(res.stdout)
+    doc = json.loads(res.stdout)
+    jsonschema.Draft202012Validator(json.loads(
+        (resource_dir("reports") / "schema" / "count.schema.json").read_text())).validate(doc)
+    return doc
 
 
 def test_the_micro_kernel_plugin_counts_our_kernel_plus_its_wrapper_per_call() -> None:

@@ -6,6 +6,7 @@ given on the command line win."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tomllib
@@ -19,7 +20,7 @@ import pandas as pd
 from kbench.resources import resource_dir
 from kbench.results.compare import Comparison, GateResult, compare_runs, gate, markdown
 from kbench.results.count_compare import DEFAULT_LIMIT, fmt_count
-from kbench.results.history import append_run, default_db_path, query_runs
+from kbench.results.history import LISTING, append_run, default_db_path, query_runs
 from kbench.results.historydb import (
     HistoryError,
     check_postgres,
@@ -29,7 +30,8 @@ from kbench.results.historydb import (
     is_postgres,
     resolve_db,
 )
-from kbench.results.runfolder import Run, RunFolderError, load_run
+from kbench.results.json_out import comparison_doc, gate_doc, history_doc
+from kbench.results.runfolder import Run, RunFolderError
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = resource_dir("ci") / "gate.toml"
@@ -114,22 +116,37 @@ class BadRunFolder(click.ClickException):
     exit_code = 2
 
 
-def _load(path: str, hint: str, strict: bool = False) -> Run:
-    """A run folder read back. What is wrong with its results (missing,
-    empty, a row cut off, duplicated rows, a count run.json disagrees with)
-    is one line each on stderr; with strict (the gate) it is a refusal: a
-    verdict over such results would be wrong."""
+def _load(path: str, hint: str, strict: bool = False, db: str | None = None) -> Run:
+    """A run read back: a run folder, or a run of the history database named
+    by its id, latest, latest~N or a commit prefix (kbench.results.runref).
+    What is wrong with its results (missing, empty, a row cut off,
+    duplicated rows, a count run.json disagrees with) is one line each on
+    stderr; with strict (the gate) it is a refusal: a verdict over such
+    results would be wrong."""
+    return load_ref(path, hint, strict, db)[0]
+
+
+def load_ref(path: str, hint: str, strict: bool = False, db: str | None = None
+             ) -> tuple[Run, int | None]:
+    """_load, and the run's history id when it was named through the history."""
+    from kbench.results.runref import RunRefError, resolve_run
     try:
-        run = load_run(path)
-    except RunFolderError as exc:
+        found = resolve_run(path, db)
+    except (RunFolderError, RunRefError) as exc:
         raise BadRunFolder(f"{hint}: {exc}") from None
+    except (HistoryError, *driver_errors()) as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BadRunFolder(f"{hint}: {path!r}: history: {text}") from None
+    run = found.run
+    if found.note:
+        click.echo(f"note: {hint}: {found.note}", err=True)
     if strict and run.defects:
         raise BadRunFolder(f"{hint}: {path}: not gated: {'; '.join(run.defects)}")
     for defect in run.defects:
         click.echo(f"note: {path}: {defect}", err=True)
     if not run.has_results and not run.defects:
         click.echo(f"note: {path}: {run.state()}", err=True)
-    return run
+    return run, found.run_id
 
 
 def _fmt_ns(ns: float) -> str:
@@ -209,8 +226,11 @@ _COUNT_GROWTH = click.option("--max-count-growth", default=None,
                              help="Largest tolerated growth of a case's instruction count "
                                   "(call or B packing; emulated targets), 0.5% or 0.005 "
                                   "[default: from the configuration, else 0.5%].")
-_BASE = click.argument("base", type=click.Path(exists=True, file_okay=False))
-_CAND = click.argument("cand", type=click.Path(exists=True, file_okay=False))
+_BASE = click.argument("base")
+_CAND = click.argument("cand")
+_JSON = click.option("--json", "as_json", is_flag=True,
+                     help="Print one JSON document instead of text (its schema: "
+                          "reports/schema/ in the checkout, kbench/reports/schema/ installed).")
 
 
 def _listing(df: pd.DataFrame) -> str:
@@ -245,19 +265,25 @@ def _listing(df: pd.DataFrame) -> str:
               help="Check the database instead of listing runs (SQLite: PRAGMA "
                    "integrity_check and foreign_key_check): one line, ok or what is "
                    "damaged; exit 1 when damaged.")
+@_JSON
 def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: str | None,
-            commit: str | None, limit: int, check: bool = False) -> None:
+            commit: str | None, limit: int, check: bool = False, as_json: bool = False) -> None:
     """List recorded runs (newest first); --add records run folders."""
     try:
         db_path = resolve_db(db, default_db_path())
         for folder in add:
             run_id = append_run(db_path, _load(folder, "--add"),
                                 on_wait=lambda msg: click.echo(msg, err=True))
-            click.echo(f"recorded {folder} as run {run_id} in {describe(db_path)}")
+            click.echo(f"recorded {folder} as run {run_id} in {describe(db_path)}",
+                       err=as_json)
         if check:
             _check(db_path)
             return
         if not is_postgres(db_path) and not Path(db_path).exists():
+            if as_json:
+                empty = pd.DataFrame(columns=LISTING)
+                click.echo(json.dumps(history_doc(describe(db_path), empty), indent=2))
+                return
             click.echo(f"no history yet at {db_path}")
             return
         listing = query_runs(db_path, machine=machine, backend=backend, commit=commit,
@@ -268,6 +294,9 @@ def history(db: str | None, add: tuple[str, ...], machine: str | None, backend: 
         # one line, naming the database once
         raise click.ClickException(
             f"history: {text}" if where in text else f"history: {where}: {text}") from None
+    if as_json:
+        click.echo(json.dumps(history_doc(describe(db_path), listing), indent=2))
+        return
     click.echo(_listing(listing))
 
 
@@ -293,17 +322,25 @@ def _check(db_path: str | Path) -> None:
 @_CONFIG
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
               help="Also write the comparison as Markdown to this file.")
+@_JSON
+@_DB
 def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
             max_count_growth: str | None, config: str | None,
-            markdown_file: str | None) -> None:
-    """Compare two run folders case by case: ratio of median times, one-sided
+            markdown_file: str | None, as_json: bool = False, db: str | None = None) -> None:
+    """Compare two runs case by case: ratio of median times, one-sided
     Mann-Whitney U tests on per-round times, and a verdict (faster, slower,
     same; not-comparable for emulated times); instruction counts of emulated
-    targets exactly (more, fewer, same)."""
+    targets exactly (more, fewer, same). BASE and CAND are run folders, or
+    runs of the history database: an id, latest, latest~N (N runs before the
+    newest) or a commit prefix."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
-    comp = compare_runs(_load(base, "BASE"), _load(cand, "CAND"), cfg.alpha, cfg.max_slowdown,
-                        cfg.speed_targets, cfg.max_count_growth)
-    click.echo(comparison_text(comp))
+    (b, b_id), (c, c_id) = load_ref(base, "BASE", db=db), load_ref(cand, "CAND", db=db)
+    comp = compare_runs(b, c, cfg.alpha, cfg.max_slowdown, cfg.speed_targets,
+                        cfg.max_count_growth)
+    if as_json:
+        click.echo(json.dumps(comparison_doc(comp, (b_id, c_id)), indent=2))
+    else:
+        click.echo(comparison_text(comp))
     _write_markdown(markdown(comp), markdown_file, step_summary=False)
 
 
@@ -326,18 +363,26 @@ def gate_text(result: GateResult) -> str:
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
               help="Write the Markdown summary here (it is also appended to "
                    "$GITHUB_STEP_SUMMARY when that is set).")
+@_JSON
+@_DB
 def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | None,
                  max_count_growth: str | None, config: str | None,
-                 markdown_file: str | None) -> None:
+                 markdown_file: str | None, as_json: bool = False,
+                 db: str | None = None) -> None:
     """The regression gate: exit 1 on any correctness failure or error in
     CAND, any case of BASE missing from CAND, an incomplete run, a
     slowdown both above --max-slowdown and significant at --alpha, or (on
     emulated targets, exactly) an instruction count of a call or a B packing
-    grown by more than --max-count-growth; 0 if none; 2 on bad input."""
+    grown by more than --max-count-growth; 0 if none; 2 on bad input.
+    BASE and CAND are run folders, or runs of the history database: an id,
+    latest, latest~N (N runs before the newest) or a commit prefix."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
-    result = gate(_load(base, "BASE", strict=True), _load(cand, "CAND", strict=True), cfg.alpha,
-                  cfg.max_slowdown,
-                  cfg.speed_targets, cfg.max_count_growth)
-    click.echo(gate_text(result))
+    (b, b_id) = load_ref(base, "BASE", strict=True, db=db)
+    (c, c_id) = load_ref(cand, "CAND", strict=True, db=db)
+    result = gate(b, c, cfg.alpha, cfg.max_slowdown, cfg.speed_targets, cfg.max_count_growth)
+    if as_json:
+        click.echo(json.dumps(gate_doc(result, (b_id, c_id)), indent=2))
+    else:
+        click.echo(gate_text(result))
     _write_markdown(markdown(result), markdown_file, step_summary=True)
     raise SystemExit(0 if result.passed else 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -81,7 +82,7 @@ TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI 
                  "history": ("kbench.cli.history:history",
                              "List recorded runs (newest first); --add records run folders."),
                  "compare": ("kbench.cli.history:compare",
-                             "Compare two run folders case by case: ratio of median times, "
+                             "Compare two runs case by case: ratio of median times, "
                              "one-sided Mann-Whitney U tests on per-round times, and a verdict "
                              "(faster, slower, same; not-comparable for emulated times); "
                              "instruction counts of emulated targets exactly (more, fewer, "
@@ -280,6 +281,10 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
 @click.option("--strict-plugins", is_flag=True,
               help="Plugin contract-probe findings (silently wrong results, crashes) fail the "
                    "run; by default they are recorded as findings about the plugin.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the run's summary as one JSON document on stdout (schema: "
+                   "reports/schema/run.schema.json); progress and the text summary go to "
+                   "stderr.")
 def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         realizations: tuple[str, ...], shapes: tuple[str, ...], kinds: str, case_expr: str,
         out: str | None, force: bool,
@@ -289,7 +294,7 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         exitfirst: bool, jobs: int | None = None, fleet: str | None = None,
         plugins: tuple[str, ...] = (), strict_plugins: bool = False,
         strict_history: bool = False, plugin_in_process: bool = False,
-        call_timeout: float | None = None) -> None:
+        call_timeout: float | None = None, as_json: bool = False) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed.
 
     Plugins run out of process on every target (on the host in the host
@@ -384,9 +389,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     args += _parallel_args(suite, targets, jobs)
     if fleet_meta:
         args += ["--kb-fleet", json.dumps(fleet_meta)]
-    click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}")
+    click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}",
+               err=as_json)
     not_appended: str | None = None
-    with sigterm_as_interrupt() as term:
+    with sigterm_as_interrupt() as term, _stdout_to_stderr(as_json):
         try:
             code = int(pytest.main(args))
         finally:
@@ -404,8 +410,43 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         name = signal.Signals(signum or signal.SIGINT).name
         click.echo(f"kbench run: interrupted by {name}: the run folder {run_dir} keeps every "
                    "verdict so far and says INCOMPLETE", err=True)
-        sys.exit(128 + (signum or signal.SIGINT))
+        code = 128 + (signum or signal.SIGINT)
+    if as_json:
+        _print_run_json(run_dir, code)
     sys.exit(code)
+
+
+@contextmanager
+def _stdout_to_stderr(on: bool) -> Iterator[bool]:
+    """With on: everything written to stdout meanwhile (pytest's lines,
+    the workers', the native library's) goes to stderr, file descriptor 1
+    included; stdout is itself again afterwards, for the JSON document."""
+    if not on:
+        yield False
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield True
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _print_run_json(run_dir: Path, code: int) -> None:
+    """`kbench run --json`: the summary document, read back from the run folder."""
+    from kbench.results.json_out import run_doc
+    from kbench.results.runfolder import RunFolderError, load_run
+    try:
+        doc = run_doc(load_run(run_dir), code)
+    except RunFolderError as exc:  # nothing written (e.g. a usage error inside pytest)
+        doc = {"schema": "kbench/run/1", "run_folder": str(run_dir), "complete": False,
+               "exit_code": code, "results": 0, "status": {}, "targets": [],
+               "by_realization": [], "failures": [], "defects": [str(exc)], "report": None}
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    sys.stdout.flush()
 
 
 def _run_dir(out: str | None, force: bool, suffix: str = "") -> Path:

@@ -24,29 +24,36 @@ def _load(path: Path, what: str) -> Run:
 
 @click.command("report")
 @click.argument("run", type=click.Path(path_type=Path))
-@click.option("--baseline", type=click.Path(path_type=Path), default=None,
-              help="Another run folder to compare timings against.")
+@click.option("--baseline", default=None,
+              help="Another run to compare timings against: a run folder, or a run of the "
+                   "history database (--db): an id, latest, latest~N or a commit prefix.")
 @click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Folder for report.html and the CSV tables  [default: RUN/report]")
 @click.option("--history", "with_history", is_flag=True,
               help="Add trend charts of every case's median time per realization over the "
                    "runs of this machine in the history database.")
 @click.option("--db", "db", default=None,
-              help="History database for --history: an SQLite file or a "
+              help="History database for --history and --baseline: an SQLite file or a "
                    "postgresql://USER@HOST/DB URL "
                    "[default: $KBENCH_DB, else $XDG_DATA_HOME/kbench/history.sqlite].")
 @click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False,
                                                     exists=True), default=None,
               help="Gate configuration for the verdict shown with --baseline "
                    "[default: ci/gate.toml].")
-def report(run: Path, baseline: Path | None, out: Path | None, with_history: bool,
+def report(run: Path, baseline: str | None, out: Path | None, with_history: bool,
            db: str | None, config: Path | None) -> None:
     """Write a self-contained HTML report and CSV tables for the run folder RUN:
     verdicts per backend and catalog, GFLOP/s and speedups, per-model totals,
     error versus K and the run's metadata. Emulated times are shown but never
     compared as speed."""
     current = _load(run, "RUN")
-    base = _load(baseline, "--baseline") if baseline is not None else None
+    base = None
+    if baseline is not None:
+        from kbench.cli.history import BadRunFolder, load_ref
+        try:
+            base = load_ref(baseline, "--baseline", db=db)[0]
+        except BadRunFolder as exc:  # as RUN's: exit 1, one line
+            raise click.ClickException(exc.message) from None
     out_dir = out if out is not None else run / "report"
     gate_result = None
     if base is not None:  # the gate's verdict on this run against the baseline

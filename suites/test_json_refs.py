@@ -1,0 +1,220 @@
+"""Machine-readable output and runs named through the history: `--json` on
+`run`, `compare`, `gate`, `history` (and `count`'s list), each document
+validated against its JSON Schema in reports/schema/; and `compare`, `gate`
+and `report --baseline` taking a history id, `latest`, `latest~N` or a
+commit prefix besides a run folder. Run folders are synthetic (RunWriter),
+times seeded: nothing depends on this machine's timing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from test_compare import rounds, row, write_run
+
+from kbench.cli.history import compare, gate_command, history
+from kbench.cli.report import report
+from kbench.resources import resource_dir
+from kbench.results.history import append_run
+from kbench.results.json_out import SCHEMAS, schema_id
+from kbench.results.runfolder import load_run
+from kbench.results.runref import RunRefError, resolve_run
+
+SCHEMA_DIR = resource_dir("reports") / "schema"
+
+
+def schema(name: str) -> dict:
+    return json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text())
+
+
+def validate(doc: object, name: str) -> None:
+    jsonschema.Draft202012Validator(schema(name)).validate(doc)
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_every_schema_is_a_valid_draft_2020_12_schema(name: str) -> None:
+    jsonschema.Draft202012Validator.check_schema(schema(name))
+    if name != "count":
+        assert schema(name)["properties"]["schema"] == {"const": schema_id(name)}
+
+
+@pytest.fixture
+def history_db(tmp_path: Path) -> tuple[Path, list[Path]]:
+    """Three runs of two commits in one history: the last one 10% slower on
+    one case."""
+    db = tmp_path / "h.sqlite"
+    folders = []
+    for i, (commit, scale) in enumerate([("aaaa1111", 1.0), ("bbbb2222", 1.0),
+                                         ("bbbb2222", 1.1)]):
+        folder = tmp_path / f"run{i}"
+        write_run(folder, [row("c1", times=rounds(1e6 * scale, 10 + i, n=40)),
+                           row("c2", times=rounds(2e6, 20 + i, n=40)),
+                           row("chk", suite="correctness")],
+                  git_commit=commit * 5, date=f"2026-01-0{i + 1}T00:00:00+00:00")
+        append_run(db, load_run(folder))
+        folders.append(folder)
+    return db, folders
+
+
+def test_history_refs_name_the_runs(history_db: tuple[Path, list[Path]]) -> None:
+    db, folders = history_db
+    assert resolve_run("latest", db).run.path == folders[2]
+    assert resolve_run("latest~2", db).run.path == folders[0]
+    assert resolve_run("1", db).run_id == 1 and resolve_run("1", db).run.path == folders[0]
+    assert resolve_run("aaaa", db).run.path == folders[0]
+    assert resolve_run("bbbb2222", db).run.path == folders[2]  # the newest run of the commit
+    assert resolve_run(str(folders[1]), db).source == "folder"
+    for bad, said in [("latest~3", "latest~2"), ("9", "no run 9"), ("cccc", "commit starting"),
+                      ("not-a-run", "a run is named by")]:
+        with pytest.raises(RunRefError, match=said):
+            resolve_run(bad, db)
+
+
+def test_an_ambiguous_commit_prefix_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    for i, commit in enumerate(["abcd0001", "abcd0002"]):
+        write_run(tmp_path / f"r{i}", [row("chk", suite="correctness")], git_commit=commit,
+                  date=f"2026-02-0{i + 1}T00:00:00+00:00")
+        append_run(db, load_run(tmp_path / f"r{i}"))
+    with pytest.raises(RunRefError, match="ambiguous"):
+        resolve_run("abcd", db)
+    assert resolve_run("abcd0002", db).run.meta["git_commit"] == "abcd0002"
+
+
+def test_a_run_whose_folder_is_gone_is_read_from_the_history(
+        history_db: tuple[Path, list[Path]]) -> None:
+    db, folders = history_db
+    before = load_run(folders[2])
+    shutil.rmtree(folders[2])
+    found = resolve_run("latest", db)
+    assert found.source == "history" and "is gone" in found.note
+    got = found.run.results.sort_values(["suite", "case"]).reset_index(drop=True)
+    want = before.results.sort_values(["suite", "case"]).reset_index(drop=True)
+    assert list(got["case"]) == list(want["case"])
+    assert list(got["status"]) == list(want["status"])
+    assert [len(t) for t in got["round_times"]] == [len(t) for t in want["round_times"]]
+    assert [x for t in got["round_times"] for x in t] == pytest.approx(
+        [x for t in want["round_times"] for x in t])
+    assert found.run.meta["git_commit"] == before.meta["git_commit"]
+    assert not found.run.defects
+
+
+def test_compare_latest_1_latest_json(history_db: tuple[Path, list[Path]]) -> None:
+    db, folders = history_db
+    res = CliRunner().invoke(compare, ["latest~1", "latest", "--json", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    validate(doc, "compare")
+    assert doc["base"]["history_id"] == 2 and doc["candidate"]["history_id"] == 3
+    assert doc["base"]["path"] == str(folders[1]) and doc["candidate"]["path"] == str(folders[2])
+    cases = {c["case"]: c for c in doc["cases"]}
+    assert cases["c1"]["verdict"] == "slower" and cases["c1"]["ratio"] == pytest.approx(1.1,
+                                                                                        rel=0.02)
+    assert cases["c2"]["verdict"] == "same"
+    assert cases["chk"]["timed"] is False and cases["chk"]["ratio"] is None
+    assert doc["timed_tally"] == {"slower": 1, "same": 1}
+
+
+def test_gate_json_by_id_and_commit(history_db: tuple[Path, list[Path]]) -> None:
+    db, folders = history_db
+    res = CliRunner().invoke(gate_command, ["aaaa", "3", "--json", "--db", str(db)])
+    assert res.exit_code == 1, res.output
+    doc = json.loads(res.stdout)
+    validate(doc, "gate")
+    assert doc["passed"] is False
+    assert [f["reason"] for f in doc["failures"]] == ["slowdown"]
+    assert "c1" in doc["failures"][0]["case"]
+    res = CliRunner().invoke(gate_command, ["1", "2", "--json", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    validate(doc, "gate")
+    assert doc["passed"] is True and doc["failures"] == []
+
+
+def test_a_bad_ref_is_one_line_and_exit_2(history_db: tuple[Path, list[Path]],
+                                          tmp_path: Path) -> None:
+    db, _ = history_db
+    res = CliRunner().invoke(compare, ["latest~7", "latest", "--db", str(db)])
+    assert res.exit_code == 2
+    assert res.output.strip().splitlines() == [
+        "Error: BASE: 'latest~7': the history holds 3 run(s), so the oldest is latest~2"]
+    res = CliRunner().invoke(gate_command, ["latest", "latest",
+                                            "--db", str(tmp_path / "none.sqlite")])
+    assert res.exit_code == 2 and "no history database at" in res.output
+
+
+def test_history_json(history_db: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    db, folders = history_db
+    res = CliRunner().invoke(history, ["--json", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    validate(doc, "history")
+    assert [r["id"] for r in doc["runs"]] == [3, 2, 1]
+    assert doc["runs"][0]["path"] == str(folders[2].resolve())
+    assert doc["runs"][0]["complete"] is True and doc["runs"][0]["n_results"] == 3
+    empty = CliRunner().invoke(history, ["--json", "--db", str(tmp_path / "new.sqlite")])
+    assert empty.exit_code == 0
+    doc = json.loads(empty.stdout)
+    validate(doc, "history")
+    assert doc["runs"] == []
+
+
+def test_report_baseline_from_history(history_db: tuple[Path, list[Path]],
+                                      tmp_path: Path) -> None:
+    db, folders = history_db
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(report, [str(folders[2]), "--baseline", "latest~1", "--db", str(db),
+                                      "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert str(folders[1]) in (out / "report.html").read_text()
+
+
+def test_a_schema_violation_is_caught() -> None:
+    """The schemas hold: a gate document that passed with a failure does
+    not validate, nor a compare document with a p-value above 1."""
+    doc = {"schema": "kbench/gate/1", "passed": True,
+           "failures": [{"reason": "slowdown", "case": "x", "detail": "y"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema("gate")).validate(doc)
+    s = schema("compare")["properties"]["cases"]["items"]["properties"]["p_slower"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(1.5, s)
+
+
+def test_kbench_run_json_is_the_only_stdout(tmp_path: Path) -> None:
+    """`kbench run --json`: stdout is one JSON document that validates;
+    progress and the text summary went to stderr."""
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "kbench.cli", "run", "--shapes", "smoke", "-k", "m17",
+         "--backend", "scalar", "--no-history", "--out", str(out), "--json"],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    validate(doc, "run")
+    assert doc["run_folder"] == str(out) and doc["complete"] is True and doc["exit_code"] == 0
+    run = load_run(out)
+    assert doc["results"] == len(run.results) > 0
+    assert sum(doc["status"].values()) == len(run.results)
+    assert any(r["realization"] == "gemm_scalar_f32acc" for r in doc["by_realization"])
+    assert "passed" in proc.stderr and "kbench run: suite=" in proc.stderr
+
+
+def test_count_json_validates(tmp_path: Path) -> None:
+    """count --json's list (produced in suites/test_counts.py under QEMU) has
+    its schema too; here a document of its form validates and one without
+    a call count does not."""
+    good = [{"case": "m8n8k8", "shape": "8x8x8", "realization": "gemm_neon_f16acc",
+             "target": "qemu:svl=128", "verified": "pass (max error/bound 0.1)",
+             "count_call": 1234, "count_kernel": 1000, "ratios": {"x": {"call": 1.1}}}]
+    validate(good, "count")
+    with pytest.raises(jsonschema.ValidationError):
+        validate([{k: v for k, v in good[0].items() if k != "count_call"}], "count")
