@@ -67,6 +67,38 @@ def test_typo_realization_is_a_usage_error(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("option, typo, hint", [
+    ("--backend", "neno", "did you mean 'neon'?"),
+    ("--shapes", "smok", "did you mean 'smoke'?"),
+    ("--target", "qemy:svl=512", "did you mean 'qemu:svl=512'?"),
+    ("--target", "hots", "did you mean 'host'?"),
+])
+def test_a_typo_gets_a_did_you_mean(tmp_path: Path, option: str, typo: str, hint: str) -> None:
+    res = kbench("run", option, typo, "--no-history", "--out", str(tmp_path / "r"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    (line,) = [x for x in res.stderr.splitlines() if x.startswith("Error:")]
+    assert hint in line and typo in line
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("args", [("history", "--bogus"), ("compare", "/nonexistent/a", "b"),
+                                  ("gate", "nope", "latest~x"),
+                                  ("report", "/nonexistent/run")])
+def test_bad_input_to_the_history_commands_loads_no_pandas(args: tuple[str, ...]) -> None:
+    """Bad input is answered before pandas, scipy or matplotlib load (so at
+    once): measured by what was imported, not by a clock."""
+    code = ("import sys\nfrom kbench.cli.main import main\n"
+            "try:\n    main(standalone_mode=True)\nexcept SystemExit as e:\n"
+            "    heavy = sorted(m for m in ('pandas', 'scipy', 'matplotlib') if m in sys.modules)\n"
+            "    sys.stderr.write('loaded:' + ','.join(heavy) + '\\n')\n    raise\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    res = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert res.returncode in (1, 2), res.stdout + res.stderr
+    assert "Error:" in res.stderr
+    assert "loaded:\n" in res.stderr, res.stderr
+
+
 def test_backend_the_target_lacks_is_a_usage_error(tmp_path: Path) -> None:
     have = {r.backend for r in api.realizations()}
     absent = [b for b in api.BACKENDS if b not in have]

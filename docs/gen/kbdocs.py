@@ -215,7 +215,7 @@ BASELINE_GEMM_COLUMNS = (  # (header, realization, phase[, minus]): kernel phase
     ("packing B (SME, sealed)", "gemm_sme2_mopa_f32acc", "count_pack_b"),
     ("packing B (NEON, sealed)", "gemm_neon_f16acc", "count_pack_b"),
 )
-B_FORMS = {"plain": " (plain B)", "portable": " (portable B)"}
+B_FORMS = {"plain": " (plain B)", "packed": " (packed B)"}
 
 
 def _label(case: str) -> str:

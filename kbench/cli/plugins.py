@@ -37,7 +37,10 @@ def check_backend(name: str) -> None:
     known = known_backends()
     if name in known or name.startswith(api.PLUGIN_BACKEND + ":"):
         return
-    raise click.BadParameter(f"{name!r} is not one of {', '.join(known)} or plugin:NAME",
+    import difflib
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise click.BadParameter(f"{name!r} is not one of {', '.join(known)} or plugin:NAME{hint}",
                              param_hint="--backend")
 
 

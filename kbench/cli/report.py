@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from kbench.results.report import build_report
-from kbench.results.runfolder import Run, RunFolderError, load_run
+if TYPE_CHECKING:  # imported when used: bad input is answered before pandas loads
+    from kbench.results.runfolder import Run
 
 
 def _load(path: Path, what: str) -> Run:
     """The run folder; what is wrong with its results is one note line each
     (the report is still built from the rows that can be read)."""
+    if not path.is_dir():
+        raise click.ClickException(f"{what}: {path}: not a folder")
+    from kbench.results.runfolder import RunFolderError, load_run
     try:
         run = load_run(path)
     except RunFolderError as exc:
@@ -69,6 +73,7 @@ def report(run: Path, baseline: str | None, out: Path | None, with_history: bool
         if isinstance(history_db, Path) and not history_db.is_file():
             raise click.ClickException(f"--history: no history database at {history_db} "
                                        "(kbench run appends to it; --db FILE to choose)")
+    from kbench.results.report import build_report
     try:
         files = build_report(current, base, out_dir, gate_result, history_db)
     except OSError as exc:

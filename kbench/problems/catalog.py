@@ -81,8 +81,10 @@ def resolve_catalog(name_or_path: str) -> Path:
             if key in available:
                 return available[key]
     listing = ", ".join(available) if available else "(none)"
+    close = difflib.get_close_matches(stem.replace("-", "_"), list(available), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close and candidate.parent == Path(".") else ""
     raise CatalogError(
-        f"catalog {name_or_path!r} not found: not a file and not a catalog in "
+        f"catalog {name_or_path!r} not found{hint}: not a file and not a catalog in "
         f"{reference_dir()}; available catalogs: {listing}"
     )
 

@@ -22,9 +22,10 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 SQLITE_TIMEOUT_S = 120.0  # how long an SQLite writer waits for another one's lock
@@ -178,6 +179,7 @@ class HistoryDB:
             self.con.executemany(text, rows)
 
     def frame(self, text: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        import pandas as pd  # not at import: the history's usage errors answer at once
         cur = self.execute(text, params)
         columns = [d[0] for d in cur.description]
         return pd.DataFrame.from_records(cur.fetchall(), columns=columns, coerce_float=True)

@@ -16,10 +16,12 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # imported when used: a name that names nothing is answered at once
+    import pandas as pd
 
-from kbench.results.runfolder import Run, RunFolderError, load_run
+    from kbench.results.runfolder import Run
 
 _LATEST = re.compile(r"latest(?:~(\d+))?")
 _COMMIT = re.compile(r"[0-9a-fA-F]{4,40}")
@@ -95,6 +97,7 @@ def _from_history(db: str | Path, row: pd.Series) -> tuple[Run, str]:
     """The run a history row stands for: its folder if it still holds that
     run, else the history's own copy."""
     from kbench.results.history import connect, run_results
+    from kbench.results.runfolder import RunFolderError, load_run
 
     path = Path(str(row["path"]))
     try:
@@ -124,6 +127,7 @@ def resolve_run(ref: str, db: str | Path | None = None) -> Resolved:
     cannot be read; RunRefError for a name that names nothing."""
     path = Path(ref)
     if path.is_dir():
+        from kbench.results.runfolder import load_run
         return Resolved(load_run(path), "folder")
     if not is_history_ref(ref):
         raise RunRefError(f"{ref!r}: no such run folder (a run is named by {FORMS})")

@@ -32,6 +32,7 @@ Target specs:
 
 from __future__ import annotations
 
+import difflib
 import os
 import shlex
 import sys
@@ -441,6 +442,10 @@ def qemu_python_spec(q: QemuSpec, plugins: Sequence[str] = (),
                   plugins=[expand(_absolute(p), "aarch64") for p in plugins])
 
 
+# the kinds of target spec (what comes before the first ":")
+TARGET_KINDS = ("host", "qemu", "qemu-python", "worker", "ssh", "adb")
+
+
 def parse_target(spec: str, plugins: Sequence[str] = (), *, plugin_in_process: bool = False,
                  call_timeout: float | None = None) -> Target:
     """The target for a spec; `plugins` are plugin library paths ({arch} is
@@ -484,7 +489,11 @@ def parse_target(spec: str, plugins: Sequence[str] = (), *, plugin_in_process: b
                                                     bounds=CallBounds(False, call_timeout),
                                                     plugins=[_absolute(p) for p in plugins],
                                                     arch=arch)))
-    raise InvalidArgument(f"target: {spec!r} is not a known target (host, "
+    kind, _, rest = spec.partition(":")
+    close = difflib.get_close_matches(kind, TARGET_KINDS, n=1, cutoff=0.6)
+    hint = (f" (did you mean {close[0] + (':' + rest if rest else '')!r}?)"
+            if close and close[0] != kind else "")
+    raise InvalidArgument(f"target: {spec!r} is not a known target{hint} (host, "
                           "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP][:fa64=off], "
                           "qemu-python[:cpu=MODEL][:svl=BITS][:fa64=off], worker:host, "
                           "worker:CMD, ssh:[user@]host[:port][,svl=BITS][,isa=CAP], "
