@@ -451,7 +451,8 @@ def test_a_run_written_before_the_fingerprint_columns_loads_and_reports(
     assert run.results["accum_match"].isna().all()
     files = rep.build_report(run, runs["peer"], tmp_path / "report")
     assert "No fingerprints in this run" in files.html.read_text(encoding="utf-8")
-    assert pd.read_csv(files.tables["fingerprints"]).empty
+    assert "fingerprints" not in files.tables  # no rows: no file
+    assert not (tmp_path / "report" / "fingerprints.csv").exists()
     fresh = load_run(runs["peer"].path)
     assert (fresh.results["accum_model"] != "").sum() == len(PEER_PRINTS)
     assert _one(fresh.results, case="m16_n64_k1024")["accum_match"] == pytest.approx(0.999)
@@ -474,13 +475,20 @@ def _embedded_pngs(html: str) -> list[np.ndarray]:
 
 def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
     assert built.html.name == "report.html" and built.html.parent == built.tables["gflops"].parent
-    assert set(built.tables) == {"verdict_matrix", "failures", "gflops", "speedup_vs_scalar",
-                                 "speedup_vs_baseline", "emulated_times", "error_vs_k",
-                                 "model_totals", "metadata", "tuning", "fingerprints",
-                                 "fingerprint_summary", "plugins", "plugin_probes",
-                                 "determinism", "fastest", "counts", "count_mix", "load_cost",
-                                 "counts_vs_baseline", "counts_vs_committed", "count_anchors",
-                                 "mutation_areas", "mutation_mutants"}
+    every = set(rep.ReportTables.__dataclass_fields__)
+    # a CSV for each table with rows, none for the others (no empty files)
+    assert {"verdict_matrix", "failures", "gflops", "speedup_vs_scalar", "speedup_vs_baseline",
+            "emulated_times", "error_vs_k", "model_totals", "metadata"} <= set(built.tables)
+    assert {"mutation_areas", "mutation_mutants", "plugins", "count_anchors"}.isdisjoint(
+        built.tables)
+    for name in every:
+        path = built.html.parent / f"{name}.csv"
+        assert path.exists() == (name in built.tables), name
+        if path.exists():
+            assert not pd.read_csv(path).empty, name
+    html = built.html.read_text(encoding="utf-8")
+    for name in every - set(built.tables):
+        assert f'href="{name}.csv"' not in html  # no link to a file not written
     gflops = pd.read_csv(built.tables["gflops"])
     assert len(gflops) == len(rep.gflops_table(runs["main"]))
     speedups = pd.read_csv(built.tables["speedup_vs_scalar"])
@@ -511,8 +519,8 @@ def test_report_of_a_run_without_timings(runs: dict[str, Run], tmp_path: Path) -
     assert "No baseline given" in html
     assert "incomplete run" not in html
     assert len(_embedded_pngs(html)) == 2  # the error plots, one per operator
-    assert pd.read_csv(files.tables["gflops"]).empty
-    assert list(pd.read_csv(files.tables["gflops"]).columns) == rep.GFLOPS_COLUMNS
+    assert "gflops" not in files.tables and not (tmp_path / "gflops.csv").exists()
+    assert list(rep.gflops_table(runs["correctness"]).columns) == rep.GFLOPS_COLUMNS
 
 
 def test_report_of_emulated_timings_only(runs: dict[str, Run], tmp_path: Path) -> None:
@@ -520,8 +528,7 @@ def test_report_of_emulated_timings_only(runs: dict[str, Run], tmp_path: Path) -
     html = files.html.read_text(encoding="utf-8")
     assert "measured under emulation: there is no speed to report" in html
     assert "Nothing to compare" in html
-    assert pd.read_csv(files.tables["speedup_vs_baseline"]).empty
-    assert pd.read_csv(files.tables["model_totals"]).empty
+    assert "speedup_vs_baseline" not in files.tables and "model_totals" not in files.tables
     assert len(pd.read_csv(files.tables["emulated_times"])) == 6
     assert _embedded_pngs(html) == []
 
@@ -532,7 +539,18 @@ def test_report_of_an_empty_run(runs: dict[str, Run], tmp_path: Path) -> None:
     assert "incomplete run" in html and "This run recorded no results" in html
     assert "No judged real-valued results" in html
     assert html.count("<img ") == 0
-    assert all(pd.read_csv(p).empty for name, p in files.tables.items() if name != "metadata")
+    assert set(files.tables) == {"metadata"}  # every other table has no rows: no file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metadata.csv", "report.html"]
+
+
+def test_a_report_rewritten_into_its_folder_leaves_no_stale_table(runs: dict[str, Run],
+                                                                 tmp_path: Path) -> None:
+    first = rep.build_report(runs["main"], None, tmp_path)
+    assert "gflops" in first.tables
+    second = rep.build_report(runs["correctness"], None, tmp_path)
+    assert "gflops" not in second.tables and not (tmp_path / "gflops.csv").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["report.html", *(p.name for p in second.tables.values())])
 
 
 # ----------------------------------------------------------------------------- command
@@ -545,8 +563,9 @@ def test_command_writes_into_the_run_folder_by_default(runs: dict[str, Run],
                                                  str(runs["baseline"].path)])
     assert result.exit_code == 0, result.output
     out = run_dir / "report"
+    written = rep.compute_tables(load_run(run_dir), runs["baseline"]).frames()
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["report.html", *(f"{name}.csv" for name in rep.ReportTables.__dataclass_fields__)])
+        ["report.html", *(f"{name}.csv" for name, f in written.items() if not f.empty)])
     assert f"report: {out / 'report.html'}" in result.output
     assert "incomplete run" in result.output
     assert "incomplete run" in (out / "report.html").read_text(encoding="utf-8")
@@ -556,7 +575,7 @@ def test_command_out_option(runs: dict[str, Run], tmp_path: Path) -> None:
     out = tmp_path / "elsewhere" / "report"
     result = CliRunner().invoke(report_command, [str(runs["empty"].path), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert (out / "report.html").is_file() and (out / "verdict_matrix.csv").is_file()
+    assert (out / "report.html").is_file() and (out / "metadata.csv").is_file()
     assert not (runs["empty"].path / "report").exists()
 
 
@@ -892,3 +911,33 @@ def test_report_page_has_the_load_cost_section(built: rep.ReportFiles) -> None:
     html = built.html.read_text()
     assert 'id="load-cost"' in html and "pack_b_per_call" in html
     assert (built.html.parent / "load_cost.csv").exists()
+
+
+@pytest.mark.parametrize("x, digits, shown", [
+    (0.99995, 3, "0.99995"), (0.5, 3, "0.5"), (1.0, 3, "1"), (1.00004, 4, "1.00004"),
+    (0.999999999, 4, "0.999999999"), (2.0004, 3, "2"), (float("nan"), 3, "nan")])
+def test_a_number_near_1_never_prints_as_1(x: float, digits: int, shown: str) -> None:
+    from kbench.judge.numbers import fixed, sig
+    assert sig(x, digits) == shown
+    assert fixed(0.9996, 3) == "0.9996" and fixed(1.0004, 3) == "1.0004"
+    assert fixed(1.0, 3) == "1.000" and fixed(0.5, 3) == "0.500"
+    assert rep._cell("worst_err_bound", 0.99995).text == "0.99995"
+    assert rep._cell("count_ratio", 1.0004).text == "1.0004"
+
+
+def test_the_error_text_is_computed_from_the_table() -> None:
+    """No fixed prose about accuracy: the sentence names each accumulator's
+    worst ULP error and where it was, as the table holds them."""
+    table = pd.DataFrame([
+        {"target": "host", "op": "gemm", "realization": "gemm_scalar_f32acc", "accum": "fp32",
+         "k": 8, "max_err_bound": 0.01, "max_ulp": 0.5},
+        {"target": "host", "op": "gemm", "realization": "gemm_scalar_f32acc", "accum": "fp32",
+         "k": 4096, "max_err_bound": 0.2, "max_ulp": 842.0},
+        {"target": "host", "op": "gemm", "realization": "gemm_neon_f16acc", "accum": "fp16",
+         "k": 64, "max_err_bound": 0.99995, "max_ulp": 3.0}])
+    text = rep.error_sentence(table)
+    assert "FP32 accumulation: worst 842 ULP (gemm_scalar_f32acc, K = 4096)" in text
+    assert "worst error/bound 0.01 at K = 8 and 0.2 at K = 4096" in text
+    assert "FP16 accumulation: worst 3 ULP (gemm_neon_f16acc, K = 64)" in text
+    assert "half an ULP" not in text
+    assert rep.error_sentence(table.iloc[0:0]) == ""

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from kbench.judge.numbers import sig
 from kbench.judge.oracle import Reference
 from kbench.judge.tolerance import FP16_OVERFLOW, AccumModel, gamma, ulp16
 
@@ -275,7 +276,7 @@ class Verdict:
         show), the ratio otherwise (with the exact infinities counted)."""
         if self.inf_exact and self.inf_exact == self.total:
             return "inf-exact"
-        text = f"{self.max_err_bound:.3g}"
+        text = sig(self.max_err_bound, 3)  # 0.99995 is not shown as the limit 1
         return text + (f" (+{self.inf_exact} inf-exact)" if self.inf_exact else "")
 
     def line(self) -> str:

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kbench.judge import fingerprint as fprint
+from kbench.judge.numbers import fixed, sig
 from kbench.judge.verdict import FAILING, FAULTS
 from kbench.resources import resource_dir
 from kbench.results import mutation, plugin_report
@@ -279,6 +280,28 @@ def error_vs_k(results: pd.DataFrame) -> pd.DataFrame:
         mistrusted=("status", lambda s: int((s == "mistrusted").sum())),
     ).reset_index()
     return out[ERROR_COLUMNS]
+
+
+def error_sentence(table: pd.DataFrame) -> str:
+    """What the error-vs-K table shows, computed from it: per accumulator,
+    the worst ULP error and where (realization, K), and how the worst
+    error/bound moves from the shortest to the longest K."""
+    if table.empty:
+        return ""
+    parts = []
+    for accum, rows in table.groupby("accum", sort=True):
+        ulp = rows.dropna(subset=["max_ulp"])
+        if ulp.empty:
+            continue
+        worst = ulp.loc[ulp["max_ulp"].idxmax()]
+        ks = rows.groupby("k")["max_err_bound"].max().dropna()
+        trend = ""
+        if len(ks) > 1:
+            trend = (f"; worst error/bound {sig(float(ks.iloc[0]), 3)} at K = {int(ks.index[0])} "
+                     f"and {sig(float(ks.iloc[-1]), 3)} at K = {int(ks.index[-1])}")
+        parts.append(f"{str(accum).upper()} accumulation: worst {sig(float(worst['max_ulp']), 3)} "
+                     f"ULP ({worst['realization']}, K = {int(worst['k'])}){trend}")
+    return ("; ".join(parts) + ".") if parts else ""
 
 
 FINGERPRINT_COLUMNS = ["target", "realization", "catalog", "case", "kind", "k", "category",
@@ -834,11 +857,11 @@ def _cell(col: str, value: Any) -> Cell:
         if col == "count_efficiency":
             return Cell(f"{v:.1%}", "num")
         if col.endswith("_ratio") or col.startswith("ratio"):  # counts: above 1 is more
-            return Cell(f"{v:.3f}", "num worse" if v > 1.005 else "num better" if v < 0.995
+            return Cell(fixed(v, 3), "num worse" if v > 1.005 else "num better" if v < 0.995
                         else "num")
         if col.startswith(("count_", "kernel_")) or col in rcount.COUNT_NUMBERS:
             return Cell(f"{v:,.0f}", "num")
-        return Cell(f"{v:.4g}", "num")
+        return Cell(sig(v, 4), "num")
     text = str(value)
     if col in ("status", "verdict"):
         return Cell(text, text)
@@ -1006,6 +1029,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                                             "cases", "max_err_bound", "max_ulp", "max_rms_rel",
                                             "min_exact_fraction", "failed", "mistrusted"]),
         "n_error_rows": len(t.error_vs_k),
+        "error_sentence": error_sentence(t.error_vs_k),
         "fingerprint_summary": html_table(t.fingerprint_summary),
         "fingerprint_rows": html_table(t.fingerprints, [c for c in FINGERPRINT_COLUMNS
                                                          if c != "label"], limit=500),
@@ -1049,9 +1073,14 @@ class ReportFiles:
 
 
 def write_tables(tables: ReportTables, out_dir: Path) -> dict[str, Path]:
+    """One CSV per table that has rows; a table without rows writes no file
+    (and removes one an earlier report left in out_dir under its name)."""
     paths = {}
     for name, frame in tables.frames().items():
         path = out_dir / f"{name}.csv"
+        if frame.empty:
+            path.unlink(missing_ok=True)
+            continue
         frame.to_csv(path, index=False)
         paths[name] = path
     return paths
@@ -1071,8 +1100,11 @@ def build_report(run: Run, baseline: Run | None, out_dir: Path, gate: Any = None
     if history_db is not None:
         trends = views.history_trends(history_db, str(run.meta.get("cpu_model") or ""),
                                       str(run.meta.get("machine") or ""))
-        trends.to_csv(out_dir / "history_trends.csv", index=False)
-        csvs["history_trends"] = out_dir / "history_trends.csv"
+        if trends.empty:
+            (out_dir / "history_trends.csv").unlink(missing_ok=True)
+        else:
+            trends.to_csv(out_dir / "history_trends.csv", index=False)
+            csvs["history_trends"] = out_dir / "history_trends.csv"
         plots["trends"] = []
         if trends.empty:
             trends_note = f"no timed hardware runs of this machine in {history_db}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from kbench.judge.numbers import sig
 from kbench.judge.verdict import ERROR, FAIL, FAULTS, MISTRUSTED, PASS, SKIP, Verdict
 
 
@@ -56,11 +57,11 @@ def summary_text(verdicts: list[Verdict]) -> str:
     df = summary_frame(verdicts)
     if df.empty:
         return "no verdicts"
-    text = df.to_string(index=False, float_format=lambda x: f"{x:.3g}")
+    text = df.to_string(index=False, float_format=lambda x: sig(x, 3))
     perf = perf_frame(verdicts)
     if not perf.empty:
         text += "\n\nperformance (median per call; weighted by layer counts):\n"
-        text += perf.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+        text += perf.to_string(index=False, float_format=lambda x: sig(x, 4))
     return text
 
 
