@@ -22,7 +22,7 @@ from plugin_builds import lib
 from kbench.cli.main import main
 from kbench.harness.pytest_plugin import KbSession, tails_mode
 from kbench.harness.runner import B_FORM_TAG, adapted, applicable, why_not
-from kbench.harness.selection import reproducer
+from kbench.harness.selection import derived_tails, reproducer
 from kbench.judge.verdict import Verdict
 from kbench.native.api import Realization
 from kbench.problems import tails
@@ -144,6 +144,25 @@ def test_a_session_derives_tails_for_ours_and_plugins_not_for_peers():
         assert ours and all(c.name.startswith("tail_") for c in ours)
         assert {c.n % 16 for c in ours} == set(range(16))  # smoke: every N residue
         assert kb.tail_cases("host", replace(_real(), peer=True)) == []
+    finally:
+        kb.close_targets()
+
+
+@pytest.mark.parametrize("catalogs, choice, mode", [
+    (["smoke"], "none", ""), (["smoke"], "full", "full"), ([], "sample", "sample"),
+    (["llm_llama7b_small"], "sample", "sample"), (["llm_llama7b_small"], "auto", "")])
+def test_tails_option_overrides_the_catalogs_choice(catalogs, choice, mode):
+    """--tails none|sample|full wins over what the catalogs would derive
+    (kbench run --tails; auto: as the catalogs say)."""
+    kb = KbSession(["host"], [], [], catalogs, None, None, tails_choice=choice)
+    try:
+        cases = kb.tail_cases("host", _real())
+        assert kb.tails_mode == mode
+        full = derived_tails(kb.steps("host", _real()), _real(), False)
+        assert len(cases) == {"": 0, "full": len(full)}.get(mode, len(cases))
+        if mode == "sample":
+            assert 0 < len(cases) < len(full)
+        assert kb.tails_metadata()["mode"] == (mode or "none")
     finally:
         kb.close_targets()
 

@@ -216,6 +216,12 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
                    "the tail shapes derived from each realization's blocking. Default: "
                    "correctness_gemm and correctness_conv (each with every realization's "
                    "tails; smoke with a sample of them).")
+@click.option("--tails", type=click.Choice(["auto", "full", "sample", "none"]), default="auto",
+              show_default=True,
+              help="Tail shapes derived from each realization's blocking (every residue of "
+                   "N and M mod its steps, K around its unroll): auto = full with the default, "
+                   "correctness and edge catalogs, a sample with smoke and emulated, none "
+                   "with the others; or full, sample, none whatever the catalogs.")
 @click.option("--kinds", default="",
               help="Comma-separated input kinds: exact, uniform, normal, specials. "
                    "Default: exact plus one real-valued kind per case.")
@@ -294,7 +300,7 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         exitfirst: bool, jobs: int | None = None, fleet: str | None = None,
         plugins: tuple[str, ...] = (), strict_plugins: bool = False,
         strict_history: bool = False, plugin_in_process: bool = False,
-        call_timeout: float | None = None, as_json: bool = False) -> None:
+        call_timeout: float | None = None, as_json: bool = False, tails: str = "auto") -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed.
 
     Plugins run out of process on every target (on the host in the host
@@ -360,6 +366,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-shapes", c]
     if kinds:
         args += ["--kb-kinds", kinds]
+    if tails != "auto":
+        args += ["--kb-tails", tails]
     if case_expr:
         args += ["--kb-case", case_expr]
     for path in plugins:

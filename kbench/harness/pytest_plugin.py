@@ -114,6 +114,7 @@ class KbSession:
     counter: Counter | None = None  # perf on qemu targets: instruction counts (--kb-count-method)
     incomplete: str = ""  # the INCOMPLETE line of the terminal summary ("" when complete)
     tails_mode: str = ""  # derived tails: "" none, "sample", "full" (see tails_mode())
+    tails_choice: str = "auto"  # --kb-tails: auto (by catalog), full, sample or none
 
     @property
     def fingerprint(self) -> bool | None:
@@ -212,7 +213,8 @@ class KbSession:
             found: dict[str, list[tuple[str, Case]]] = {"gemm": [], "conv2d": []}
             names = self.catalog_names or [str(p) for p in
                                            catalogs.default_catalog_paths().values()]
-            self.tails_mode = tails_mode(self.catalog_names)
+            self.tails_mode = (tails_mode(self.catalog_names) if self.tails_choice == "auto"
+                               else "" if self.tails_choice == "none" else self.tails_choice)
             keep = self.case_filter
             for name in names:
                 if name == tails.CATALOG:  # derived per realization (tail_jobs)
@@ -475,6 +477,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "(results.csv accum_model, accum_match); default: peers only")
     g.addoption("--kb-fleet", default="",
                 help="JSON {target spec: label} of a fleet file, kept in run.json")
+    g.addoption("--kb-tails", default="auto", choices=("auto", "full", "sample", "none"),
+                help="tail shapes derived from each realization's blocking: auto (full with "
+                     "the default, correctness and edge catalogs, a sample with smoke and "
+                     "emulated, none with the others), full, sample or none")
     g.addoption("--kb-case", default="",
                 help="only cases whose CATALOG/CASE matches this regular expression "
                      "(re.search; kbench run -k)")
@@ -577,6 +583,7 @@ def pytest_configure(config: pytest.Config) -> None:
         strict_plugins=config.getoption("--kb-strict-plugins"),
         plugin_in_process=config.getoption("--kb-plugin-in-process"),
         call_timeout=_call_timeout(config),
+        tails_choice=config.getoption("--kb-tails"),
     )
     kb = config.stash[SESSION]
     if config.getoption("--kb-case"):
