@@ -941,3 +941,51 @@ def test_the_error_text_is_computed_from_the_table() -> None:
     assert "FP16 accumulation: worst 3 ULP (gemm_neon_f16acc, K = 64)" in text
     assert "half an ULP" not in text
     assert rep.error_sentence(table.iloc[0:0]) == ""
+
+
+def _header(html: str) -> str:
+    return html[html.index('id="answers"'):html.index("</dl>", html.index('id="answers"'))]
+
+
+def test_the_header_answers_the_four_questions(built: rep.ReportFiles, runs: dict[str, Run],
+                                              tmp_path: Path) -> None:
+    """The worst status first, then correct? fastest? regressed? trend?,
+    each linking to its section; computed from the run, not fixed."""
+    head = _header(built.html.read_text(encoding="utf-8"))
+    assert '<p class="worst">failed</p>' in head  # the main run holds a failed case
+    for q in ("Correct?", "Fastest per shape?", "Regressed?", "Trend?"):
+        assert f"<dt>{q}</dt>" in head
+    failed = int(runs["main"].results["status"].isin(["fail", "error"]).sum())
+    assert f'href="#verdicts">no: {failed} of {len(runs["main"].results)} results' in head
+    assert 'href="#performance">' in head and "timed shape(s)" in head
+    assert 'href="#baseline">' in head and "slower than the baseline" in head
+    clean = _header(rep.build_report(runs["correctness"], None, tmp_path / "c").html.read_text(
+        encoding="utf-8"))
+    bad = int(runs["correctness"].results["status"].isin(["fail", "error"]).sum())
+    want = "failed" if bad else "all pass"
+    assert f'<p class="worst">{want}</p>' in clean
+    assert "no timed results" in clean and "no baseline given" in clean
+    empty = _header(rep.build_report(runs["empty"], None, tmp_path / "e").html.read_text(
+        encoding="utf-8"))
+    assert '<p class="worst">no results</p>' in empty and "no results recorded" in empty
+
+
+def test_worst_status_order() -> None:
+    """failed over regressed over incomplete over all pass."""
+    from kbench.results.report_views import GateView, answers
+    ok = pd.DataFrame({"status": ["pass", "pass"]})
+    bad = pd.DataFrame({"status": ["pass", "crashed"]})
+    none = pd.DataFrame()
+    gate_fail = GateView(False, "", pd.DataFrame([{"reason": "slowdown", "case": "c",
+                                                   "detail": "d"}]), pd.DataFrame(), {}, [])
+    def worst(results, complete=True, gate=None):
+        return answers(results, complete, none, none, none, gate, False, 0, False)[0]
+    assert worst(bad, gate=gate_fail) == "failed"
+    assert worst(ok, gate=gate_fail) == "regressed"
+    assert worst(ok, complete=False) == "incomplete"
+    assert worst(ok) == "all pass"
+    text = {a.question: a for a in answers(ok, True, none, none, none, gate_fail, True, 3,
+                                           False)[1]}
+    assert text["Regressed?"].text == "gate: FAILED (1 failure(s))"
+    assert text["Regressed?"].cls == "fail" and text["Regressed?"].anchor == "gate"
+    assert text["Trend?"].anchor == "history" and text["Trend?"].text.startswith("3 run(s)")

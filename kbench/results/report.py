@@ -969,6 +969,12 @@ def _targets_table(runs: dict[str, Run]) -> HtmlTable:
     return table
 
 
+def _trend_runs(note: str) -> int:
+    """The run count the trends note starts with ("12 run(s) of this machine ...")."""
+    head = note.split(" ", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
 def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                 plots: dict[str, list[Plot]], csv_names: dict[str, str],
                 gate: views.GateView | None = None, trends_note: str = "") -> str:
@@ -981,6 +987,12 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                         if isinstance(t, dict) and t.get("emulated")]
     t = tables
     speedups = t.speedup_vs_scalar
+    trend_runs = sum(1 for _ in plots.get("trends", []))
+    header = views.answers(results, run.complete, t.fastest, t.speedup_vs_baseline,
+                           t.counts_vs_committed, gate, baseline is not None,
+                           _trend_runs(trends_note) if trend_runs else 0,
+                           bool(emulated_targets) and len(run.perf()) > 0
+                           and t.gflops.empty, len(t.counts) > 0)
     meta_rows = t.metadata[~t.metadata["field"].str.startswith("target ")]
     runs = {"run": run} if baseline is None else {"run": run, "baseline": baseline}
     context = {
@@ -1029,6 +1041,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                                             "cases", "max_err_bound", "max_ulp", "max_rms_rel",
                                             "min_exact_fraction", "failed", "mistrusted"]),
         "n_error_rows": len(t.error_vs_k),
+        "worst_status": header[0], "answers": header[1],
         "error_sentence": error_sentence(t.error_vs_k),
         "fingerprint_summary": html_table(t.fingerprint_summary),
         "fingerprint_rows": html_table(t.fingerprints, [c for c in FINGERPRINT_COLUMNS

@@ -239,3 +239,80 @@ def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 2
     fig.suptitle(f"median time per call over the last {len(runs)} runs of this machine "
                  "(x: run, oldest left)", fontweight="bold")
     return fig, len(cases) - len(shown)
+
+
+# ----------------------------------------------------------------- the header's answers
+
+@dataclass(frozen=True)
+class Answer:
+    """One question the report's header answers, with a link to its section."""
+
+    question: str
+    text: str
+    anchor: str  # the section it links to
+    cls: str  # pass | fail | note
+
+
+FAILED_STATUSES = ("fail", "error", "crashed", "exited", "timeout")
+
+
+def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
+            speedup_vs_baseline: pd.DataFrame, counts_vs_committed: pd.DataFrame,
+            gate: GateView | None, has_baseline: bool, trend_runs: int,
+            emulated_only: bool, has_counts: bool = False) -> tuple[str, list[Answer]]:
+    """The worst status of the run (failed, regressed, incomplete, all pass;
+    "no results" for an empty run) and the four answers: correct? fastest
+    per shape? regressed against the baseline? trend over the history?"""
+    status = results["status"].astype(str) if len(results) else pd.Series([], dtype=str)
+    bad = int(status.isin(FAILED_STATUSES).sum())
+    out = []
+    if not len(results):
+        out.append(Answer("Correct?", "no results recorded", "verdicts", "note"))
+    elif bad:
+        out.append(Answer("Correct?", f"no: {bad} of {len(results)} results failed or errored",
+                          "verdicts", "fail"))
+    else:
+        out.append(Answer("Correct?", f"yes: all {len(results)} results pass"
+                          + ("" if complete else " (of an incomplete run)"), "verdicts", "pass"))
+    if len(fastest):
+        wins = fastest["fastest_ours"].astype(str).value_counts()
+        top, n = str(wins.index[0]), int(wins.iloc[0])
+        out.append(Answer("Fastest per shape?", f"{top} on {n} of {len(fastest)} timed shape(s)"
+                          + (f"; {len(wins) - 1} other realization(s) on the rest"
+                             if len(wins) > 1 else ""), "performance", "note"))
+    elif emulated_only:
+        out.append(Answer("Fastest per shape?", "emulated timings are not speed"
+                          + (": see the instruction counts" if has_counts else ""),
+                          "counts" if has_counts else "emulated", "note"))
+    else:
+        out.append(Answer("Fastest per shape?", "no timed results", "performance", "note"))
+    grown = (counts_vs_committed[counts_vs_committed["verdict"] == "regression"]
+             if len(counts_vs_committed) and "verdict" in counts_vs_committed else
+             counts_vs_committed.iloc[0:0])
+    regressed = False
+    if gate is not None:
+        regressed = not gate.passed
+        out.append(Answer("Regressed?", "gate: PASSED" if gate.passed else
+                          f"gate: FAILED ({len(gate.failures)} failure(s))", "gate",
+                          "pass" if gate.passed else "fail"))
+    elif has_baseline and len(speedup_vs_baseline):
+        slower = int((speedup_vs_baseline["time_change"] > 0.05).sum())
+        out.append(Answer("Regressed?", f"{slower} of {len(speedup_vs_baseline)} case(s) more "
+                          "than 5% slower than the baseline (not gated: kbench gate judges "
+                          "significance)", "baseline", "note"))
+    elif len(grown):
+        regressed = True
+        out.append(Answer("Regressed?", f"{len(grown)} counted case(s) grew past the committed "
+                          "baseline", "counts", "fail"))
+    else:
+        out.append(Answer("Regressed?", "no baseline given (kbench report RUN --baseline REF)",
+                          "baseline", "note"))
+    if trend_runs:
+        out.append(Answer("Trend?", f"{trend_runs} run(s) of this machine in the history",
+                          "history", "note"))
+    else:
+        out.append(Answer("Trend?", "no history shown (kbench report RUN --history)", "",
+                          "note"))
+    worst = ("no results" if not len(results) else "failed" if bad else
+             "regressed" if regressed else "incomplete" if not complete else "all pass")
+    return worst, out
