@@ -188,3 +188,45 @@ def test_history_without_a_database_is_a_clear_error(gated, tmp_path: Path) -> N
     res = CliRunner().invoke(report_command, [str(base_dir / "run"), "--history", "--db",
                                               str(tmp_path / "none.sqlite")])
     assert res.exit_code == 1 and "no history database" in res.output
+
+
+def _inside(fig) -> list[str]:
+    """The figure's legends and tick labels that reach outside its bounds."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(fig).draw()
+    box = fig.bbox
+    out = []
+    for leg in fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]:
+        e = leg.get_window_extent()
+        if e.x0 < box.x0 - 1 or e.x1 > box.x1 + 1 or e.y0 < box.y0 - 1 or e.y1 > box.y1 + 1:
+            out.append(f"legend {e} outside {box}")
+    return out
+
+
+def test_legends_stay_inside_their_figures_with_long_names() -> None:
+    """A figure-wide legend of many long realization names is laid out in
+    as many columns as fit: it is never cut off at the figure's edges."""
+    from kbench.results import report as rep
+    names = [f"conv2d_im2col_gemm_neon_f32acc_fhm_mb{i}_nb256_kb256_variant" for i in range(7)]
+    rows = [{"target": "host", "op": "gemm", "realization": n, "accum": "fp32", "k": k,
+             "cases": 1, "max_err_bound": 0.1 * (i + 1), "max_ulp": 1.0 + i,
+             "median_max_ulp": 1.0, "max_rms_rel": 1e-4 * (i + 1), "min_exact_fraction": 0.5,
+             "failed": 0, "mistrusted": 0} for i, n in enumerate(names) for k in (8, 64, 512)]
+    table = pd.DataFrame(rows, columns=rep.ERROR_COLUMNS)
+    fig = rep.plot_error_vs_k(table, "gemm", rep.series_colors(names))
+    assert fig.legends and _inside(fig) == []
+
+
+def test_trend_axes_show_commits_and_dates() -> None:
+    trends = pd.DataFrame([
+        {"run_id": i, "date": f"2026-11-{10 + i:02d}T08:00:00+00:00",
+         "git_commit": f"{i:x}abcdef0123", "target": "host", "catalog": "smoke", "case": "c1",
+         "realization": "gemm_scalar_f32acc", "time_median_ns": 1000.0 + i} for i in range(1, 9)])
+    fig, left_out = views.plot_trends(trends, {"gemm_scalar_f32acc": "C0"})
+    assert left_out == 0
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(fig).draw()
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels[0] == "1abcdef\n2026-11-11" and labels[-1] == "8abcdef\n2026-11-18"
+    assert 2 <= len(labels) <= 5  # thinned, the newest always shown
+    assert _inside(fig) == []

@@ -644,11 +644,14 @@ def _grouped_barh(ax: Any, df: pd.DataFrame, cases: list[str], value: str,
     ax.grid(axis="x", alpha=0.3)
 
 
-def _legend_below(fig: Figure, ax: Any, ncol: int = 3) -> None:
+def _legend_below(fig: Figure, ax: Any) -> None:
+    """A figure-wide legend under the axes, in as many columns as fit inside
+    the figure (long realization names get fewer)."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize="small",
-                   frameon=False)
+        width = int(fig.get_figwidth() / 12 * 140)
+        fig.legend(handles, labels, loc="outside lower center",
+                   ncol=views.legend_columns(labels, width), fontsize="small", frameon=False)
 
 
 def plot_performance(gflops: pd.DataFrame, speedups: pd.DataFrame, target: str, catalog: str,

@@ -199,6 +199,29 @@ def history_trends(db_path: str | Path, cpu_model: str, arch: str,
     return df.sort_values(["date", "run_id"]).reset_index(drop=True)[TREND_COLUMNS]
 
 
+def run_ticks(trends: pd.DataFrame, runs: list[Any], most: int = 5) -> list[tuple[int, str]]:
+    """x ticks for runs in order: a run's short commit over its date, at most
+    `most` of them (evenly spread, the newest always shown)."""
+    first = trends.drop_duplicates("run_id").set_index("run_id")
+    picks = sorted({round(i * (len(runs) - 1) / max(1, most - 1)) for i in range(most)}
+                   if len(runs) > most else range(len(runs)))
+    out = []
+    for x in picks:
+        row = first.loc[runs[x]]
+        commit = str(row["git_commit"] or "")[:7] or f"run {runs[x]}"
+        out.append((x, f"{commit}\n{str(row['date'] or '')[:10]}"))
+    return out
+
+
+def legend_columns(labels: Sequence[str], width_chars: int = 140) -> int:
+    """Columns for a figure-wide legend of these labels that fit in a
+    12-inch figure at the small font (about width_chars characters)."""
+    if not labels:
+        return 1
+    widest = max(len(str(x)) for x in labels) + 6  # the handle and the gap
+    return max(1, min(len(labels), width_chars // widest))
+
+
 def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 24,
                 per_row: int = 4) -> tuple[Figure, int]:
     """Small multiples, one per case (asv-style): median time per call over
@@ -209,6 +232,7 @@ def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 2
     shown = cases[:max_cases]
     runs = list(dict.fromkeys(trends["run_id"]))
     x_of = {r: i for i, r in enumerate(runs)}
+    ticks = run_ticks(trends, runs)
     nrows = max(1, math.ceil(len(shown) / per_row))
     fig = Figure(figsize=(12, 0.4 + 2.0 * nrows), layout="constrained")
     axes = fig.subplots(nrows, per_row, squeeze=False).ravel()
@@ -220,6 +244,8 @@ def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 2
             ax.plot(xs, r["time_median_ns"].to_numpy(dtype=float) / 1e3, marker="o", ms=3,
                     lw=1.2, color=colors.get(str(real), "0.5"), label=str(real))
         ax.set_title(f"{case}", fontsize="small")
+        ax.set_xticks([x for x, _ in ticks], [label for _, label in ticks])
+        ax.set_xlim(-0.5, len(runs) - 0.5)
         ax.tick_params(labelsize="x-small")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
@@ -234,10 +260,10 @@ def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 2
                 handles.append(h)
                 labels.append(lab)
     if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize="small",
-                   frameon=False)
+        fig.legend(handles, labels, loc="outside lower center", ncol=legend_columns(labels),
+                   fontsize="small", frameon=False)
     fig.suptitle(f"median time per call over the last {len(runs)} runs of this machine "
-                 "(x: run, oldest left)", fontweight="bold")
+                 "(x: commit and date of each run, oldest left)", fontweight="bold")
     return fig, len(cases) - len(shown)
 
 
