@@ -215,6 +215,90 @@ def test_progress_counter_prints_tenths_with_eta() -> None:
     assert shown[-1].endswith("ETA 0:00:00]")
 
 
+def _default_catalog_work(target: str) -> list[tuple[str, str, float, bool]]:
+    """(test id, target, flops, first test of its case) in the order a run
+    of the default catalogs with every realization's tails runs them, as
+    the session derives them (host realizations, named as on `target`)."""
+    from kbench.harness.pytest_plugin import KbSession
+    kb = KbSession(["host"], [], [], [], None, None)
+    try:
+        jobs = kb.jobs("gemm") + kb.jobs("conv2d")
+    finally:
+        kb.close_targets()
+    seen: set[str] = set()
+    out = []
+    for j in jobs:
+        out.append((j.id.replace("host", target, 1), target, float(j.case.flops),
+                    j.case.name not in seen))
+        seen.add(j.case.name)
+    return out
+
+
+def _simulate(work: list[tuple[str, str, float, bool]], cost, workers: int = 1
+              ) -> list[tuple[float, float, float]]:
+    """Runs the tests on a fake clock: (fraction done, ETA printed, real time
+    left) at every progress line."""
+    p = ProgressCounter(total=len(work), work={i: (t, f) for i, t, f, _ in work})
+    durations = [cost(t, f, first) for _, t, f, first in work]
+    total = sum(durations) / workers
+    elapsed, out = 0.0, []
+    for (test_id, _, _, _), d in zip(work, durations, strict=True):
+        elapsed += d / workers
+        line = p.tick(elapsed, test_id=test_id, seconds=d)
+        if line and p.done < p.total:
+            out.append((p.done / p.total, p.left(elapsed), total - elapsed))
+    return out
+
+
+def test_eta_from_the_cost_model_holds_on_the_default_catalogs() -> None:
+    """The forecast on a scaled-down `kbench run --target qemu:svl=512`
+    (the default catalogs' cases and tails, in the order a run takes them,
+    on a fake clock: a fixed cost per test, a cost per flop, the oracle
+    paid by the first test of each case) is within 25% of the real time
+    left at every line from 20% of the run on; the average test so far,
+    the old forecast, is not."""
+    work = _default_catalog_work("qemu:svl=512")
+    assert len(work) > 1000
+
+    noise = iter(np.random.default_rng(7).lognormal(0.0, 0.3, size=len(work)))
+
+    def cost(target: str, flops: float, first: bool) -> float:
+        # 10 ms a test, 50 MFLOP/s emulated, the oracle at half that again; +-30% noise
+        return (0.01 + 2e-8 * flops + (1e-8 * flops if first else 0.0)) * next(noise)
+    lines = _simulate(work, cost)
+    checked = [(f, eta, real) for f, eta, real in lines if f >= 0.2]
+    assert len(checked) >= 7
+    for f, eta, real in checked:
+        assert abs(eta - real) <= 0.25 * real, f"at {f:.0%}: ETA {eta:.0f} s, real {real:.0f} s"
+    naive = ProgressCounter(total=len(work))
+    noise = iter(np.random.default_rng(7).lognormal(0.0, 0.3, size=len(work)))
+    durations = [cost(t, fl, first) for _, t, fl, first in work]
+    elapsed, worst = 0.0, 0.0
+    for i, d in enumerate(durations[:-1]):
+        elapsed += d
+        naive.tick(elapsed)
+        if (i + 1) / len(work) >= 0.2:
+            real = sum(durations) - elapsed
+            worst = max(worst, abs(naive.left(elapsed) - real) / real)
+    assert worst > 0.25  # the model is needed: the average misjudges this run
+
+
+def test_eta_calibrates_each_target_and_parallel_workers() -> None:
+    """Two targets, one 20 times slower per test, run side by side by two
+    workers (as `kbench run --jobs` runs targets), the slow one's tests
+    larger towards the end: each target's own fit and the wall time per
+    modelled second keep the forecast within 25% from 20% on."""
+    fast = [(f"t{i}", "host", 1e5 * (1 + i % 7), True) for i in range(600)]
+    slow = [(f"s{i}", "qemu:svl=128", 1e5 * (1 + i % 5 + i // 100), True) for i in range(600)]
+    work = [x for pair in zip(fast, slow, strict=True) for x in pair]
+
+    def cost(target: str, flops: float, first: bool) -> float:
+        return (0.01 + 1e-8 * flops) * (20 if target.startswith("qemu") else 1)
+    for f, eta, real in _simulate(work, cost, workers=2):
+        if f >= 0.2:
+            assert abs(eta - real) <= 0.25 * real, f"at {f:.0%}: {eta:.1f} vs {real:.1f}"
+
+
 def test_correctness_run_shows_eta_and_perf_run_shows_pass(tmp_path: Path) -> None:
     res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--backend", "scalar",
                  "--no-history", "--out", str(tmp_path / "c"))

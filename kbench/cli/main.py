@@ -352,7 +352,9 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     args += ["--rootdir", str(ini.parent), "-c", str(ini), "-p", "no:cacheprovider",
              # the suites kbench runs use no Hypothesis; its plugin would import it at exit
              "-p", "no:hypothesispytest",
-             "--kb-out", str(run_dir), "--kb-cli", "-rfEs", "--tb=short"]
+             "--kb-out", str(run_dir), "--kb-cli", "-rfEs", "--tb=short",
+             # no percentages at line ends: kbench's progress line is the one display
+             "-o", "console_output_style=classic"]
     args += ["-v"] if verbose else ["-q"]
     if exitfirst:
         args.append("-x")

@@ -606,6 +606,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Completeness(config), "kbench-completeness")
     if config.getoption("--kb-cli"):
         config.pluginmanager.register(_QuietInterrupt(config), "kbench-quiet-interrupt")
+        config.pluginmanager.register(_OneProgressLine(), "kbench-one-progress-line")
     kb = config.stash[SESSION]
     kb.worker = is_worker(config)
     if kb.worker and PROBES_KEY in config.workerinput:  # type: ignore[attr-defined]
@@ -839,6 +840,26 @@ class _TargetsInParallel:
                 kb.workers.setdefault(v.target, set()).add(str(worker))
 
 
+class _OneProgressLine:
+    """`kbench run` without -v shows one progress display, kbench's own
+    lines (cases done of total, elapsed, ETA; a line per perf case): pytest's
+    dots and letters for tests that pass, skip or xfail are not printed (a
+    failure's letter is; the summary still counts everything)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config
+                                 ) -> tuple[str, str, str] | None:
+        if config.option.verbose > 0:
+            return None
+        if hasattr(report, "wasxfail"):
+            return ("xfailed", "", "XFAIL") if report.skipped else None
+        if report.skipped:
+            return "skipped", "", "SKIPPED"
+        if report.passed and report.when == "call":
+            return "passed", "", "PASSED"
+        return None
+
+
 class _QuietInterrupt:
     """Under `kbench run`: Ctrl-C or SIGTERM prints no KeyboardInterrupt banner
     or source line (kbench run says in one line what was interrupted, and
@@ -917,12 +938,36 @@ class _ProgressPrinter:
         self.case_started = False
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Counts the correctness case tests (kb_job) for the ETA."""
+        """Counts the correctness case tests (kb_job) for the ETA, each with
+        its target and flops for the cost model."""
+        work = {}
+        for item in session.items:
+            job = getattr(getattr(item, "callspec", None), "params", {}).get("kb_job")
+            if isinstance(job, Job):
+                work[item.nodeid] = (job.target, float(job.case.flops))
+        self._start(work)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """With worker processes the controller collects nothing: the case
+        tests are the ids whose parameter is a job's id."""
         kb = self.config.stash.get(SESSION, None)
-        self.case_ids = {item.nodeid for item in session.items
-                         if "kb_job" in getattr(item, "fixturenames", ())}
+        if kb is None or self.case_ids:
+            return
+        jobs = {j.id: j for op in ("gemm", "conv2d") for j in kb.jobs(op)}
+        work = {}
+        for nodeid in ids:
+            base = nodeid[:nodeid.rfind("]") + 1]  # without --dist loadgroup's "@group"
+            job = jobs.get(base[base.find("[") + 1:-1]) if base else None
+            if job is not None:
+                work[nodeid] = (job.target, float(job.case.flops))
+        self._start(work)
+
+    def _start(self, work: dict[str, tuple[str, float]]) -> None:
+        kb = self.config.stash.get(SESSION, None)
+        self.case_ids = set(work)
         if kb is not None and len(self.case_ids) >= 20:
-            kb.progress = ProgressCounter(len(self.case_ids))
+            kb.progress = ProgressCounter(len(self.case_ids), work=work)
         self.started = time.monotonic()
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
@@ -937,7 +982,8 @@ class _ProgressPrinter:
         if (kb is None or kb.progress is None or report.nodeid not in self.case_ids
                 or not (report.when == "call" or report.skipped)):
             return
-        line = kb.progress.tick(time.monotonic() - self.started, report.failed)
+        line = kb.progress.tick(time.monotonic() - self.started, report.failed, report.nodeid,
+                                report.duration)
         if line:
             kb.pending_lines.append(line)
 
