@@ -503,7 +503,8 @@ def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
     # self-contained: every image embedded, nothing fetched, no script
     assert html.count("<img ") == len(DATA_URI.findall(html))
     assert not re.search(r'(src|href)="(https?:|//)', html)
-    assert "<script" not in html
+    # one inline script (sorting and filtering tables), nothing loaded from anywhere
+    assert html.count("<script") == 1 and not re.search(r"<script[^>]*\ssrc=", html)
     images = _embedded_pngs(html)
     # a perf figure per (target, catalog), baseline, model totals, error per op
     assert len(images) == 3 + 1 + 1 + 2
@@ -809,7 +810,7 @@ def test_chromium_command_line_dump_and_screenshot(built: rep.ReportFiles,
     url = built.html.as_uri()
     dump = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True,
                           timeout=60, check=True)
-    # the report ships no script, so any console message comes from an error of the page
+    # the report's one script logs nothing, so any console message comes from an error
     assert [line for line in dump.stderr.splitlines() if ":CONSOLE" in line] == []
     srcs = re.findall(r'<img [^>]*src="([^"]*)"', dump.stdout)
     assert len(srcs) == built.html.read_text(encoding="utf-8").count("<img ") > 0
@@ -989,3 +990,50 @@ def test_worst_status_order() -> None:
     assert text["Regressed?"].text == "gate: FAILED (1 failure(s))"
     assert text["Regressed?"].cls == "fail" and text["Regressed?"].anchor == "gate"
     assert text["Trend?"].anchor == "history" and text["Trend?"].text.startswith("3 run(s)")
+
+
+SORT_JS = """(() => {
+  const table = document.querySelector('#error table.data');
+  const col = [...table.tHead.rows[0].cells].findIndex(c => c.textContent === 'k');
+  const values = () => [...table.tBodies[0].rows].map(r => r.cells[col].textContent);
+  const before = values();
+  table.tHead.rows[0].cells[col].click();
+  const up = values();
+  table.tHead.rows[0].cells[col].click();
+  const down = values();
+  const box = table.parentNode.previousElementSibling;
+  box.value = up[0] === up[up.length - 1] ? 'zzz-no-such-row' : up[up.length - 1];
+  box.dispatchEvent(new Event('input'));
+  const shown = [...table.tBodies[0].rows].filter(r => r.style.display !== 'none').length;
+  box.value = '';
+  box.dispatchEvent(new Event('input'));
+  const all = [...table.tBodies[0].rows].filter(r => r.style.display !== 'none').length;
+  return JSON.stringify({before, up, down, shown, all, filter: box.className,
+                         sorted: table.tHead.rows[0].cells[col].getAttribute('aria-sort')});
+})()"""
+
+
+def test_chromium_sorts_and_filters_a_table(built: rep.ReportFiles, tmp_path: Path) -> None:
+    """Offline, in the browser: a click on a header sorts the rows by that
+    column as numbers (a second click the other way); the box above the
+    table keeps only the rows holding its text."""
+    chromium = _chromium()
+    tools = DevTools.launch(chromium, tmp_path / "profile")
+    try:
+        target = tools.call("Target.createTarget", url="about:blank")["targetId"]
+        session = tools.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            tools.call(f"{domain}.enable", session)
+        tools.call("Page.navigate", session, url=built.html.as_uri())
+        tools.wait_event("Page.loadEventFired")
+        got = json.loads(tools.call("Runtime.evaluate", session, expression=SORT_JS,
+                                    returnByValue=True)["result"]["value"])
+    finally:
+        tools.close()
+    ks = [int(k) for k in got["up"]]
+    assert len(ks) > 8 and ks == sorted(ks)
+    assert sorted(int(k) for k in got["before"]) == ks  # the same rows, reordered
+    assert [int(k) for k in got["down"]] == sorted(ks, reverse=True)
+    assert got["sorted"] == "descending" and got["filter"] == "filter"
+    assert 0 < got["shown"] < got["all"] == len(ks)
+    assert _error_events(tools.events) == []
