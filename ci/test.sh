@@ -31,6 +31,10 @@ export KBENCH_REQUIRE_QEMU=1 KBENCH_REQUIRE_CHROMIUM=1 KBENCH_REQUIRE_ORT=1
 export KBENCH_REQUIRE_QEMU_PYTHON=1
 export KBENCH_REQUIRE_SSHD=1 KBENCH_REQUIRE_POSTGRES=1  # remote targets, shared history
 export KBENCH_REQUIRE_EXAMPLE_PEER=1  # pip install -e examples/plugins/python_peer (.ci/run)
+# the runs below write no HTML report of their own (most are followed by an explicit
+# `kbench report`, which is what is tested); the wheel's smoke run and the dispatch run
+# write theirs (--report), as `kbench run` does by default
+export KBENCH_RUN_REPORT=0
 
 t0=$(date +%s)
 step() { printf '\n== %s (at %ss) ==\n' "$*" "$(( $(date +%s) - t0 ))"; }
@@ -75,7 +79,8 @@ kbench gate "$perf/qemu" "$perf/qemu" --markdown "$perf/gate.md" > "$perf/gate.t
 tail -n 2 "$perf/gate.txt"                                         # correctness only
 kbench tune --shapes smoke --rounds 2 --min-round-ms 0.1 --out "$perf/tune" | tail -n 3
 kbench run --suite correctness --shapes smoke --dispatch "$perf/tune/dispatch.json" \
-  --no-history --out "$perf/dispatch"
+  --no-history --report --out "$perf/dispatch"
+test -s "$perf/dispatch/report/report.html"
 
 step "wheel: build, install in a clean venv, run from it (no checkout on the path)"
 whl="$(mktemp -d)"
@@ -84,8 +89,9 @@ whl="$(mktemp -d)"
 "$whl/venv/bin/pip" install -q "$whl"/dist/kbench-*.whl
 (cd "$whl" && "$whl/venv/bin/kbench" --version \
   && "$whl/venv/bin/kbench" catalogs > "$whl/catalogs.txt" && grep '^smoke ' "$whl/catalogs.txt" \
-  && "$whl/venv/bin/kbench" run --shapes smoke --no-history --out "$whl/run" > "$whl/run.log" \
-  && tail -n 2 "$whl/run.log" && test -s "$whl/run/results.csv")
+  && "$whl/venv/bin/kbench" run --shapes smoke --no-history --report --out "$whl/run" \
+  > "$whl/run.log" && tail -n 2 "$whl/run.log" && test -s "$whl/run/results.csv" \
+  && test -s "$whl/run/report/report.html")
 
 step "instruction counts on emulated Arm: the committed baseline at SVL 128 and 512, KleidiAI anchors at 512"
 cnt="$(mktemp -d)"

@@ -192,7 +192,7 @@ def test_kbench_run_json_is_the_only_stdout(tmp_path: Path) -> None:
     """`kbench run --json`: stdout is one JSON document that validates;
     progress and the text summary went to stderr."""
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "KBENCH_RUN_REPORT": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "kbench.cli", "run", "--shapes", "smoke", "-k", "m17",
          "--backend", "scalar", "--no-history", "--out", str(out), "--json"],
@@ -206,6 +206,21 @@ def test_kbench_run_json_is_the_only_stdout(tmp_path: Path) -> None:
     assert sum(doc["status"].values()) == len(run.results)
     assert any(r["realization"] == "gemm_scalar_f32acc" for r in doc["by_realization"])
     assert "passed" in proc.stderr and "kbench run: suite=" in proc.stderr
+    # the run wrote its report by default and said where
+    assert doc["report"] == str(out / "report" / "report.html")
+    assert (out / "report" / "report.html").is_file()
+    assert f"report: {out / 'report' / 'report.html'}" in proc.stderr
+
+
+def test_kbench_run_no_report(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    env = {**os.environ, "KBENCH_RUN_REPORT": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "kbench.cli", "run", "--shapes", "smoke", "-k", "m17",
+         "--backend", "scalar", "--no-history", "--out", str(out), "--no-report"],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not (out / "report").exists() and "report:" not in proc.stdout
 
 
 def test_count_json_validates(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date
@@ -555,6 +556,52 @@ def record_output(name: str) -> None:
     (REPO / f"docs/records/{name}.toml").write_text("\n".join(lines))
 
 
+# the README's commands, as `record command_times` times them (from the repository root,
+# $RUN a fresh folder; the runs write there and not into the history)
+TIMED_COMMANDS = (
+    "kbench info",
+    'kbench run --shapes smoke --no-history --out "$RUN/smoke"',
+    'kbench run --suite perf --shapes smoke --no-history --out "$RUN/perf"',
+    'kbench report "$RUN/perf"',
+    'kbench gate "$RUN/perf" "$RUN/perf" --markdown "$RUN/gate.md"',
+    'kbench run --target qemu:svl=512 --shapes smoke --no-history --out "$RUN/qemu"',
+    "kbench count --target qemu:svl=512 --realization gemm_sme2_mopa_f32acc "
+    "--shape 256x256x256",
+    "kbench run --shapes smoke --plugin 'examples/plugins/build/{arch}/libexwhole.so' "
+    '--backend plugin --no-history --out "$RUN/plugin"',
+)
+
+
+def record_command_times() -> None:
+    """Time each of TIMED_COMMANDS once, in order, and write the record."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "RUN": str(Path(tmp) / "run")}
+        Path(env["RUN"]).mkdir()
+        for command in TIMED_COMMANDS:
+            start = time.monotonic()
+            res = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True,
+                                 text=True, env=env)
+            seconds = time.monotonic() - start
+            if res.returncode not in (0, 1):  # 1: a failed verdict is still a timing
+                sys.exit(f"{command}: exit status {res.returncode}\n{res.stderr[-2000:]}")
+            rows.append(f"[[command]]\ncommand = {_toml_str(command)}\n"
+                        f"seconds = {seconds:.1f}\nexit = {res.returncode}\n")
+    meta = _meta_lines("python docs/gen/kbdocs.py record command_times",
+                       "Each command once, in this order, from the repository root with the "
+                       "example plugins and the aarch64 worker already built; nothing else "
+                       "running.")
+    (REPO / "docs/records/command_times.toml").write_text(
+        "\n".join([HEADER.format(name="command_times"), *rows, *meta]))
+
+
+def command_times() -> str:
+    """The README's commands and how long each took here (a dated record)."""
+    rec = record("command_times")
+    rows = [(f"`{c['command']}`", duration(float(c["seconds"]))) for c in rec["command"]]
+    return table(["command", "took"], rows, "lr") + "\n" + provenance(rec)
+
+
 ANCHOR_SVLS = (128, 256, 512)
 ANCHOR_CATALOGS = ("kleidiai_anchors", "kleidiai_anchors_gemv")
 ANCHOR_RUN = ("kbench run --suite perf --shapes {catalog} --target qemu:cpu=max:svl={svl} "
@@ -642,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("regen", help="rewrite every generated block")
     sub.add_parser("check", help="exit 1 if a generated block differs from its generator")
     r = sub.add_parser("record", help="re-measure a record")
-    r.add_argument("name", choices=(*OUTPUT_RECORDS, "anchor_counts"))
+    r.add_argument("name", choices=(*OUTPUT_RECORDS, "anchor_counts", "command_times"))
     c = sub.add_parser("check-counts", help="the count tables against runs' counts")
     c.add_argument("runs", nargs="+", type=Path)
     args = p.parse_args(argv)
@@ -654,6 +701,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "record":
         if args.name == "anchor_counts":
             record_anchor_counts()
+        elif args.name == "command_times":
+            record_command_times()
         else:
             record_output(args.name)
         return 0

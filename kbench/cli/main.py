@@ -287,6 +287,10 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
 @click.option("--strict-plugins", is_flag=True,
               help="Plugin contract-probe findings (silently wrong results, crashes) fail the "
                    "run; by default they are recorded as findings about the plugin.")
+@click.option("--report/--no-report", "with_report", default=True, show_default=True,
+              envvar="KBENCH_RUN_REPORT", show_envvar=True,
+              help="Write the HTML report and its CSV tables into RUN_FOLDER/report when the "
+                   "run ends (as `kbench report RUN_FOLDER`) and print its path.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the run's summary as one JSON document on stdout (schema: "
                    "reports/schema/run.schema.json); progress and the text summary go to "
@@ -300,7 +304,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         exitfirst: bool, jobs: int | None = None, fleet: str | None = None,
         plugins: tuple[str, ...] = (), strict_plugins: bool = False,
         strict_history: bool = False, plugin_in_process: bool = False,
-        call_timeout: float | None = None, as_json: bool = False, tails: str = "auto") -> None:
+        call_timeout: float | None = None, as_json: bool = False, tails: str = "auto",
+        with_report: bool = True) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed.
 
     Plugins run out of process on every target (on the host in the host
@@ -409,6 +414,11 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
             signum = term.signum
         if not no_history:
             not_appended = _append_history(run_dir, db)
+        # no report after Ctrl-C or SIGTERM (stopping is what was asked), a usage error
+        # or an empty selection (nothing to show)
+        report = (_write_report(run_dir) if with_report and not signum and code not in (
+            int(pytest.ExitCode.INTERRUPTED), int(pytest.ExitCode.USAGE_ERROR),
+            int(pytest.ExitCode.NO_TESTS_COLLECTED)) else None)
     if code == int(pytest.ExitCode.NO_TESTS_COLLECTED):
         click.echo("kbench run: the filters selected no case (see above); nothing was "
                    "verified or timed", err=True)
@@ -422,8 +432,29 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
                    "verdict so far and says INCOMPLETE", err=True)
         code = 128 + (signum or signal.SIGINT)
     if as_json:
-        _print_run_json(run_dir, code)
+        _print_run_json(run_dir, code, report)
     sys.exit(code)
+
+
+def _write_report(run_dir: Path) -> str | None:
+    """The run's HTML report in RUN_FOLDER/report (None, with a line saying
+    why, when it cannot be written; the run's exit status is not changed)."""
+    from kbench.results.runfolder import RunFolderError, load_run
+    if not (run_dir / "run.json").is_file():
+        return None  # the run stopped before it wrote anything (a usage error)
+    try:
+        from kbench.results.report import build_report
+        files = build_report(load_run(run_dir), None, run_dir / "report")
+    except (RunFolderError, OSError, ValueError) as exc:
+        click.echo(f"kbench run: report not written ({exc}); kbench report {run_dir} "
+                   "writes it later", err=True)
+        return None
+    except KeyboardInterrupt:
+        click.echo(f"kbench run: report interrupted; kbench report {run_dir} writes it",
+                   err=True)
+        return None
+    click.echo(f"report: {files.html}")
+    return str(files.html)
 
 
 @contextmanager
@@ -445,12 +476,12 @@ def _stdout_to_stderr(on: bool) -> Iterator[bool]:
         os.close(saved)
 
 
-def _print_run_json(run_dir: Path, code: int) -> None:
+def _print_run_json(run_dir: Path, code: int, report: str | None = None) -> None:
     """`kbench run --json`: the summary document, read back from the run folder."""
     from kbench.results.json_out import run_doc
     from kbench.results.runfolder import RunFolderError, load_run
     try:
-        doc = run_doc(load_run(run_dir), code)
+        doc = run_doc(load_run(run_dir), code, report)
     except RunFolderError as exc:  # nothing written (e.g. a usage error inside pytest)
         doc = {"schema": "kbench/run/1", "run_folder": str(run_dir), "complete": False,
                "exit_code": code, "results": 0, "status": {}, "targets": [],
