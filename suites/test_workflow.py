@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -297,6 +298,49 @@ def test_eta_calibrates_each_target_and_parallel_workers() -> None:
     for f, eta, real in _simulate(work, cost, workers=2):
         if f >= 0.2:
             assert abs(eta - real) <= 0.25 * real, f"at {f:.0%}: {eta:.1f} vs {real:.1f}"
+
+
+def test_remembered_case_costs_give_the_expected_duration(tmp_path: Path) -> None:
+    """A complete run remembers each target's fit; the next run's expected
+    duration is that fit over its own tests; a damaged file or a target
+    never run gives no figure (never a failure)."""
+    from kbench.harness.progress import expected_seconds, load_costs, save_costs
+    work = {f"t{i}": ("qemu:svl=512", 1e6 * (1 + i % 4)) for i in range(100)}
+    p = ProgressCounter(total=len(work), work=work)
+    elapsed = 0.0
+    for test_id, (_, flops) in work.items():
+        d = 0.02 + 1e-8 * flops
+        elapsed += d / 2  # two workers
+        p.tick(elapsed, test_id=test_id, seconds=d)
+    path = tmp_path / "kbench" / "case_costs.json"
+    save_costs(path, p.model, p.scale(elapsed))
+    costs = load_costs(path)
+    assert costs["qemu:svl=512"]["a"] == pytest.approx(0.02)
+    assert costs["qemu:svl=512"]["b"] == pytest.approx(1e-8)
+    seconds, unknown = expected_seconds(work, costs)
+    assert unknown == [] and seconds == pytest.approx(elapsed)
+    more = {**work, "x": ("host", 1.0)}
+    assert expected_seconds(more, costs) == (None, ["host"])
+    path.write_text("{not json")
+    assert load_costs(path) == {}
+    assert load_costs(tmp_path / "missing.json") == {}
+
+
+def test_a_run_says_up_front_how_long_it_is_expected_to_take(tmp_path: Path) -> None:
+    common = ["run", "--suite", "correctness", "--shapes", "smoke", "--backend", "scalar",
+              "--db", str(tmp_path / "h.sqlite")]
+    first = kbench(*common, "--out", str(tmp_path / "r1"))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "no expected duration yet for host" in first.stdout
+    assert (tmp_path / "case_costs.json").is_file()
+    second = kbench(*common, "--out", str(tmp_path / "r2"))
+    assert second.returncode == 0, second.stdout + second.stderr
+    (line,) = [x for x in second.stdout.splitlines() if "expected to take about" in x]
+    assert re.fullmatch(r"kbench run: [0-9,]+ case tests, expected to take about "
+                        r"\d+:\d\d:\d\d \(case costs of the last complete run of these "
+                        r"targets here\)", line), line
+    lines = second.stdout.splitlines()
+    assert lines.index(line) < min(i for i, x in enumerate(lines) if " cases " in x)
 
 
 def test_correctness_run_shows_eta_and_perf_run_shows_pass(tmp_path: Path) -> None:

@@ -373,6 +373,9 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args += ["--kb-shapes", c]
     if kinds:
         args += ["--kb-kinds", kinds]
+    costs = _costs_path(db)
+    if costs is not None:  # the expected duration up front; learned where the history is kept
+        args += ["--kb-costs", str(costs)] + ([] if no_history else ["--kb-save-costs"])
     if tails != "auto":
         args += ["--kb-tails", tails]
     if case_expr:
@@ -434,6 +437,19 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if as_json:
         _print_run_json(run_dir, code, report)
     sys.exit(code)
+
+
+def _costs_path(db: str | None) -> Path | None:
+    """case_costs.json beside the history database (an SQLite file's folder;
+    with a PostgreSQL history, the default data folder); None without a home."""
+    from kbench.results.history import HistoryError, default_db_path
+    from kbench.results.historydb import is_postgres, resolve_db
+    try:
+        where = resolve_db(db, default_db_path())
+        folder = (default_db_path().parent if is_postgres(where) else Path(where).parent)
+    except (HistoryError, OSError):
+        return None
+    return folder / "case_costs.json"
 
 
 def _write_report(run_dir: Path) -> str | None:

@@ -12,7 +12,10 @@ in the middle — so the average of the first cases misjudges the rest."""
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 def hms(seconds: float) -> str:
@@ -96,6 +99,69 @@ class CostModel:
         return total
 
 
+# case costs remembered between runs (`kbench run` writes them where it keeps its
+# history, with the run appended): per target, the fit (a, b), how many tests it
+# came from, and the wall time per modelled second of that run
+COSTS_VERSION = 1
+
+
+def load_costs(path: Path | None) -> dict[str, dict[str, float]]:
+    """The remembered case costs per target ({} when there are none or the
+    file cannot be read: a forecast is never worth a failed run)."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != COSTS_VERSION:
+        return {}
+    targets = data.get("targets")
+    if not isinstance(targets, dict):
+        return {}
+    out = {}
+    for name, t in targets.items():
+        try:
+            out[str(name)] = {k: float(t[k]) for k in ("a", "b", "n", "scale")}
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def save_costs(path: Path, model: CostModel, scale: float, min_tests: int = 20) -> None:
+    """Merge this run's fits (targets with at least min_tests finished tests)
+    into the file, atomically; errors are ignored (see load_costs)."""
+    costs = load_costs(path)
+    for target, sums in model.done.items():
+        if sums.n >= min_tests and scale > 0:
+            a, b = sums.fit()
+            costs[target] = {"a": a, "b": b, "n": float(sums.n), "scale": scale}
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(f"{path}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"version": COSTS_VERSION, "targets": costs}, indent=1))
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def expected_seconds(work: dict[str, tuple[str, float]], costs: dict[str, dict[str, float]]
+                     ) -> tuple[float | None, list[str]]:
+    """(seconds the whole work is expected to take from remembered costs,
+    the targets with no remembered cost). None when any target has none."""
+    per: dict[str, list[float]] = {}
+    for target, flops in work.values():
+        n_f = per.setdefault(target, [0.0, 0.0])
+        n_f[0] += 1
+        n_f[1] += flops
+    unknown = sorted(t for t in per if t not in costs)
+    if unknown:
+        return None, unknown
+    total = sum((costs[t]["a"] * n + costs[t]["b"] * f) * costs[t]["scale"]
+                for t, (n, f) in per.items())
+    return total, []
+
+
 @dataclass
 class ProgressCounter:
     """Counts finished case tests; `tick(elapsed)` returns a line when a new
@@ -115,6 +181,11 @@ class ProgressCounter:
     def __post_init__(self) -> None:
         for target, flops in self.work.values():
             self.model.plan(target, flops)
+
+    def scale(self, elapsed_s: float) -> float:
+        """Wall seconds per modelled second so far (0: nothing modelled yet)."""
+        modelled = self.model.modelled_done()
+        return elapsed_s / modelled if modelled > 0 else 0.0
 
     def left(self, elapsed_s: float) -> float:
         """Seconds still to go."""

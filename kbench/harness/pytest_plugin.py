@@ -35,7 +35,13 @@ from kbench.harness.parallel import (
     verdict_to_wire,
 )
 from kbench.harness.perf import PERF_KIND, PerfSettings, VirtualClock, eta_line
-from kbench.harness.progress import ProgressCounter
+from kbench.harness.progress import (
+    ProgressCounter,
+    expected_seconds,
+    hms,
+    load_costs,
+    save_costs,
+)
 from kbench.harness.runner import (
     InputCache,
     Job,
@@ -481,6 +487,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="tail shapes derived from each realization's blocking: auto (full with "
                      "the default, correctness and edge catalogs, a sample with smoke and "
                      "emulated, none with the others), full, sample or none")
+    g.addoption("--kb-costs", default="",
+                help="case costs remembered from earlier runs (a JSON file): the run says "
+                     "up front how long it is expected to take")
+    g.addoption("--kb-save-costs", action="store_true",
+                help="write this run's case costs into --kb-costs when every case test ran")
     g.addoption("--kb-case", default="",
                 help="only cases whose CATALOG/CASE matches this regular expression "
                      "(re.search; kbench run -k)")
@@ -968,7 +979,24 @@ class _ProgressPrinter:
         self.case_ids = set(work)
         if kb is not None and len(self.case_ids) >= 20:
             kb.progress = ProgressCounter(len(self.case_ids), work=work)
+            self._expected(work)
         self.started = time.monotonic()
+
+    def _expected(self, work: dict[str, tuple[str, float]]) -> None:
+        """The expected duration, up front, from the costs remembered (--kb-costs)."""
+        path = self.config.getoption("--kb-costs")
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if not path or reporter is None:
+            return
+        seconds, unknown = expected_seconds(work, load_costs(Path(path)))
+        n = f"{len(work):,} case tests"
+        if seconds is None:
+            reporter.write_line(f"kbench run: {n}; no expected duration yet for "
+                                f"{', '.join(unknown)} (learned from a complete run appended "
+                                "to the history; the ETA follows from the first tenth)")
+        else:
+            reporter.write_line(f"kbench run: {n}, expected to take about {hms(seconds)} "
+                                "(case costs of the last complete run of these targets here)")
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         """The ETA's clock starts with the first case test (other suites may
@@ -982,8 +1010,12 @@ class _ProgressPrinter:
         if (kb is None or kb.progress is None or report.nodeid not in self.case_ids
                 or not (report.when == "call" or report.skipped)):
             return
-        line = kb.progress.tick(time.monotonic() - self.started, report.failed, report.nodeid,
-                                report.duration)
+        elapsed = time.monotonic() - self.started
+        line = kb.progress.tick(elapsed, report.failed, report.nodeid, report.duration)
+        if (kb.progress.done == kb.progress.total and self.config.getoption("--kb-save-costs")
+                and self.config.getoption("--kb-costs")):
+            save_costs(Path(self.config.getoption("--kb-costs")), kb.progress.model,
+                       kb.progress.scale(elapsed))
         if line:
             kb.pending_lines.append(line)
 
