@@ -230,3 +230,18 @@ def test_trend_axes_show_commits_and_dates() -> None:
     assert labels[0] == "1abcdef\n2026-11-11" and labels[-1] == "8abcdef\n2026-11-18"
     assert 2 <= len(labels) <= 5  # thinned, the newest always shown
     assert _inside(fig) == []
+
+
+def test_trends_mark_this_run_and_its_baseline() -> None:
+    trends = pd.DataFrame([
+        {"run_id": i, "date": f"2026-11-{10 + i:02d}T08:00:00+00:00",
+         "git_commit": f"{i:x}abcdef0123", "target": "host", "catalog": "smoke", "case": "c1",
+         "realization": "gemm_scalar_f32acc", "time_median_ns": 1000.0 + i} for i in range(1, 6)])
+    fig, _ = views.plot_trends(trends, {}, marks={"this run": "2026-11-15T08:00:00+00:00",
+                                                  "baseline": "2026-11-12T08:00:00+00:00",
+                                                  "gone": "2025-01-01"})
+    ax = fig.axes[0]
+    texts = {t.get_text(): t.get_position()[0] for t in ax.texts}
+    assert texts == {"this run": 4, "baseline": 1}  # x of runs 5 and 2; no mark for "gone"
+    assert sorted(round(line.get_xdata()[0]) for line in ax.lines
+                  if line.get_linestyle() == "--") == [1, 4]

@@ -722,11 +722,17 @@ def plot_model_totals(table: pd.DataFrame, colors: dict[str, Any]) -> Figure:
         g = g.sort_values("total_time_ns")
         ms = g["total_time_ns"].to_numpy(dtype=float) / 1e6
         ys = -np.arange(len(g))
-        ax.barh(ys, ms, color=[colors.get(n, "0.5") for n in g["series"]])
+        bars = ax.barh(ys, ms, color=[colors.get(n, "0.5") for n in g["series"]])
+        ax.bar_label(bars, labels=[f" {v:.3g} ms" for v in ms], fontsize="x-small")
+        ax.set_xlim(0, max(ms) * 1.18 if len(ms) else 1)
         ax.set_yticks(ys)
         ax.set_yticklabels(g["series"], fontsize="small")
         ax.set_xlabel("ms per model pass (shapes weighted by layer count)")
-        ax.set_title(f"{model} on {target}")
+        partial = table[(table["target"] == target) & (table["model"] == model)
+                         & ~table["complete"].astype(bool)]["series"].nunique()
+        ax.set_title(f"{model} on {target}"
+                     + (f" ({partial} more lack some of its shapes: no total)" if partial
+                        else ""), fontsize="medium")
         ax.grid(axis="x", alpha=0.3)
     for ax in axes[len(groups):]:
         ax.set_visible(False)
@@ -1126,7 +1132,10 @@ def build_report(run: Run, baseline: Run | None, out_dir: Path, gate: Any = None
             trends_note = f"no timed hardware runs of this machine in {history_db}"
         else:
             colors = series_colors([str(n) for n in trends["realization"]])
-            fig, left_out = views.plot_trends(trends, colors)
+            marks = {"this run": str(run.meta.get("date") or "")}
+            if baseline is not None:
+                marks["baseline"] = str(baseline.meta.get("date") or "")
+            fig, left_out = views.plot_trends(trends, colors, marks=marks)
             plots["trends"].append(Plot("history", figure_uri(fig),
                                         f"{left_out} more case(s) in the CSV" if left_out
                                         else ""))

@@ -223,7 +223,7 @@ def legend_columns(labels: Sequence[str], width_chars: int = 140) -> int:
 
 
 def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 24,
-                per_row: int = 4) -> tuple[Figure, int]:
+                per_row: int = 4, marks: dict[str, str] | None = None) -> tuple[Figure, int]:
     """Small multiples, one per case (asv-style): median time per call over
     the runs, one line per realization. Returns the figure and the number of
     cases left out (past max_cases)."""
@@ -233,6 +233,9 @@ def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 2
     runs = list(dict.fromkeys(trends["run_id"]))
     x_of = {r: i for i, r in enumerate(runs)}
     ticks = run_ticks(trends, runs)
+    dates = trends.drop_duplicates("run_id").set_index("run_id")["date"].astype(str)
+    marked = {label: x for label, date in (marks or {}).items() if date
+              for x, r in enumerate(runs) if dates.get(r) == str(date)}
     nrows = max(1, math.ceil(len(shown) / per_row))
     fig = Figure(figsize=(12, 0.4 + 2.0 * nrows), layout="constrained")
     axes = fig.subplots(nrows, per_row, squeeze=False).ravel()
@@ -249,6 +252,11 @@ def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 2
         ax.tick_params(labelsize="x-small")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
+        for label, x in marked.items():  # the report's run and its baseline
+            ax.axvline(x, color="0.25" if label == "this run" else "0.6", lw=1, ls="--",
+                       zorder=0)
+            ax.text(x, 1.0, label, transform=ax.get_xaxis_transform(), fontsize="xx-small",
+                    ha="center", va="bottom", color="0.25")
     for ax in axes[len(shown):]:
         ax.set_visible(False)
     for ax in axes[::per_row]:
