@@ -812,6 +812,10 @@ def test_chromium_command_line_dump_and_screenshot(built: rep.ReportFiles,
                           timeout=60, check=True)
     # the report's one script logs nothing, so any console message comes from an error
     assert [line for line in dump.stderr.splitlines() if ":CONSOLE" in line] == []
+    # the rendered page's header: the worst status and the four answers
+    assert re.search(r'<p class="worst">failed</p>', dump.stdout)
+    assert all(f"<dt>{q}</dt>" in dump.stdout
+               for q in ("Correct?", "Fastest per shape?", "Regressed?", "Trend?"))
     srcs = re.findall(r'<img [^>]*src="([^"]*)"', dump.stdout)
     assert len(srcs) == built.html.read_text(encoding="utf-8").count("<img ") > 0
     prefix = "data:image/png;base64,"
@@ -1037,3 +1041,28 @@ def test_chromium_sorts_and_filters_a_table(built: rep.ReportFiles, tmp_path: Pa
     assert got["sorted"] == "descending" and got["filter"] == "filter"
     assert 0 < got["shown"] < got["all"] == len(ks)
     assert _error_events(tools.events) == []
+
+
+def test_every_chart_has_data_and_keeps_its_legend_inside(runs: dict[str, Run],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each figure the report draws (perf, baseline, models, error) holds
+    data, and its legends and texts lie inside the figure's bounds."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    seen = []
+    real = rep.figure_uri
+
+    def capture(fig):
+        seen.append(fig)
+        return real(fig)
+    monkeypatch.setattr(rep, "figure_uri", capture)
+    rep.make_plots(rep.compute_tables(runs["main"], runs["baseline"]))
+    assert len(seen) >= 5
+    for fig in seen:
+        FigureCanvasAgg(fig).draw()
+        box = fig.bbox
+        visible = [a for a in fig.axes if a.get_visible()]
+        assert any(a.lines or a.patches or a.collections for a in visible), fig
+        for leg in fig.legends:
+            e = leg.get_window_extent()
+            assert box.x0 - 1 <= e.x0 and e.x1 <= box.x1 + 1, (fig, e, box)
+            assert box.y0 - 1 <= e.y0 and e.y1 <= box.y1 + 1, (fig, e, box)
