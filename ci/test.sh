@@ -135,20 +135,39 @@ kbench anchors "$cnt/anchors-gemv"
 
 step "in-process path on emulated Arm64 (qemu-python): ours, and onnxruntime with KleidiAI on/off"
 pyt="$(mktemp -d)"
-# the peer over the emulation catalog (every case with plain B, as the peer takes it); the
-# full correctness catalogs are `kbench run --target qemu-python:svl=512 --backend ort`
-kbench run --target qemu-python:svl=512 --backend ort --shapes emulated --no-history \
-  --out "$pyt/ort" | tail -n 8
-kbench report "$pyt/ort" --out "$pyt/ort-report" | tail -n 1
-"$PY" ci/check_fingerprints.py "$pyt/ort" "$pyt/ort-report" > "$pyt/ort-fingerprints.txt"
-kbench run --target qemu-python:svl=512 --backend ort --shapes ort_classes \
-  --kinds exact,normal,specials --no-history --out "$pyt/ort-classes" | tail -n 6
-kbench report "$pyt/ort-classes" --out "$pyt/ort-classes-report" | tail -n 1
-"$PY" ci/check_fingerprints.py "$pyt/ort-classes" "$pyt/ort-classes-report"
+# two emulated Pythons side by side, one per core: the peer's runs in the background,
+# ours in the foreground; their logs are printed when both are done
+ort_runs() {
+  # the peer over the emulation catalog (every case with plain B, as the peer takes it);
+  # the full correctness catalogs are `kbench run --target qemu-python:svl=512 --backend ort`
+  kbench run --target qemu-python:svl=512 --backend ort --shapes emulated --no-history \
+    --out "$pyt/ort" > "$pyt/ort.log" 2>&1 \
+  && kbench report "$pyt/ort" --out "$pyt/ort-report" >> "$pyt/ort.log" 2>&1 \
+  && "$PY" ci/check_fingerprints.py "$pyt/ort" "$pyt/ort-report" > "$pyt/ort-fingerprints.txt" \
+  && kbench run --target qemu-python:svl=512 --backend ort --shapes ort_classes \
+    --kinds exact,normal,specials --no-history --out "$pyt/ort-classes" \
+    > "$pyt/ort-classes.log" 2>&1 \
+  && kbench report "$pyt/ort-classes" --out "$pyt/ort-classes-report" \
+    >> "$pyt/ort-classes.log" 2>&1 \
+  && "$PY" ci/check_fingerprints.py "$pyt/ort-classes" "$pyt/ort-classes-report" \
+    > "$pyt/ort-classes-fingerprints.txt" 2>&1
+}
+ort_runs & pid_ort=$!
+status=0
 # the in-process path itself: the emulation catalog's cases; each realization's derived
 # tails run on the qemu: targets below (the same library, at every SVL), not again here
 kbench run --target qemu-python:svl=512 --backend scalar --backend neon --backend sme \
-  --shapes emulated --tails none --no-history --out "$pyt/ours" | tail -n 20
+  --shapes emulated --tails none --no-history --out "$pyt/ours" > "$pyt/ours.log" 2>&1 \
+  || status=1
+wait "$pid_ort" || status=1
+for f in ort.log ort-fingerprints.txt ort-classes.log ort-classes-fingerprints.txt; do
+  [ -e "$pyt/$f" ] && tail -n 8 "$pyt/$f"
+done
+tail -n 20 "$pyt/ours.log"
+if [ "$status" -ne 0 ]; then
+  echo "in-process path: FAILED (logs in $pyt)"
+  exit 1
+fi
 
 step "plugins: the examples on the host, qemu:svl=128 and qemu:svl=512; (a) on qemu-python"
 plg="$(mktemp -d)"

@@ -445,7 +445,7 @@ def test_a_full_disk_during_a_run_is_reported_and_leaves_a_readable_folder(tmp_p
 
 
 @pytest.mark.parametrize("module,argv", [("click", ["--version"]),
-                                         ("pandas", ["report", "--help"])])
+                                         ("pandas", ["count", "--help"])])
 def test_ctrl_c_while_kbench_starts_is_not_a_traceback(tmp_path, module, argv):
     """A KeyboardInterrupt raised while kbench's modules import (here: by an
     import hook): while the CLI loads, and while a command imported on use

@@ -595,6 +595,60 @@ def record_command_times() -> None:
         "\n".join([HEADER.format(name="command_times"), *rows, *meta]))
 
 
+ETA_COMMAND = 'kbench run --target qemu:svl=512 --no-history --no-report --out "$RUN/eta"'
+
+
+def record_eta_accuracy() -> None:
+    """Run ETA_COMMAND once, timestamp every progress line, and write each
+    line's ETA beside the time that really remained (the README's figure
+    for the forecast)."""
+    import re
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # unbuffered: each line arrives when it is printed, so its timestamp is true
+        env = {**os.environ, "RUN": str(Path(tmp) / "run"), "PYTHONUNBUFFERED": "1"}
+        Path(env["RUN"]).mkdir()
+        start = time.monotonic()
+        proc = subprocess.Popen(["bash", "-c", ETA_COMMAND], cwd=REPO, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            m = re.match(r"\[(\d+)/(\d+) cases (\d+)%.*ETA (\d+):(\d\d):(\d\d)\]", line)
+            if m:
+                eta = int(m[4]) * 3600 + int(m[5]) * 60 + int(m[6])
+                lines.append((int(m[1]), int(m[2]), time.monotonic() - start, eta))
+        status = proc.wait()
+        end = time.monotonic() - start
+    if status not in (0, 1) or not lines:
+        sys.exit(f"{ETA_COMMAND}: exit status {status}, {len(lines)} progress lines")
+    rows = []
+    for done, total, at, eta in lines:
+        if done < total:
+            real = end - at
+            rows.append(f"[[line]]\ndone = {done}\ntotal = {total}\nat_seconds = {at:.1f}\n"
+                        f"eta_seconds = {eta}\nreal_seconds = {real:.1f}\n")
+    meta = _meta_lines(ETA_COMMAND, "One run on a quiet machine; each progress line's ETA "
+                       "against the time the run really took from that line to its end.")
+    (REPO / "docs/records/eta_accuracy.toml").write_text(
+        "\n".join([HEADER.format(name="eta_accuracy"), f"total_seconds = {end:.1f}\n",
+                    *rows, *meta]))
+
+
+def eta_accuracy() -> str:
+    """The forecast of one real run: ETA printed and time really left, per line."""
+    rec = record("eta_accuracy")
+    rows = []
+    for x in rec["line"]:
+        share = x["done"] / x["total"]
+        err = (x["eta_seconds"] - x["real_seconds"]) / x["real_seconds"]
+        rows.append((f"{share:.0%}", duration(x["at_seconds"]), duration(x["eta_seconds"]),
+                     duration(x["real_seconds"]), f"{err:+.0%}"))
+    return (f"`{rec['record']['command']}` took {duration(rec['total_seconds'])}; the "
+            "forecast at each progress line:\n\n"
+            + table(["done", "elapsed", "ETA printed", "really left", "error"], rows, "rrrrr")
+            + "\n" + provenance(rec))
+
+
 def command_times() -> str:
     """The README's commands and how long each took here (a dated record)."""
     rec = record("command_times")
@@ -689,7 +743,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("regen", help="rewrite every generated block")
     sub.add_parser("check", help="exit 1 if a generated block differs from its generator")
     r = sub.add_parser("record", help="re-measure a record")
-    r.add_argument("name", choices=(*OUTPUT_RECORDS, "anchor_counts", "command_times"))
+    r.add_argument("name", choices=(*OUTPUT_RECORDS, "anchor_counts", "command_times",
+                                    "eta_accuracy"))
     c = sub.add_parser("check-counts", help="the count tables against runs' counts")
     c.add_argument("runs", nargs="+", type=Path)
     args = p.parse_args(argv)
@@ -703,6 +758,8 @@ def main(argv: list[str] | None = None) -> int:
             record_anchor_counts()
         elif args.name == "command_times":
             record_command_times()
+        elif args.name == "eta_accuracy":
+            record_eta_accuracy()
         else:
             record_output(args.name)
         return 0
