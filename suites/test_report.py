@@ -730,6 +730,17 @@ class DevTools:
             raise RuntimeError(f"{method}: {reply['error']}")
         return reply["result"]
 
+    def open_page(self, url: str) -> str:
+        """A new page showing url, loaded; returns its session id (Page,
+        Runtime and Log enabled)."""
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            self.call(f"{domain}.enable", session)
+        self.call("Page.navigate", session, url=url)
+        self.wait_event("Page.loadEventFired")
+        return session
+
     def wait_event(self, method: str) -> dict[str, Any]:
         done = [e for e in self.events if e["method"] == method]
         return done[0] if done else self._read(lambda m: m.get("method") == method)
@@ -1024,12 +1035,7 @@ def test_chromium_sorts_and_filters_a_table(built: rep.ReportFiles, tmp_path: Pa
     chromium = _chromium()
     tools = DevTools.launch(chromium, tmp_path / "profile")
     try:
-        target = tools.call("Target.createTarget", url="about:blank")["targetId"]
-        session = tools.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Runtime", "Log"):
-            tools.call(f"{domain}.enable", session)
-        tools.call("Page.navigate", session, url=built.html.as_uri())
-        tools.wait_event("Page.loadEventFired")
+        session = tools.open_page(built.html.as_uri())
         got = json.loads(tools.call("Runtime.evaluate", session, expression=SORT_JS,
                                     returnByValue=True)["result"]["value"])
     finally:

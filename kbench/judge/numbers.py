@@ -12,29 +12,26 @@ def _crosses(x: float, shown: float) -> bool:
     return (x < 1 <= shown) or (x > 1 >= shown)
 
 
-def sig(x: float, digits: int = 4) -> str:
-    """x with `digits` significant digits (general format), and more where
-    fewer would show a value other than 1 as 1 (or on the other side of 1)."""
+def _widened(x: float, spec: str, digits: int) -> str:
+    """x formatted with `digits` (general `g` or fixed `f` spec), and more
+    digits where fewer would show it as 1 or on the other side of 1."""
     if not math.isfinite(x):
         return str(x)
-    d = digits
-    text = f"{x:.{d}g}"
-    while d < 17 and _crosses(x, float(text)):
-        d += 1
-        text = f"{x:.{d}g}"
+    text = f"{x:.{digits}{spec}}"
+    while digits < 17 and _crosses(x, float(text)):
+        digits += 1
+        text = f"{x:.{digits}{spec}}"
     return text
+
+
+def sig(x: float, digits: int = 4) -> str:
+    """x with `digits` significant digits, more where fewer would show 1."""
+    return _widened(x, "g", digits)
 
 
 def fixed(x: float, places: int = 3) -> str:
-    """x with `places` decimals, and more where fewer would round it onto 1."""
-    if not math.isfinite(x):
-        return str(x)
-    p = places
-    text = f"{x:.{p}f}"
-    while p < 17 and _crosses(x, float(text)):
-        p += 1
-        text = f"{x:.{p}f}"
-    return text
+    """x with `places` decimals, more where fewer would round it onto 1."""
+    return _widened(x, "f", places)
 
 
 __all__ = ["fixed", "sig"]
