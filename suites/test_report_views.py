@@ -245,3 +245,26 @@ def test_trends_mark_this_run_and_its_baseline() -> None:
     assert texts == {"this run": 4, "baseline": 1}  # x of runs 5 and 2; no mark for "gone"
     assert sorted(round(line.get_xdata()[0]) for line in ax.lines
                   if line.get_linestyle() == "--") == [1, 4]
+
+
+def test_every_bar_sits_in_its_shapes_band() -> None:
+    """Grouped bars are centred on their shape's label whatever the number of
+    realizations the shape has: checked on the chart's data."""
+    from kbench.results import report as rep
+    gflops = pd.DataFrame([
+        {"target": "host", "catalog": "c", "case": "a", "shape": "m1n1k1", "layers": 1,
+         "series": s, "gflops": 1.0 + i} for i, s in enumerate(["s1", "s2", "s3"])] + [
+        {"target": "host", "catalog": "c", "case": "b", "shape": "m2n2k2", "layers": 1,
+         "series": "s3", "gflops": 7.0}])
+    speed = gflops.rename(columns={"gflops": "speedup"})
+    fig = rep.plot_performance(gflops, speed, "host", "c", {"s1": "C0", "s2": "C1", "s3": "C2"})
+    ax = fig.axes[0]
+    labels = {t.get_text(): y for t, y in zip(ax.get_yticklabels(), ax.get_yticks(), strict=True)}
+    centres = [(p.get_y() + p.get_height() / 2, p.get_width()) for p in ax.patches]
+    band = {w: c for c, w in centres}
+    assert band[7.0] == pytest.approx(labels["m2n2k2"])  # the lone bar: on its label
+    for c, _ in centres:
+        assert min(abs(c - y) for y in labels.values()) < 0.4
+    group = sorted(c for c, w in centres if w != 7.0)
+    assert len(group) == 3
+    assert sum(group) / len(group) == pytest.approx(labels["m1n1k1"])  # centred

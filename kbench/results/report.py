@@ -629,15 +629,23 @@ def _shape_labels(df: pd.DataFrame) -> list[str]:
 
 def _grouped_barh(ax: Any, df: pd.DataFrame, cases: list[str], value: str,
                   colors: dict[str, Any], series: Sequence[str]) -> None:
-    """Horizontal bars, one group per case (top to bottom), one bar per series."""
-    height = 0.8 / max(len(series), 1)
-    for j, name in enumerate(series):
-        part = df[df["series"] == name].drop_duplicates("case").set_index("case")[value]
-        vals = [float(part.get(c, np.nan)) for c in cases]
-        ys = [-(i - 0.4 + (j + 0.5) * height) for i in range(len(cases))]
+    """Horizontal bars, one group per case (top to bottom), one bar per
+    series the case has, the group centred on the case's label whatever the
+    number of series it has (a shape with one realization: one bar on it)."""
+    parts = {name: df[df["series"] == name].drop_duplicates("case").set_index("case")[value]
+             for name in series}
+    present = [[n for n in series if c in parts[n].index] for c in cases]
+    height = 0.8 / max([len(p) for p in present] + [1])
+    slot = {(c, n): -(i + (r - (len(p) - 1) / 2) * height)
+            for i, (c, p) in enumerate(zip(cases, present, strict=True))
+            for r, n in enumerate(p)}
+    for name in series:
+        mine = [c for c in cases if (c, name) in slot]
+        vals = [float(parts[name].get(c, np.nan)) for c in mine]
+        ys = [slot[c, name] for c in mine]
         ax.barh(ys, vals, height=height, color=colors[name], label=name)
-        for case, y, v in zip(cases, ys, vals, strict=True):
-            if case in part.index and np.isnan(v):  # timed, but no time came back
+        for y, v in zip(ys, vals, strict=True):
+            if np.isnan(v):  # timed, but no time came back
                 ax.text(0, y, " no time", va="center", fontsize="x-small", color="0.35")
     ax.set_yticks([-i for i in range(len(cases))])
     ax.set_ylim(-len(cases) + 0.5, 0.5)
