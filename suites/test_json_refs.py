@@ -106,6 +106,18 @@ def test_a_run_whose_folder_is_gone_is_read_from_the_history(
     assert not found.run.defects
 
 
+def test_a_folder_that_holds_another_run_now_is_not_read_for_the_old_one(
+        history_db: tuple[Path, list[Path]]) -> None:
+    db, folders = history_db
+    shutil.rmtree(folders[0])
+    write_run(folders[0], [row("other", suite="correctness")],
+              date="2026-03-01T00:00:00+00:00")  # a new run in the same folder
+    found = resolve_run("1", db)
+    assert found.source == "history" and "holds another run now" in found.note
+    assert set(found.run.results["case"]) == {"c1", "c2", "chk"}
+    assert resolve_run(str(folders[0]), db).run.results["case"].tolist() == ["other"]
+
+
 def test_compare_latest_1_latest_json(history_db: tuple[Path, list[Path]]) -> None:
     db, folders = history_db
     res = CliRunner().invoke(compare, ["latest~1", "latest", "--json", "--db", str(db)])

@@ -216,34 +216,28 @@ def test_progress_counter_prints_tenths_with_eta() -> None:
     assert shown[-1].endswith("ETA 0:00:00]")
 
 
-def _default_catalog_work(target: str) -> list[tuple[str, str, float, bool]]:
-    """(test id, target, flops, first test of its case) in the order a run
-    of the default catalogs with every realization's tails runs them, as
-    the session derives them (host realizations, named as on `target`)."""
-    from kbench.harness.pytest_plugin import KbSession
+def _default_catalog_work(target: str) -> list[tuple[str, str, tuple, float]]:
+    """(test id, target, cost features, flops) in the order a run of the
+    default catalogs with every realization's tails runs them, as the
+    session derives them (host realizations, named as on `target`)."""
+    from kbench.harness.pytest_plugin import KbSession, job_features
     kb = KbSession(["host"], [], [], [], None, None)
     try:
         jobs = kb.jobs("gemm") + kb.jobs("conv2d")
     finally:
         kb.close_targets()
-    seen: set[str] = set()
-    out = []
-    for j in jobs:
-        out.append((j.id.replace("host", target, 1), target, float(j.case.flops),
-                    j.case.name not in seen))
-        seen.add(j.case.name)
-    return out
+    return [(j.id.replace("host", target, 1), target, job_features(j), float(j.case.flops))
+            for j in jobs]
 
 
-def _simulate(work: list[tuple[str, str, float, bool]], cost, workers: int = 1
-              ) -> list[tuple[float, float, float]]:
+def _simulate(work: list[tuple[str, str, tuple, float]], seconds: list[float],
+              workers: int = 1) -> list[tuple[float, float, float]]:
     """Runs the tests on a fake clock: (fraction done, ETA printed, real time
     left) at every progress line."""
-    p = ProgressCounter(total=len(work), work={i: (t, f) for i, t, f, _ in work})
-    durations = [cost(t, f, first) for _, t, f, first in work]
-    total = sum(durations) / workers
+    p = ProgressCounter(total=len(work), work={i: (t, x) for i, t, x, _ in work})
+    total = sum(seconds) / workers
     elapsed, out = 0.0, []
-    for (test_id, _, _, _), d in zip(work, durations, strict=True):
+    for (test_id, *_), d in zip(work, seconds, strict=True):
         elapsed += d / workers
         line = p.tick(elapsed, test_id=test_id, seconds=d)
         if line and p.done < p.total:
@@ -251,37 +245,63 @@ def _simulate(work: list[tuple[str, str, float, bool]], cost, workers: int = 1
     return out
 
 
-def test_eta_from_the_cost_model_holds_on_the_default_catalogs() -> None:
-    """The forecast on a scaled-down `kbench run --target qemu:svl=512`
-    (the default catalogs' cases and tails, in the order a run takes them,
-    on a fake clock: a fixed cost per test, a cost per flop, the oracle
-    paid by the first test of each case) is within 25% of the real time
-    left at every line from 20% of the run on; the average test so far,
-    the old forecast, is not."""
-    work = _default_catalog_work("qemu:svl=512")
-    assert len(work) > 1000
+RECORDED = Path(__file__).parent / "data" / "case_seconds_qemu_svl512.csv.gz"
 
-    noise = iter(np.random.default_rng(7).lognormal(0.0, 0.3, size=len(work)))
 
-    def cost(target: str, flops: float, first: bool) -> float:
-        # 10 ms a test, 50 MFLOP/s emulated, the oracle at half that again; +-30% noise
-        return (0.01 + 2e-8 * flops + (1e-8 * flops if first else 0.0)) * next(noise)
-    lines = _simulate(work, cost)
-    checked = [(f, eta, real) for f, eta, real in lines if f >= 0.2]
+def _recorded_run() -> tuple[list[tuple[str, str, tuple, float]], list[float]]:
+    """The case tests of one real run of the default catalogs on
+    qemu:svl=512 (2026-12-02, a 2-core x86_64 VM: setup + call + teardown
+    seconds of each, in run order), with their shapes."""
+    import gzip
+
+    from kbench.harness.progress import features
+    work, seconds = [], []
+    with gzip.open(RECORDED, "rt") as fh:
+        for i, r in enumerate(csv.DictReader(fh)):
+            m, n, k, b = (int(r[c]) for c in ("m", "n", "k", "batch"))
+            work.append((f"t{i}", "qemu:svl=512", features(m, n, k, b), 2.0 * m * n * k * b))
+            seconds.append(float(r["seconds"]))
+    return work, seconds
+
+
+def test_eta_holds_on_a_recorded_run_of_the_default_catalogs() -> None:
+    """Replaying the recorded per-test seconds of a real `kbench run --target
+    qemu:svl=512` (default catalogs, 13,814 case tests) on a fake clock: the
+    ETA at every line from 20% of the run on is within 25% of the time that
+    really remained. A fit on flops alone, or the average test so far, is
+    not (they were the forecast before)."""
+    work, seconds = _recorded_run()
+    assert len(work) > 10_000
+    checked = [(f, eta, real) for f, eta, real in _simulate(work, seconds) if f >= 0.2]
     assert len(checked) >= 7
     for f, eta, real in checked:
         assert abs(eta - real) <= 0.25 * real, f"at {f:.0%}: ETA {eta:.0f} s, real {real:.0f} s"
+    flops_only = [(i, t, (1.0, fl, 0.0, 0.0), fl) for i, t, _, fl in work]
+    worst = max(abs(eta - real) / real for f, eta, real in _simulate(flops_only, seconds)
+                if f >= 0.2)
+    assert worst > 0.5  # flops alone overshoot early (+124% at 20%)
     naive = ProgressCounter(total=len(work))
-    noise = iter(np.random.default_rng(7).lognormal(0.0, 0.3, size=len(work)))
-    durations = [cost(t, fl, first) for _, t, fl, first in work]
     elapsed, worst = 0.0, 0.0
-    for i, d in enumerate(durations[:-1]):
+    for i, d in enumerate(seconds[:-1]):
         elapsed += d
-        naive.tick(elapsed)
-        if (i + 1) / len(work) >= 0.2:
-            real = sum(durations) - elapsed
+        if naive.tick(elapsed) and (i + 1) / len(work) >= 0.2:  # at each printed line
+            real = sum(seconds) - elapsed
             worst = max(worst, abs(naive.left(elapsed) - real) / real)
-    assert worst > 0.25  # the model is needed: the average misjudges this run
+    assert worst > 0.25
+
+
+def test_eta_from_the_cost_model_holds_on_the_default_catalogs() -> None:
+    """The same on the default catalogs' order as this checkout derives it,
+    with synthetic costs (a fixed cost, a cost per product, one per input
+    and output element; +-30% noise)."""
+    work = _default_catalog_work("qemu:svl=512")
+    assert len(work) > 1000
+    noise = np.random.default_rng(7).lognormal(0.0, 0.3, size=len(work))
+    seconds = [(0.01 + 1e-8 * x[1] + 2e-7 * x[2] + 1e-7 * x[3]) * e
+               for (_, _, x, _), e in zip(work, noise, strict=True)]
+    for f, eta, real in _simulate(work, seconds):
+        if f >= 0.2:
+            assert abs(eta - real) <= 0.25 * real, f"at {f:.0%}: ETA {eta:.0f}, real {real:.0f}"
 
 
 def test_eta_calibrates_each_target_and_parallel_workers() -> None:
@@ -289,13 +309,13 @@ def test_eta_calibrates_each_target_and_parallel_workers() -> None:
     workers (as `kbench run --jobs` runs targets), the slow one's tests
     larger towards the end: each target's own fit and the wall time per
     modelled second keep the forecast within 25% from 20% on."""
-    fast = [(f"t{i}", "host", 1e5 * (1 + i % 7), True) for i in range(600)]
-    slow = [(f"s{i}", "qemu:svl=128", 1e5 * (1 + i % 5 + i // 100), True) for i in range(600)]
+    from kbench.harness.progress import features
+    fast = [(f"t{i}", "host", features(8, 16 * (1 + i % 7), 64), 0.0) for i in range(600)]
+    slow = [(f"s{i}", "qemu:svl=128", features(8, 16 * (1 + i % 5 + i // 100), 64), 0.0)
+            for i in range(600)]
     work = [x for pair in zip(fast, slow, strict=True) for x in pair]
-
-    def cost(target: str, flops: float, first: bool) -> float:
-        return (0.01 + 1e-8 * flops) * (20 if target.startswith("qemu") else 1)
-    for f, eta, real in _simulate(work, cost, workers=2):
+    seconds = [(0.01 + 1e-6 * x[1]) * (20 if t.startswith("qemu") else 1) for _, t, x, _ in work]
+    for f, eta, real in _simulate(work, seconds, workers=2):
         if f >= 0.2:
             assert abs(eta - real) <= 0.25 * real, f"at {f:.0%}: {eta:.1f} vs {real:.1f}"
 
@@ -304,22 +324,22 @@ def test_remembered_case_costs_give_the_expected_duration(tmp_path: Path) -> Non
     """A complete run remembers each target's fit; the next run's expected
     duration is that fit over its own tests; a damaged file or a target
     never run gives no figure (never a failure)."""
-    from kbench.harness.progress import expected_seconds, load_costs, save_costs
-    work = {f"t{i}": ("qemu:svl=512", 1e6 * (1 + i % 4)) for i in range(100)}
+    from kbench.harness.progress import expected_seconds, features, load_costs, save_costs
+    work = {f"t{i}": ("qemu:svl=512", features(16 * (1 + i % 4), 16, 64 * (1 + i % 3)))
+            for i in range(100)}
     p = ProgressCounter(total=len(work), work=work)
     elapsed = 0.0
-    for test_id, (_, flops) in work.items():
-        d = 0.02 + 1e-8 * flops
+    for test_id, (_, x) in work.items():
+        d = 0.02 + 1e-8 * x[1] + 1e-6 * x[2]
         elapsed += d / 2  # two workers
         p.tick(elapsed, test_id=test_id, seconds=d)
     path = tmp_path / "kbench" / "case_costs.json"
     save_costs(path, p.model, p.scale(elapsed))
     costs = load_costs(path)
-    assert costs["qemu:svl=512"]["a"] == pytest.approx(0.02)
-    assert costs["qemu:svl=512"]["b"] == pytest.approx(1e-8)
+    assert costs["qemu:svl=512"]["coef"] == pytest.approx([0.02, 1e-8, 1e-6, 0.0], abs=1e-9)
     seconds, unknown = expected_seconds(work, costs)
     assert unknown == [] and seconds == pytest.approx(elapsed)
-    more = {**work, "x": ("host", 1.0)}
+    more = {**work, "x": ("host", features(1, 1, 1))}
     assert expected_seconds(more, costs) == (None, ["host"])
     path.write_text("{not json")
     assert load_costs(path) == {}

@@ -36,8 +36,10 @@ from kbench.harness.parallel import (
 )
 from kbench.harness.perf import PERF_KIND, PerfSettings, VirtualClock, eta_line
 from kbench.harness.progress import (
+    Features,
     ProgressCounter,
     expected_seconds,
+    features,
     hms,
     load_costs,
     save_costs,
@@ -938,6 +940,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             reporter.write_line(f"kbench: plugin not loaded on {note}", yellow=True)
 
 
+def job_features(job: Job) -> Features:
+    """The cost model's features of a case test (kbench.harness.progress):
+    its GEMM view, M x N x K and the batch."""
+    case = job.case
+    if isinstance(case, GemmCase):
+        return features(case.m, case.n, case.k, case.batch)
+    return features(case.n * case.out_h * case.out_w, case.c_out, case.reduction)
+
+
 class _ProgressPrinter:
     """Prints queued perf verdict lines once a test has finished reporting
     (outside output capture)."""
@@ -947,15 +958,17 @@ class _ProgressPrinter:
         self.case_ids: set[str] = set()
         self.started = 0.0
         self.case_started = False
+        self.seconds: dict[str, float] = {}  # a case test's phases so far
+        self.failed: dict[str, bool] = {}
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Counts the correctness case tests (kb_job) for the ETA, each with
-        its target and flops for the cost model."""
+        its target and shape features for the cost model."""
         work = {}
         for item in session.items:
             job = getattr(getattr(item, "callspec", None), "params", {}).get("kb_job")
             if isinstance(job, Job):
-                work[item.nodeid] = (job.target, float(job.case.flops))
+                work[item.nodeid] = (job.target, job_features(job))
         self._start(work)
 
     @pytest.hookimpl(optionalhook=True)
@@ -971,10 +984,10 @@ class _ProgressPrinter:
             base = nodeid[:nodeid.rfind("]") + 1]  # without --dist loadgroup's "@group"
             job = jobs.get(base[base.find("[") + 1:-1]) if base else None
             if job is not None:
-                work[nodeid] = (job.target, float(job.case.flops))
+                work[nodeid] = (job.target, job_features(job))
         self._start(work)
 
-    def _start(self, work: dict[str, tuple[str, float]]) -> None:
+    def _start(self, work: dict[str, tuple[str, Features]]) -> None:
         kb = self.config.stash.get(SESSION, None)
         self.case_ids = set(work)
         if kb is not None and len(self.case_ids) >= 20:
@@ -982,7 +995,7 @@ class _ProgressPrinter:
             self._expected(work)
         self.started = time.monotonic()
 
-    def _expected(self, work: dict[str, tuple[str, float]]) -> None:
+    def _expected(self, work: dict[str, tuple[str, Features]]) -> None:
         """The expected duration, up front, from the costs remembered (--kb-costs)."""
         path = self.config.getoption("--kb-costs")
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -1006,12 +1019,18 @@ class _ProgressPrinter:
             self.started = time.monotonic()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """A case test is counted at its teardown, with the seconds of its
+        setup, call and teardown (inputs and oracle may be made in setup)."""
         kb = self.config.stash.get(SESSION, None)
-        if (kb is None or kb.progress is None or report.nodeid not in self.case_ids
-                or not (report.when == "call" or report.skipped)):
+        if kb is None or kb.progress is None or report.nodeid not in self.case_ids:
+            return
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        self.failed[report.nodeid] = self.failed.get(report.nodeid, False) or report.failed
+        if report.when != "teardown":
             return
         elapsed = time.monotonic() - self.started
-        line = kb.progress.tick(elapsed, report.failed, report.nodeid, report.duration)
+        line = kb.progress.tick(elapsed, self.failed.pop(report.nodeid),
+                                report.nodeid, self.seconds.pop(report.nodeid))
         if (kb.progress.done == kb.progress.total and self.config.getoption("--kb-save-costs")
                 and self.config.getoption("--kb-costs")):
             save_costs(Path(self.config.getoption("--kb-costs")), kb.progress.model,
