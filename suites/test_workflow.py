@@ -339,6 +339,11 @@ def test_remembered_case_costs_give_the_expected_duration(tmp_path: Path) -> Non
     assert costs["qemu:svl=512"]["coef"] == pytest.approx([0.02, 1e-8, 1e-6, 0.0], abs=1e-9)
     seconds, unknown = expected_seconds(work, costs)
     assert unknown == [] and seconds == pytest.approx(elapsed)
+    # a run of the same target starts from the remembered fit, until its own 3 tests
+    again = ProgressCounter(total=len(work), work=work, prior=costs)
+    assert list(again.model.fit("qemu:svl=512")) == pytest.approx(costs["qemu:svl=512"]["coef"])
+    assert again.model.modelled_left() == pytest.approx(sum(
+        0.02 + 1e-8 * x[1] + 1e-6 * x[2] for _, x in work.values()), rel=1e-6)
     more = {**work, "x": ("host", features(1, 1, 1))}
     assert expected_seconds(more, costs) == (None, ["host"])
     path.write_text("{not json")

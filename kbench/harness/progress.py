@@ -8,7 +8,9 @@ convolution: M output pixels, N output channels, K taps x input channels):
 a fixed cost, the products (oracle and kernel), the output (judging it) and
 the inputs (making and sending them); the coefficients are a non-negative
 least-squares fit over the tests of that target done so far (a target not
-started yet borrows the fit over every target). The model's sum over the
+started yet takes the fit an earlier complete run of it left, else the fit
+over every target; the run's other suites are groups of their own, with a
+fixed cost per test). The model's sum over the
 tests still to run, scaled by the wall time per modelled second so far
 (which takes in parallel workers and what the model leaves out), is the
 ETA. Catalogs are not ordered by cost — small tails come last, large GEMMs
@@ -61,6 +63,7 @@ class CostModel:
     done_x: dict[str, list[Features]] = field(default_factory=dict)
     done_y: dict[str, list[float]] = field(default_factory=dict)
     left: dict[str, np.ndarray] = field(default_factory=dict)  # summed features still to run
+    prior: dict[str, np.ndarray] = field(default_factory=dict)  # remembered fits (load_costs)
     _fits: dict[str, np.ndarray] = field(default_factory=dict)  # cached until the next finish
 
     def plan(self, target: str, x: Features) -> None:
@@ -74,7 +77,10 @@ class CostModel:
         self._fits.clear()
 
     def fit(self, target: str) -> np.ndarray:
-        """The target's coefficients (its own tests once it has 3, else all tests')."""
+        """The target's coefficients: from its own tests once it has 3, else
+        the fit an earlier run of it left (prior), else all tests'."""
+        if len(self.done_y.get(target, ())) < 3 and target in self.prior:
+            return self.prior[target]
         key = target if len(self.done_y.get(target, ())) >= 3 else ""
         if key not in self._fits:
             if key:
@@ -163,7 +169,9 @@ class ProgressCounter:
     """Counts finished case tests; `tick(elapsed)` returns a line when a new
     tenth of the total is reached (None otherwise). With `work` (test id ->
     (target, features)) and each test's own duration, the ETA comes from the
-    cost model; without, from the average test so far."""
+    cost model; without, from the average test so far. `work` may hold the
+    run's other tests too (group "other:FILE", features (1, 0, 0, 0)): they
+    count in the ETA, not in the line's cases."""
 
     total: int
     steps: int = 10
@@ -171,12 +179,15 @@ class ProgressCounter:
     failed: int = 0
     work: dict[str, tuple[str, Features]] = field(default_factory=dict)
     model: CostModel = field(default_factory=CostModel)
+    prior: dict[str, dict[str, object]] = field(default_factory=dict)  # load_costs()
     _shown: int = 0
     _seen: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         for target, x in self.work.values():
             self.model.plan(target, x)
+        for target, c in self.prior.items():
+            self.model.prior[target] = np.asarray(c["coef"], dtype=float)
 
     def scale(self, elapsed_s: float) -> float:
         """Wall seconds per modelled second so far (0: nothing modelled yet)."""
@@ -190,19 +201,26 @@ class ProgressCounter:
             return elapsed_s / modelled * self.model.modelled_left()
         return elapsed_s / max(1, self.done) * (self.total - self.done)
 
+    def observe(self, test_id: str, seconds: float) -> None:
+        """A finished test's seconds into the model (a case test, or another
+        test of the run in `work`, counted in the ETA but not in the line)."""
+        if test_id in self.work and test_id not in self._seen:
+            self._seen.add(test_id)
+            target, x = self.work[test_id]
+            self.model.finish(target, x, seconds)
+
     def tick(self, elapsed_s: float, failed: bool = False, test_id: str = "",
              seconds: float | None = None) -> str | None:
         self.done += 1
         self.failed += int(failed)
-        if test_id in self.work and test_id not in self._seen and seconds is not None:
-            self._seen.add(test_id)
-            target, x = self.work[test_id]
-            self.model.finish(target, x, seconds)
+        if seconds is not None:
+            self.observe(test_id, seconds)
         step = self.done * self.steps // max(1, self.total)
         if step <= self._shown and self.done != self.total:
             return None
         self._shown = step
-        left = 0.0 if self.done >= self.total else self.left(elapsed_s)
+        rest = self.model.modelled_done() > 0 and self.model.modelled_left() > 0
+        left = self.left(elapsed_s) if self.done < self.total or rest else 0.0
         bad = f", {self.failed} failed" if self.failed else ""
         return (f"[{self.done}/{self.total} cases {self.done / max(1, self.total):.0%}{bad}; "
                 f"elapsed {hms(elapsed_s)} ETA {hms(left)}]")

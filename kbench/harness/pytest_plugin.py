@@ -949,6 +949,12 @@ def job_features(job: Job) -> Features:
     return features(case.n * case.out_h * case.out_w, case.c_out, case.reduction)
 
 
+def other_work(nodeid: str) -> tuple[str, Features]:
+    """A test that is not a case test, for the ETA: its file's group, a fixed
+    cost only."""
+    return f"other:{nodeid.split('::', 1)[0]}", (1.0, 0.0, 0.0, 0.0)
+
+
 class _ProgressPrinter:
     """Prints queued perf verdict lines once a test has finished reporting
     (outside output capture)."""
@@ -956,6 +962,8 @@ class _ProgressPrinter:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.case_ids: set[str] = set()
+        self.other_ids: set[str] = set()
+        self.elapsed = 0.0  # at the last case test
         self.started = 0.0
         self.case_started = False
         self.seconds: dict[str, float] = {}  # a case test's phases so far
@@ -964,12 +972,14 @@ class _ProgressPrinter:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Counts the correctness case tests (kb_job) for the ETA, each with
         its target and shape features for the cost model."""
-        work = {}
+        work, others = {}, {}
         for item in session.items:
             job = getattr(getattr(item, "callspec", None), "params", {}).get("kb_job")
             if isinstance(job, Job):
                 work[item.nodeid] = (job.target, job_features(job))
-        self._start(work)
+            else:
+                others[item.nodeid] = other_work(item.nodeid)
+        self._start(work, others)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -979,21 +989,38 @@ class _ProgressPrinter:
         if kb is None or self.case_ids:
             return
         jobs = {j.id: j for op in ("gemm", "conv2d") for j in kb.jobs(op)}
-        work = {}
+        work, others = {}, {}
         for nodeid in ids:
             base = nodeid[:nodeid.rfind("]") + 1]  # without --dist loadgroup's "@group"
             job = jobs.get(base[base.find("[") + 1:-1]) if base else None
             if job is not None:
                 work[nodeid] = (job.target, job_features(job))
-        self._start(work)
+            else:
+                others[nodeid] = other_work(nodeid)
+        self._start(work, others)
 
-    def _start(self, work: dict[str, tuple[str, Features]]) -> None:
+    def _start(self, work: dict[str, tuple[str, Features]],
+               others: dict[str, tuple[str, Features]]) -> None:
         kb = self.config.stash.get(SESSION, None)
         self.case_ids = set(work)
+        self.other_ids = set(others)
         if kb is not None and len(self.case_ids) >= 20:
-            kb.progress = ProgressCounter(len(self.case_ids), work=work)
+            path = self.config.getoption("--kb-costs")
+            kb.progress = ProgressCounter(len(self.case_ids), work={**work, **others},
+                                          prior=load_costs(Path(path)) if path else {})
             self._expected(work)
         self.started = time.monotonic()
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Every case test ran: its costs (and the other suites') are
+        remembered for the next run's forecast (--kb-save-costs)."""
+        kb = self.config.stash.get(SESSION, None)
+        path = self.config.getoption("--kb-costs")
+        if (kb is None or kb.progress is None or not path or kb.worker
+                or not self.config.getoption("--kb-save-costs")
+                or kb.progress.done < kb.progress.total):
+            return
+        save_costs(Path(path), kb.progress.model, kb.progress.scale(self.elapsed))
 
     def _expected(self, work: dict[str, tuple[str, Features]]) -> None:
         """The expected duration, up front, from the costs remembered (--kb-costs)."""
@@ -1022,7 +1049,14 @@ class _ProgressPrinter:
         """A case test is counted at its teardown, with the seconds of its
         setup, call and teardown (inputs and oracle may be made in setup)."""
         kb = self.config.stash.get(SESSION, None)
-        if kb is None or kb.progress is None or report.nodeid not in self.case_ids:
+        if kb is None or kb.progress is None:
+            return
+        if report.nodeid in self.other_ids:  # the run's other tests: in the ETA only
+            self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+            if report.when == "teardown":
+                kb.progress.observe(report.nodeid, self.seconds.pop(report.nodeid))
+            return
+        if report.nodeid not in self.case_ids:
             return
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
         self.failed[report.nodeid] = self.failed.get(report.nodeid, False) or report.failed
@@ -1031,10 +1065,7 @@ class _ProgressPrinter:
         elapsed = time.monotonic() - self.started
         line = kb.progress.tick(elapsed, self.failed.pop(report.nodeid),
                                 report.nodeid, self.seconds.pop(report.nodeid))
-        if (kb.progress.done == kb.progress.total and self.config.getoption("--kb-save-costs")
-                and self.config.getoption("--kb-costs")):
-            save_costs(Path(self.config.getoption("--kb-costs")), kb.progress.model,
-                       kb.progress.scale(elapsed))
+        self.elapsed = elapsed
         if line:
             kb.pending_lines.append(line)
 
