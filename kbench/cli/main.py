@@ -461,7 +461,7 @@ def _write_report(run_dir: Path) -> str | None:
     try:
         from kbench.results.report import build_report
         files = build_report(load_run(run_dir), None, run_dir / "report")
-    except (RunFolderError, OSError, ValueError) as exc:
+    except (RunFolderError, OSError, ValueError, KbenchError) as exc:
         click.echo(f"kbench run: report not written ({exc}); kbench report {run_dir} "
                    "writes it later", err=True)
         return None

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from kbench.errors import KbenchError
+from kbench.resources import resource_dir
 
-DEFAULT_TABLE = Path(__file__).resolve().parents[2] / "reference" / "counts" / "kleidiai_v1.30.toml"
+# in the checkout reference/counts/, in an installed package kbench/reference/counts/
+DEFAULT_TABLE = resource_dir("reference") / "counts" / "kleidiai_v1.30.toml"
 PHASES = {"kernel": "count_kernel", "pack_lhs": "count_pack_lhs", "pack_b": "count_pack_b"}
 ANY_SVL = 0
 

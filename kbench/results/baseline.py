@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from kbench.errors import KbenchError
+from kbench.resources import resource_dir
 from kbench.results.count_compare import DEFAULT_LIMIT, canonical_target
 from kbench.results.counts import COLUMNS
 
-REFERENCE = Path(__file__).resolve().parents[2] / "reference" / "counts"
+# in the checkout reference/counts/, in an installed package kbench/reference/counts/
+REFERENCE = resource_dir("reference") / "counts"
 DEFAULT_CSV = REFERENCE / "baseline.csv"
 DEFAULT_CONFIG = REFERENCE / "baseline.toml"
 KEY_COLUMNS = ("target", "catalog", "case", "realization")
