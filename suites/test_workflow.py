@@ -366,6 +366,48 @@ def test_a_run_says_up_front_how_long_it_is_expected_to_take(tmp_path: Path) -> 
                         r"targets here\)", line), line
     lines = second.stdout.splitlines()
     assert lines.index(line) < min(i for i, x in enumerate(lines) if " cases " in x)
+    # each complete run remembers how long it took after its last test (the summary,
+    # the results, the history), for the next one's ETA; the last test's end is used once
+    data = json.loads((tmp_path / "case_costs.json").read_text())
+    (key,) = data["tails"]
+    assert key == "correctness|host|no-report" and 0 < data["tails"][key] < 60
+    assert "last_test_end" not in data
+
+
+def test_the_time_after_the_last_test_is_remembered_and_forecast(tmp_path: Path) -> None:
+    """The tail of the last complete run of a kind is added to every ETA of the
+    next (the last line, all tests done, shows it alone); it is kept only when
+    this run's last test wrote its end, and per kind of run."""
+    from kbench.harness.progress import features, load_tail, save_costs, save_tail, tail_key
+    work = {f"t{i}": ("host", features(8, 8, 8)) for i in range(40)}
+    path = tmp_path / "case_costs.json"
+    p = ProgressCounter(total=len(work), work=work)
+    for i, test_id in enumerate(work):
+        p.tick(0.1 * (i + 1), test_id=test_id, seconds=0.1)
+    key = tail_key(["qemu:svl=512", "host"], "correctness", False)
+    assert key == tail_key(("host", "qemu:svl=512"), "correctness", False)
+    assert key != tail_key(["host", "qemu:svl=512"], "correctness", True)
+    assert not save_tail(path, key, since=100.0, now=110.0)  # no file: nothing kept
+    save_costs(path, p.model, p.scale(4.0), last_test_end=90.0)  # before this run began
+    assert not save_tail(path, key, since=100.0, now=110.0) and load_tail(path, key) == 0.0
+    save_costs(path, p.model, p.scale(4.0), last_test_end=104.5)
+    assert save_tail(path, key, since=100.0, now=110.0)
+    assert load_tail(path, key) == pytest.approx(5.5)
+    assert not save_tail(path, key, since=100.0, now=120.0)  # used once
+    assert load_tail(path, key) == pytest.approx(5.5)
+    assert load_tail(path, tail_key(["host"], "correctness", False)) == 0.0
+    # the forecast: the model's seconds left plus the tail, at every line
+    with_tail = ProgressCounter(total=len(work), work=work, tail=load_tail(path, key))
+    without = ProgressCounter(total=len(work), work=work)
+    ids = list(work)
+    for i, test_id in enumerate(ids):
+        a = with_tail.tick(0.1 * (i + 1), test_id=test_id, seconds=0.1)
+        b = without.tick(0.1 * (i + 1), test_id=test_id, seconds=0.1)
+        if i + 1 < len(ids):
+            assert with_tail.left(0.1 * (i + 1)) == pytest.approx(
+                without.left(0.1 * (i + 1)) + 5.5)
+    assert a is not None and a.endswith("ETA 0:00:05]") and b is not None
+    assert b.endswith("ETA 0:00:00]")
 
 
 def test_correctness_run_shows_eta_and_perf_run_shows_pass(tmp_path: Path) -> None:

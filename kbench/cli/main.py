@@ -7,6 +7,7 @@ import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -313,6 +314,7 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     timeout verdict naming it, and the run goes on."""
     import pytest
 
+    from kbench.harness.progress import load_tail, save_tail, tail_key
     from kbench.problems.catalog import CatalogError, load_catalog, resolve_catalog
 
     fleet_meta: dict[str, str] = {}
@@ -374,8 +376,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if kinds:
         args += ["--kb-kinds", kinds]
     costs = _costs_path(db)
+    tail = tail_key(targets, suite, with_report)
     if costs is not None:  # the expected duration up front; learned where the history is kept
-        args += ["--kb-costs", str(costs)] + ([] if no_history else ["--kb-save-costs"])
+        args += ["--kb-costs", str(costs), "--kb-tail-seconds", repr(load_tail(costs, tail))]
+        args += [] if no_history else ["--kb-save-costs"]
     if tails != "auto":
         args += ["--kb-tails", tails]
     if case_expr:
@@ -410,6 +414,7 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     click.echo(f"kbench run: suite={suite} targets={','.join(targets)} -> {run_dir}",
                err=as_json)
     not_appended: str | None = None
+    started = time.time()
     with sigterm_as_interrupt() as term, _stdout_to_stderr(as_json):
         try:
             code = int(pytest.main(args))
@@ -422,6 +427,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         report = (_write_report(run_dir) if with_report and not signum and code not in (
             int(pytest.ExitCode.INTERRUPTED), int(pytest.ExitCode.USAGE_ERROR),
             int(pytest.ExitCode.NO_TESTS_COLLECTED)) else None)
+        if costs is not None and not no_history and not signum:
+            # the time after the last test, for the next run's ETA (a complete run
+            # left its last test's end in the costs file; otherwise nothing is kept)
+            save_tail(costs, tail, started, time.time())
     if code == int(pytest.ExitCode.NO_TESTS_COLLECTED):
         click.echo("kbench run: the filters selected no case (see above); nothing was "
                    "verified or timed", err=True)

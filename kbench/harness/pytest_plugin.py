@@ -492,6 +492,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-costs", default="",
                 help="case costs remembered from earlier runs (a JSON file): the run says "
                      "up front how long it is expected to take")
+    g.addoption("--kb-tail-seconds", type=float, default=0.0,
+                help="seconds the run is expected to take after its last test (the "
+                     "summary, results, history, report): added to the ETA")
     g.addoption("--kb-save-costs", action="store_true",
                 help="write this run's case costs into --kb-costs when every case test ran")
     g.addoption("--kb-case", default="",
@@ -964,6 +967,7 @@ class _ProgressPrinter:
         self.case_ids: set[str] = set()
         self.other_ids: set[str] = set()
         self.elapsed = 0.0  # at the last case test
+        self.last_test_end: float | None = None  # epoch second the last test ended
         self.started = 0.0
         self.case_started = False
         self.seconds: dict[str, float] = {}  # a case test's phases so far
@@ -1007,7 +1011,9 @@ class _ProgressPrinter:
         if kb is not None and len(self.case_ids) >= 20:
             path = self.config.getoption("--kb-costs")
             kb.progress = ProgressCounter(len(self.case_ids), work={**work, **others},
-                                          prior=load_costs(Path(path)) if path else {})
+                                          prior=load_costs(Path(path)) if path else {},
+                                          tail=max(0.0, self.config.getoption(
+                                              "--kb-tail-seconds")))
             self._expected(work)
         self.started = time.monotonic()
 
@@ -1020,7 +1026,8 @@ class _ProgressPrinter:
                 or not self.config.getoption("--kb-save-costs")
                 or kb.progress.done < kb.progress.total):
             return
-        save_costs(Path(path), kb.progress.model, kb.progress.scale(self.elapsed))
+        save_costs(Path(path), kb.progress.model, kb.progress.scale(self.elapsed),
+                   last_test_end=self.last_test_end)
 
     def _expected(self, work: dict[str, tuple[str, Features]]) -> None:
         """The expected duration, up front, from the costs remembered (--kb-costs)."""
@@ -1029,6 +1036,8 @@ class _ProgressPrinter:
         if not path or reporter is None:
             return
         seconds, unknown = expected_seconds(work, load_costs(Path(path)))
+        if seconds is not None:
+            seconds += max(0.0, self.config.getoption("--kb-tail-seconds"))
         n = f"{len(work):,} case tests"
         if seconds is None:
             reporter.write_line(f"kbench run: {n}; no expected duration yet for "
@@ -1055,6 +1064,7 @@ class _ProgressPrinter:
             self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
             if report.when == "teardown":
                 kb.progress.observe(report.nodeid, self.seconds.pop(report.nodeid))
+                self.last_test_end = time.time()
             return
         if report.nodeid not in self.case_ids:
             return
@@ -1063,6 +1073,7 @@ class _ProgressPrinter:
         if report.when != "teardown":
             return
         elapsed = time.monotonic() - self.started
+        self.last_test_end = time.time()
         line = kb.progress.tick(elapsed, self.failed.pop(report.nodeid),
                                 report.nodeid, self.seconds.pop(report.nodeid))
         self.elapsed = elapsed
