@@ -15,6 +15,7 @@ from kbench.cli.history import compare, gate_command, load_gate_config, parse_fr
 from kbench.judge.verdict import Verdict
 from kbench.results.compare import (
     FASTER,
+    INCONCLUSIVE,
     MISSING,
     NEW,
     NOT_COMPARABLE,
@@ -138,6 +139,68 @@ def test_gate_passes_a_significant_slowdown_below_the_limit(tmp_path: Path) -> N
     result = gate(base, cand, max_slowdown=0.05)
     assert by_case(result.comparison)["k"].verdict == SLOWER
     assert result.passed
+
+
+def shifted_runs(tmp_path: Path, n: int, factor: dict[int, float]) -> tuple[Run, Run]:
+    """n timed cases; the candidate's case i is factor[i] times the base's."""
+    base = [row(f"c{i}", times=rounds(1e6 * (1 + i), i, noise=0.002)) for i in range(n)]
+    cand = [row(f"c{i}", times=rounds(1e6 * (1 + i) * factor.get(i, 1.0), 100 + i,
+                                      noise=0.002)) for i in range(n)]
+    return pair(tmp_path, base, cand)
+
+
+def test_a_run_wide_shift_is_machine_drift_not_28_regressions(tmp_path: Path) -> None:
+    """Every case +20% (load or clock between two runs): no case is called
+    slower; they are inconclusive, the gate passes and says why and how to
+    settle it; --strict fails on them. A shift the other way is drift too."""
+    base, cand = shifted_runs(tmp_path, 28, {i: 1.2 for i in range(28)})
+    result = gate(base, cand, max_slowdown=0.05)
+    cases = by_case(result.comparison)
+    assert {c.verdict for c in cases.values()} == {INCONCLUSIVE}
+    assert all("machine drift" in c.note and "+20" in c.note for c in cases.values())
+    assert result.passed, result.failures
+    (warning,) = [w for w in result.warnings if "machine drift" in w]
+    assert "28 of 28" in warning and "kbench ab" in warning
+    md = markdown(result)
+    assert "### Inconclusive (28, not failures)" in md and "**slower**" not in md
+    strict = gate(base, cand, max_slowdown=0.05, strict=True)
+    assert [f.reason for f in strict.failures] == ["inconclusive"] * 28
+    assert "### Inconclusive (28, failures under --strict)" in markdown(strict)
+    base, cand = shifted_runs(tmp_path / "down", 28, {i: 0.8 for i in range(28)})
+    comp = compare_runs(base, cand, max_slowdown=0.05)
+    assert {c.verdict for c in comp.cases} == {INCONCLUSIVE}
+    assert any("moved faster" in w for w in comp.warnings)
+
+
+def test_a_slowdown_of_a_few_cases_is_no_drift(tmp_path: Path) -> None:
+    """3 of 28 cases +20%, or 5 cases all +20% (too few to infer a shift):
+    slower, and the gate names exactly those."""
+    base, cand = shifted_runs(tmp_path, 28, {3: 1.2, 9: 1.2, 20: 1.2})
+    result = gate(base, cand, max_slowdown=0.05)
+    slow = sorted(k for k, c in by_case(result.comparison).items() if c.verdict == SLOWER)
+    assert slow == ["c20", "c3", "c9"]
+    assert sorted(f.case.split()[-2] for f in result.failures) == ["synthetic/c20",
+                                                                   "synthetic/c3",
+                                                                   "synthetic/c9"]
+    assert not any("drift" in w for w in result.warnings)
+    base, cand = shifted_runs(tmp_path / "few", 5, {i: 1.2 for i in range(5)})
+    result = gate(base, cand, max_slowdown=0.05)
+    assert [f.reason for f in result.failures] == ["slowdown"] * 5
+    # 20 of 28 move (under the 3/4 share): each of them is judged on its own
+    base, cand = shifted_runs(tmp_path / "most", 28, {i: 1.2 for i in range(20)})
+    assert len(gate(base, cand, max_slowdown=0.05).failures) == 20
+
+
+def test_the_gate_cli_lists_drift_and_strict_fails_it(tmp_path: Path) -> None:
+    base, cand = shifted_runs(tmp_path, 12, {i: 1.3 for i in range(12)})
+    runner = CliRunner()
+    res = runner.invoke(gate_command, [str(base.path), str(cand.path)])
+    assert res.exit_code == 0, res.output
+    assert "inconclusive (moved with the whole run" in res.output
+    assert "warning: machine drift: 12 of 12" in res.output
+    assert "gate: PASSED; 12 speed verdict(s) inconclusive (machine drift)" in res.output
+    res = runner.invoke(gate_command, [str(base.path), str(cand.path), "--strict"])
+    assert res.exit_code == 1 and "FAIL inconclusive:" in res.output
 
 
 def test_gate_ignores_a_large_but_insignificant_slowdown(tmp_path: Path) -> None:

@@ -987,7 +987,7 @@ def test_the_header_answers_the_four_questions(built: rep.ReportFiles, runs: dic
 
 
 def test_worst_status_order() -> None:
-    """failed over regressed over incomplete over all pass."""
+    """failed over regressed over incomplete over inconclusive over all pass."""
     from kbench.results.report_views import GateView, answers
     ok = pd.DataFrame({"status": ["pass", "pass"]})
     bad = pd.DataFrame({"status": ["pass", "crashed"]})
@@ -1000,6 +1000,14 @@ def test_worst_status_order() -> None:
     assert worst(ok, gate=gate_fail) == "regressed"
     assert worst(ok, complete=False) == "incomplete"
     assert worst(ok) == "all pass"
+    drift = GateView(True, "", pd.DataFrame(columns=["reason", "case", "detail"]),
+                     pd.DataFrame(), {"inconclusive": 4, "same": 2}, [])
+    assert worst(ok, gate=drift) == "inconclusive"
+    assert worst(ok, complete=False, gate=drift) == "incomplete"
+    (said,) = [a for a in answers(ok, True, none, none, none, drift, True, 0, False)[1]
+               if a.question == "Regressed?"]
+    assert said.text == "gate: PASSED; 4 speed verdict(s) inconclusive (machine drift)"
+    assert said.cls == "note"
     text = {a.question: a for a in answers(ok, True, none, none, none, gate_fail, True, 3,
                                            False)[1]}
     assert text["Regressed?"].text == "gate: FAILED (1 failure(s))"

@@ -364,7 +364,10 @@ def gate_text(result: GateResult) -> str:
     lines = [comparison_text(result.comparison)]
     for f in result.failures:
         lines.append(f"FAIL {f.reason}: {f.case + ': ' if f.case else ''}{f.detail}")
-    lines.append("gate: PASSED" if result.passed else
+    unsure = sum(c.verdict == "inconclusive" for c in result.comparison.cases)
+    also = (f"; {unsure} speed verdict(s) inconclusive (machine drift): not failures "
+            "without --strict" if unsure and result.passed else "")
+    lines.append(f"gate: PASSED{also}" if result.passed else
                  f"gate: FAILED ({len(result.failures)} failure(s))")
     return "\n".join(lines)
 
@@ -379,17 +382,23 @@ def gate_text(result: GateResult) -> str:
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
               help="Write the Markdown summary here (it is also appended to "
                    "$GITHUB_STEP_SUMMARY when that is set).")
+@click.option("--strict", is_flag=True,
+              help="Fail on inconclusive speed verdicts too (cases that moved with a "
+                   "run-wide shift, machine drift, which two runs measured apart cannot "
+                   "tell from a change).")
 @_JSON
 @_DB
 def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | None,
                  max_count_growth: str | None, config: str | None,
-                 markdown_file: str | None, as_json: bool = False,
+                 markdown_file: str | None, strict: bool = False, as_json: bool = False,
                  db: str | None = None) -> None:
     """The regression gate: exit 1 on any correctness failure or error in
     CAND, any case of BASE missing from CAND, an incomplete run, a
     slowdown both above --max-slowdown and significant at --alpha, or (on
     emulated targets, exactly) an instruction count of a call or a B packing
     grown by more than --max-count-growth; 0 if none; 2 on bad input.
+    When most cases moved together (machine drift), their speed verdicts are
+    inconclusive: listed, not failures unless --strict.
     BASE and CAND are run folders, or runs of the history database: an id,
     latest, latest~N (N runs before the newest) or a commit prefix."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
@@ -397,7 +406,8 @@ def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | 
     (c, c_id) = load_ref(cand, "CAND", strict=True, db=db)
     from kbench.results.compare import gate, markdown
     from kbench.results.json_out import gate_doc
-    result = gate(b, c, cfg.alpha, cfg.max_slowdown, cfg.speed_targets, cfg.max_count_growth)
+    result = gate(b, c, cfg.alpha, cfg.max_slowdown, cfg.speed_targets, cfg.max_count_growth,
+                  strict=strict)
     if as_json:
         click.echo(json.dumps(gate_doc(result, (b_id, c_id)), indent=2))
     else:

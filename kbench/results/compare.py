@@ -24,7 +24,17 @@ count only for correctness and presence.
 The gate fails a candidate run on any correctness failure or error (any
 suite), on any case of the base run that is missing from the candidate (or
 skipped there while the base ran it), on a slowdown that is both larger
-than the threshold and significant, and on a run that did not complete."""
+than the threshold and significant, and on a run that did not complete.
+
+Two runs measured apart also differ by what changed on the machine between
+them: load, clock, memory layout. Such a shift moves every case of a run
+together, and a test per case cannot tell it from a regression. When most
+cases compared as speed (at least DRIFT_SHARE of them, and at least
+DRIFT_MIN_CASES) moved the same way and their median ratio is beyond the
+slowdown limit, the comparison reports machine drift: those cases' verdicts
+are "inconclusive", not slower or faster, and the gate does not fail on them
+(unless strict) but says how to settle it (`kbench ab`, base and candidate
+interleaved, so that drift is shared by both)."""
 
 from __future__ import annotations
 
@@ -56,6 +66,9 @@ KEY = ("suite", "target", "op", "catalog", "case", "kind", "realization", "threa
 
 FASTER, SLOWER, SAME = "faster", "slower", "same"
 NOT_COMPARABLE, MISSING, NEW, UNTIMED = "not-comparable", "missing", "new", "untimed"
+INCONCLUSIVE = "inconclusive"
+DRIFT_MIN_CASES = 8  # fewer cases compared as speed: no run-wide shift is inferred
+DRIFT_SHARE = 0.75  # this share of them moving one way beyond the limit is machine drift
 FAILED = FAILING  # fail, error and the faults (crashed, exited, timeout)
 OK_STATUSES = ("pass", "mistrusted", "skip")  # every other status fails the gate
 _STATUS_RANK = {"skip": 0, "pass": 1, "mistrusted": 2, "fail": 3, "error": 4,
@@ -360,6 +373,9 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
                                     pass_ratio=pass_ratio(b, c), passes=len(c.passes)))
         tested.append(len(cases) - 1)
     cases = _adjusted(cases, tested, alpha)
+    cases, drift = _drift(cases, tested, max_slowdown)
+    if drift:
+        warnings.append(drift)
     if few_rounds:
         warnings.append(f"{few_rounds} timed case(s) have too few rounds for the U test to "
                         f"reach alpha {alpha:g}: their speed is not gated")
@@ -391,10 +407,52 @@ def _adjusted(cases: list[CaseComparison], tested: list[int],
     return out
 
 
+def run_shift(cases: Sequence[CaseComparison], tested: Sequence[int],
+              max_slowdown: float) -> tuple[float, int]:
+    """(median ratio of the tested cases, how many moved that way beyond the
+    limit); (1.0, 0) when fewer than DRIFT_MIN_CASES were tested."""
+    ratios = [cases[i].robust_ratio for i in tested if cases[i].robust_ratio > 0]
+    if len(ratios) < DRIFT_MIN_CASES:
+        return 1.0, 0
+    shift = float(np.median(ratios))
+    if shift >= 1:
+        moved = sum(r > 1 + max_slowdown for r in ratios)
+    else:
+        moved = sum(r < 1 / (1 + max_slowdown) for r in ratios)
+    return shift, moved
+
+
+def _drift(cases: list[CaseComparison], tested: list[int],
+           max_slowdown: float) -> tuple[list[CaseComparison], str]:
+    """Cases that moved with a run-wide shift become inconclusive (see the
+    module text); the warning that says so ("" without drift)."""
+    shift, moved = run_shift(cases, tested, max_slowdown)
+    n = sum(1 for i in tested if cases[i].robust_ratio > 0)
+    beyond = shift > 1 + max_slowdown or shift < 1 / (1 + max_slowdown)
+    if not n or not beyond or moved < DRIFT_SHARE * n:
+        return cases, ""
+    way = SLOWER if shift > 1 else FASTER
+    note = (f"moved with the whole run ({shift - 1:+.1%} median over {n} cases): machine "
+            "drift, not this change")
+    out = list(cases)
+    changed = 0
+    for i in tested:
+        if out[i].verdict == way:
+            out[i] = replace(out[i], verdict=INCONCLUSIVE, note=note)
+            changed += 1
+    return out, (f"machine drift: {moved} of {n} cases compared as speed moved {way} beyond "
+                 f"the limit together (median ratio {shift:.3f}, {shift - 1:+.1%}); "
+                 f"{changed} {way} verdict(s) are inconclusive instead: two runs measured "
+                 "apart cannot tell such a shift from a change. Settle it with base and "
+                 "candidate interleaved: kbench ab --base worker:BASE_CHECKOUT/build/worker/"
+                 "host/kb_worker --cand worker:host")
+
+
 def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
          speed_targets: Sequence[str] = ("*",),
-         max_count_growth: float = DEFAULT_LIMIT) -> GateResult:
-    """The regression gate: compare_runs plus the failures that fail a change."""
+         max_count_growth: float = DEFAULT_LIMIT, strict: bool = False) -> GateResult:
+    """The regression gate: compare_runs plus the failures that fail a change
+    (strict: an inconclusive speed verdict fails too)."""
     comp = compare_runs(base, cand, alpha, max_slowdown, speed_targets, max_count_growth)
     failures: list[GateFailure] = []
     for name, info in (("candidate", comp.cand), ("base", comp.base)):
@@ -426,6 +484,9 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
                 "slowdown", case.label,
                 f"{case.ratio - 1:+.1%} (limit {max_slowdown:.1%}){in_passes}, "
                 f"Mann-Whitney U p = {case.p_slower:.2g} < {alpha:g} (Holm-adjusted)"))
+        if strict and case.verdict == INCONCLUSIVE:
+            failures.append(GateFailure("inconclusive", case.label,
+                                        f"{case.ratio - 1:+.1%}, {case.note} (--strict)"))
     failures += _count_failures(comp, c_idx)
     status = cand.meta.get("pytest_exit_status")
     if status not in (None, 0) and not any(f.reason == "correctness" for f in failures):
@@ -478,8 +539,9 @@ def _md(text: str) -> str:
 
 
 def _perf_table(cases: list[CaseComparison], max_rows: int) -> list[str]:
-    order = {SLOWER: 0, MISSING: 1, FASTER: 2, SAME: 3, NOT_COMPARABLE: 4, NEW: 5}
-    rows = sorted(cases, key=lambda c: (order.get(c.verdict, 6),
+    order = {SLOWER: 0, MISSING: 1, INCONCLUSIVE: 2, FASTER: 3, SAME: 4, NOT_COMPARABLE: 5,
+             NEW: 6}
+    rows = sorted(cases, key=lambda c: (order.get(c.verdict, 7),
                                         -(c.ratio if c.ratio == c.ratio else 0.0)))
     out = ["| target | realization | case | kind | base median | candidate median | ratio "
            "| pass ratio | p | verdict |",
@@ -528,6 +590,13 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
                   "| reason | case | detail |", "|---|---|---|"]
         for f in gate_result.failures:
             lines.append(f"| {f.reason} | {_md(f.case) or '–'} | {_md(f.detail)} |")
+    unsure = [c for c in comp.cases if c.verdict == INCONCLUSIVE]
+    if unsure and gate_result is not None:
+        strict = any(f.reason == "inconclusive" for f in gate_result.failures)
+        why = "failures under --strict" if strict else "not failures"
+        lines += ["", f"### Inconclusive ({len(unsure)}, {why})",
+                  "", *(f"- {_md(c.label)}: {c.ratio - 1:+.1%}, {_md(c.note)}"
+                        for c in unsure[:max_rows])]
     if comp.instructions.deltas:
         tally = ", ".join(f"{n} {v}" for v, n in sorted(comp.instructions.tally().items()))
         lines += ["", f"### Instruction counts ({tally})", "",

@@ -294,7 +294,8 @@ def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
             speedup_vs_baseline: pd.DataFrame, counts_vs_committed: pd.DataFrame,
             gate: GateView | None, has_baseline: bool, trend_runs: int,
             emulated_only: bool, has_counts: bool = False) -> tuple[str, list[Answer]]:
-    """The worst status of the run (failed, regressed, incomplete, all pass;
+    """The worst status of the run (failed, regressed, incomplete,
+    inconclusive (the gate passed with speed verdicts left to drift), all pass;
     "no results" for an empty run) and the four answers: correct? fastest
     per shape? regressed against the baseline? trend over the history?"""
     status = results["status"].astype(str) if len(results) else pd.Series([], dtype=str)
@@ -324,11 +325,15 @@ def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
              if len(counts_vs_committed) and "verdict" in counts_vs_committed else
              counts_vs_committed.iloc[0:0])
     regressed = False
+    unsure = 0
     if gate is not None:
         regressed = not gate.passed
-        out.append(Answer("Regressed?", "gate: PASSED" if gate.passed else
-                          f"gate: FAILED ({len(gate.failures)} failure(s))", "gate",
-                          "pass" if gate.passed else "fail"))
+        unsure = int(gate.counts.get("inconclusive", 0)) if gate.passed else 0
+        text = ("gate: PASSED" + (f"; {unsure} speed verdict(s) inconclusive (machine drift)"
+                                  if unsure else "") if gate.passed else
+                f"gate: FAILED ({len(gate.failures)} failure(s))")
+        out.append(Answer("Regressed?", text, "gate",
+                          "fail" if not gate.passed else "note" if unsure else "pass"))
     elif has_baseline and len(speedup_vs_baseline):
         slower = int((speedup_vs_baseline["time_change"] > 0.05).sum())
         out.append(Answer("Regressed?", f"{slower} of {len(speedup_vs_baseline)} case(s) more "
@@ -348,5 +353,6 @@ def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
         out.append(Answer("Trend?", "no history shown (kbench report RUN --history)", "",
                           "note"))
     worst = ("no results" if not len(results) else "failed" if bad else
-             "regressed" if regressed else "incomplete" if not complete else "all pass")
+             "regressed" if regressed else "incomplete" if not complete else
+             "inconclusive" if unsure else "all pass")
     return worst, out
