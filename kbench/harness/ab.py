@@ -84,8 +84,8 @@ class AbCase:
             "base_status": self.base_verdict.status, "cand_status": self.cand_verdict.status,
             "failure": self.failure, "reps_per_round": self.reps, "order": self.order,
             "flops": self.job.case.flops,
-            "base_round_times_ns": " ".join(f"{t:.1f}" for t in self.base_rounds),
-            "cand_round_times_ns": " ".join(f"{t:.1f}" for t in self.cand_rounds),
+            "base_round_times_ns": " ".join(f"{t:.10g}" for t in self.base_rounds),
+            "cand_round_times_ns": " ".join(f"{t:.10g}" for t in self.cand_rounds),
         }
         if s is not None:
             out.update({k: getattr(s, k) for k in (
