@@ -21,8 +21,8 @@ qemu:svl=512: flops alone +124% at 20% of the run, these four terms +5%).
 What follows the last test (the summary, the results and the history
 written, the report) is no test; its seconds are remembered per kind of run
 (targets, suite, report or not) from the last complete one (`save_tail`)
-and added to the ETA (measured on qemu:svl=512: 10 of a run's 192 s, which
-left alone made the forecast 38% short at 80% of the run)."""
+and added to the ETA (the end of a run, left alone, is what made a real
+run's forecast short; docs/records/eta_accuracy.toml)."""
 
 from __future__ import annotations
 
