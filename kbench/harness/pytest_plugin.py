@@ -42,6 +42,7 @@ from kbench.harness.progress import (
     features,
     hms,
     load_costs,
+    load_memory,
     save_costs,
 )
 from kbench.harness.runner import (
@@ -1010,11 +1011,12 @@ class _ProgressPrinter:
         self.other_ids = set(others)
         if kb is not None and len(self.case_ids) >= 20:
             path = self.config.getoption("--kb-costs")
+            memory = load_memory(Path(path)) if path else {}
             kb.progress = ProgressCounter(len(self.case_ids), work={**work, **others},
                                           prior=load_costs(Path(path)) if path else {},
                                           tail=max(0.0, self.config.getoption(
-                                              "--kb-tail-seconds")))
-            self._expected(work)
+                                              "--kb-tail-seconds")), memory=memory)
+            self._expected({**work, **others}, memory, len(work))
         self.started = time.monotonic()
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -1027,18 +1029,20 @@ class _ProgressPrinter:
                 or kb.progress.done < kb.progress.total):
             return
         save_costs(Path(path), kb.progress.model, kb.progress.scale(self.elapsed),
-                   last_test_end=self.last_test_end)
+                   last_test_end=self.last_test_end, seconds=kb.progress.seconds)
 
-    def _expected(self, work: dict[str, tuple[str, Features]]) -> None:
+    def _expected(self, work: dict[str, tuple[str, Features]], memory: dict[str, float],
+                  cases: int) -> None:
         """The expected duration, up front, from the costs remembered (--kb-costs)."""
         path = self.config.getoption("--kb-costs")
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if not path or reporter is None:
             return
-        seconds, unknown = expected_seconds(work, load_costs(Path(path)))
+        seconds, unknown = expected_seconds(work, load_costs(Path(path)), memory)
         if seconds is not None:
             seconds += max(0.0, self.config.getoption("--kb-tail-seconds"))
-        n = f"{len(work):,} case tests"
+        unknown = [u for u in unknown if not u.startswith("other:")]
+        n = f"{cases:,} case tests"
         if seconds is None:
             reporter.write_line(f"kbench run: {n}; no expected duration yet for "
                                 f"{', '.join(unknown)} (learned from a complete run appended "
@@ -1048,9 +1052,9 @@ class _ProgressPrinter:
                                 "(case costs of the last complete run of these targets here)")
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        """The ETA's clock starts with the first case test (other suites may
-        run before the cases)."""
-        if not self.case_started and nodeid in self.case_ids:
+        """The ETA's clock starts with the first test it models (a case test
+        or another test of the run: both count in the seconds done)."""
+        if not self.case_started and (nodeid in self.case_ids or nodeid in self.other_ids):
             self.case_started = True
             self.started = time.monotonic()
 
