@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Prints the `kbench run` options of a gate configuration's [ci] table
-(`--shapes X ... --passes N`), for the sample workflow's perf step:
+(`--shapes X ... --passes N`), for the sample workflow's perf step, or
+with --ab the `kbench ab` options (`--shapes X ... --rounds N`) of its
+interleaved timing step:
 
     args=$(python ci/gate_args.py "$cfg")
+    ab_args=$(python ci/gate_args.py --ab "$cfg")
 
 (A Python one-liner inside a single-quoted shell string cannot quote its
 own strings; this script is what the workflow runs instead.)"""
@@ -14,18 +17,23 @@ import sys
 import tomllib
 
 
-def run_args(config: dict) -> list[str]:
+def run_args(config: dict, ab: bool = False) -> list[str]:
     ci = config.get("ci", {})
     args: list[str] = []
     for s in ci.get("shapes", []):
         args += ["--shapes", str(s)]
+    if ab:
+        return args + (["--rounds", str(int(ci["ab_rounds"]))] if "ab_rounds" in ci else [])
     args += ["--passes", str(int(ci.get("passes", 1)))]
     return args
 
 
 def main(argv: list[str]) -> int:
+    ab = len(argv) == 3 and argv[1] == "--ab"
+    if ab:
+        argv = [argv[0], argv[2]]
     if len(argv) != 2:
-        print("usage: gate_args.py GATE_TOML", file=sys.stderr)
+        print("usage: gate_args.py [--ab] GATE_TOML", file=sys.stderr)
         return 2
     try:
         with open(argv[1], "rb") as f:
@@ -33,7 +41,7 @@ def main(argv: list[str]) -> int:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         print(f"gate_args.py: {argv[1]}: {exc}", file=sys.stderr)
         return 2
-    print(shlex.join(run_args(config)))
+    print(shlex.join(run_args(config, ab)))
     return 0
 
 

@@ -7,6 +7,7 @@ folders, the HTML report and the gate summary the upload steps collect."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -40,6 +41,10 @@ def test_gate_args_reads_the_ci_table(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, str(REPO / "ci" / "gate_args.py"), str(cfg)],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "--shapes a --shapes 'b c' --passes 3"
+    cfg.write_text('[ci]\nshapes = ["a"]\npasses = 3\nab_rounds = 40\n')
+    ab = subprocess.run([sys.executable, str(REPO / "ci" / "gate_args.py"), "--ab", str(cfg)],
+                        capture_output=True, text=True, check=True).stdout.strip()
+    assert ab == "--shapes a --rounds 40"
     bad = subprocess.run([sys.executable, str(REPO / "ci" / "gate_args.py"),
                           str(tmp_path / "missing.toml")], capture_output=True, text=True)
     assert bad.returncode == 2 and "missing.toml" in bad.stderr
@@ -57,6 +62,16 @@ STUB_PYTHON = """#!/usr/bin/env bash
 if [ "$1" = -m ] && [ "$2" = venv ]; then mkdir -p "$3/bin"; exit 0; fi
 exec "$KB_PYTHON" "$@"
 """
+STUB_BASE_PYTHON = """#!/usr/bin/env bash
+# the base environment's python: crossbuild builds this checkout's worker, placed in
+# the base checkout as the base's own build would be
+if [ "$1" = -m ] && [ "$2" = kbench.targets.crossbuild ]; then
+  "$KB_PYTHON" "$@" >/dev/null || exit 1
+  mkdir -p build/worker/host && ln -sf "$KB_REPO/build/worker/host/kb_worker" build/worker/host/
+  exit 0
+fi
+exec "$KB_PYTHON" "$@"
+"""
 STUB_PIP = """#!/usr/bin/env bash
 echo "pip $* (stub: kbench is installed)"
 """
@@ -70,6 +85,15 @@ if [ "$1" = run ]; then
   done
   exec "$KB_PYTHON" -m kbench.cli run "${args[@]}" --shapes smoke -k 'm7_n8|m3_n2' \\
     --realization gemm_scalar_f32acc --rounds 4 --max-time 0.02
+fi
+if [ "$1" = ab ]; then  # the interleaved step shortened the same way
+  shift
+  args=()
+  while [ $# -gt 0 ]; do
+    case "$1" in --shapes|--rounds) shift 2;; *) args+=("$1"); shift;; esac
+  done
+  exec "$KB_PYTHON" -m kbench.cli ab "${args[@]}" --shapes smoke -k 'm7_n8|m3_n2' \
+    --realization gemm_scalar_f32acc --rounds 14 --min-round-ms 0.2
 fi
 exec "$KB_PYTHON" -m kbench.cli "$@"
 """
@@ -92,6 +116,7 @@ def test_perf_gate_job_steps_run(tmp_path: Path) -> None:
     for side in ("base", "cand"):
         _stub(runner / f"venv-{side}" / "bin" / "pip", STUB_PIP)
         _stub(runner / f"venv-{side}" / "bin" / "kbench", STUB_KBENCH)
+    _stub(runner / "venv-base" / "bin" / "python", STUB_BASE_PYTHON)
     summary = tmp_path / "summary.md"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(RUNNER_TEMP=str(runner), GITHUB_STEP_SUMMARY=str(summary), BASE_SHA="0" * 40,
@@ -111,14 +136,20 @@ def test_perf_gate_job_steps_run(tmp_path: Path) -> None:
         else:
             assert res.returncode in (0, 1), res.stdout[-3000:] + res.stderr[-3000:]
     assert ran == ["Check out the base commit", "Install base and candidate",
-                   "Perf suite on base and candidate", "Report", "Gate"]
+                   "Perf suite on base and candidate",
+                   "Interleaved timing of base and candidate", "Report", "Gate"]
     runs = work / "runs"
     for side in ("base", "cand"):
         assert (runs / side / "results.csv").is_file() and (runs / side / "gbench.json").is_file()
     assert (runs / "report" / "index.html").is_file() or any((runs / "report").glob("*.html"))
+    # speed from the interleaved run: the base build's worker against the candidate's
+    ab_meta = json.loads((runs / "ab" / "run.json").read_text())
+    assert ab_meta["kind"] == "ab" and ab_meta["complete"]
+    assert ab_meta["base"] == f"worker:{runner}/base/build/worker/host/kb_worker"
     gate_md = (runs / "gate.md").read_text()
     assert gate_md.startswith("## kbench gate: ")
-    assert summary.read_text().startswith("## kbench gate: ")
+    assert "### Speed, interleaved (" in gate_md
+    assert "## kbench gate: " in summary.read_text()  # after kbench ab's own summary
     # what the upload step collects exists
     uploads = [s for s in _steps("perf-gate") if s.get("uses", "").startswith(
         "actions/upload-artifact")]

@@ -140,6 +140,38 @@ def logs_of(m: dict) -> str:
     return m["runs"][0]["log"]
 
 
+def test_two_lanes_give_the_verdicts_of_one(small_repo: Path, tmp_path: Path) -> None:
+    """--lanes 2: two scratch trees, the same statuses in the campaign's order
+    as one lane, each run inside one of the trees, both trees restored."""
+    cat = small_repo / "mutants"
+    for name, find in (("times", "a * b"), ("plus_one", "a + b + 1"), ("neg", "-(a + b)")):
+        _mutant(cat, name, "return a + b", f"return {find}")
+    seen = tmp_path / "cwds.txt"
+    (small_repo / "suites" / "test_calc.py").write_text(
+        "import os\nfrom pkg.calc import add\n\n\ndef test_add():\n"
+        f"    with open({str(seen)!r}, 'a') as fh:\n        fh.write(os.getcwd() + '\\n')\n"
+        "    assert add(2, 3) == 5\n\n\ndef test_zero():\n    assert add(0, 7) == 7\n")
+    catalog = mut.load_catalog(cat)
+    one = Campaign(Options(repo=small_repo, catalog=cat, out=tmp_path / "one", artifacts=[],
+                           baseline=False), lambda _m: None).run(catalog)
+    seen.unlink()
+    lines: list[str] = []
+    two = Campaign(Options(repo=small_repo, catalog=cat, out=tmp_path / "two", artifacts=[],
+                           baseline=False, lanes=2), lines.append).run(catalog)
+    assert two["counts"] == one["counts"] and two["counts"]["killed"] == 4
+    ids = [m["id"] for m in json.loads((tmp_path / "two" / "mutation.json").read_text())
+           ["mutants"]]
+    assert ids == [m.id for m in catalog]  # the campaign's order, whichever lane ran what
+    trees = {small_repo / "build" / "mutation" / "tree",
+             small_repo / "build" / "mutation" / "lane1" / "tree"}
+    assert {Path(c) for c in seen.read_text().split()} <= trees
+    before = (small_repo / "pkg" / "calc.py").read_text()
+    for t in trees:
+        assert (t / "pkg" / "calc.py").read_text() == before
+    assert any("scratch tree of lane 1" in x for x in lines)
+    assert load_run(tmp_path / "two").meta["lanes"] == 2
+
+
 def test_a_relative_run_folder_gets_the_counts(small_repo: Path, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The suites run inside the scratch tree: a run folder given relative to

@@ -364,8 +364,20 @@ def gate_text(result: GateResult) -> str:
     lines = [comparison_text(result.comparison)]
     for f in result.failures:
         lines.append(f"FAIL {f.reason}: {f.case + ': ' if f.case else ''}{f.detail}")
-    unsure = sum(c.verdict == "inconclusive" for c in result.comparison.cases)
-    also = (f"; {unsure} speed verdict(s) inconclusive (machine drift): not failures "
+    if result.ab_path:
+        from kbench.results.abgate import INCONCLUSIVE, SAME
+        from kbench.results.compare import ab_tally
+        tally = ", ".join(f"{n} {v}" for v, n in sorted(ab_tally(result.interleaved).items()))
+        lines.append(f"speed, interleaved ({result.ab_path}): {tally or 'no case'}")
+        for v in result.interleaved:
+            if v.verdict not in (SAME, "faster"):
+                lines.append(f"  {v.verdict:12s} {v.label}: {v.detail}")
+        unsure = sum(v.verdict == INCONCLUSIVE for v in result.interleaved)
+        why = "the interval too wide to tell"
+    else:
+        unsure = sum(c.verdict == "inconclusive" for c in result.comparison.cases)
+        why = "machine drift"
+    also = (f"; {unsure} speed verdict(s) inconclusive ({why}): not failures "
             "without --strict" if unsure and result.passed else "")
     lines.append(f"gate: PASSED{also}" if result.passed else
                  f"gate: FAILED ({len(result.failures)} failure(s))")
@@ -386,12 +398,17 @@ def gate_text(result: GateResult) -> str:
               help="Fail on inconclusive speed verdicts too (cases that moved with a "
                    "run-wide shift, machine drift, which two runs measured apart cannot "
                    "tell from a change).")
+@click.option("--ab", "ab_dir", type=click.Path(file_okay=False), default=None,
+              help="Judge speed from this interleaved run folder (`kbench ab --base ... "
+                   "--cand ...`: base and candidate rounds alternating, so machine drift is "
+                   "shared by both) instead of comparing the two runs' times; BASE and CAND "
+                   "still decide correctness, presence and instruction counts.")
 @_JSON
 @_DB
 def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | None,
                  max_count_growth: str | None, config: str | None,
                  markdown_file: str | None, strict: bool = False, as_json: bool = False,
-                 db: str | None = None) -> None:
+                 db: str | None = None, ab_dir: str | None = None) -> None:
     """The regression gate: exit 1 on any correctness failure or error in
     CAND, any case of BASE missing from CAND, an incomplete run, a
     slowdown both above --max-slowdown and significant at --alpha, or (on
@@ -399,15 +416,23 @@ def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | 
     grown by more than --max-count-growth; 0 if none; 2 on bad input.
     When most cases moved together (machine drift), their speed verdicts are
     inconclusive: listed, not failures unless --strict.
+    With --ab, speed comes from an interleaved run instead: a case fails when
+    its paired ratio's interval lies wholly beyond 1 + --max-slowdown; one
+    too noisy to tell is inconclusive.
     BASE and CAND are run folders, or runs of the history database: an id,
     latest, latest~N (N runs before the newest) or a commit prefix."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
     (b, b_id) = load_ref(base, "BASE", strict=True, db=db)
     (c, c_id) = load_ref(cand, "CAND", strict=True, db=db)
+    from kbench.results.abgate import AbRunError, load_ab
     from kbench.results.compare import gate, markdown
     from kbench.results.json_out import gate_doc
+    try:
+        ab = load_ab(ab_dir) if ab_dir else None
+    except AbRunError as exc:
+        raise click.BadParameter(str(exc), param_hint="--ab") from None
     result = gate(b, c, cfg.alpha, cfg.max_slowdown, cfg.speed_targets, cfg.max_count_growth,
-                  strict=strict)
+                  strict=strict, ab=ab)
     if as_json:
         click.echo(json.dumps(gate_doc(result, (b_id, c_id)), indent=2))
     else:

@@ -69,13 +69,16 @@ def _table(summary: dict) -> str:
               help="Seconds one kill run may take (a hang counts as a kill).")
 @click.option("--jobs", type=click.IntRange(1), default=2, show_default=True,
               help="Parallel compile jobs.")
+@click.option("--lanes", type=click.IntRange(1, 16), default=1, show_default=True,
+              help="Mutants run at a time, each in a scratch tree and build cache of its "
+              "own (2 on a 2-core machine halves a campaign's time).")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Run folder  [default: runs/<date>-<time>-<host>-mutation]")
 @click.option("--list", "list_only", is_flag=True,
               help="List the catalog (and which mutants are stale) and exit.")
 def mutate(catalog: Path, patterns: tuple[str, ...], areas: tuple[str, ...], sample: int | None,
            rotate: str, budget: float | None, quick: bool, no_baseline: bool, timeout: float,
-           jobs: int, out: Path | None, list_only: bool) -> None:
+           jobs: int, lanes: int, out: Path | None, list_only: bool) -> None:
     """Apply each mutant of the catalog in a scratch copy of the repository,
     rebuild exactly what it touches (host module, host and aarch64 workers,
     the aarch64 module of the emulated Python), run the suites and targets it
@@ -99,7 +102,8 @@ def mutate(catalog: Path, patterns: tuple[str, ...], areas: tuple[str, ...], sam
                    out=out or Path(f"{default_run_dir()}-mutation"),
                    select=list(patterns), areas=list(areas), sample=sample,
                    rotate=rotate or _head(REPO), budget_s=None if budget is None else budget * 60,
-                   quick=quick, baseline=not no_baseline, timeout_s=timeout, jobs=jobs)
+                   quick=quick, baseline=not no_baseline, timeout_s=timeout, jobs=jobs,
+                   lanes=lanes)
     click.echo(f"kbench mutate: {len(cat)} mutants in {catalog} -> {opts.out}")
     try:
         summary = Campaign(opts, lambda msg: click.echo(msg)).run(cat)

@@ -11,6 +11,11 @@ fails without the mutant (the baseline), so a failure would prove nothing;
 *error* when it could not be built or run. The kill rate counts killed over
 every mutant that was not stale.
 
+With lanes > 1 the mutants run that many at a time, each lane in a
+scratch tree and build cache of its own (a mutant edits its tree in place),
+taking the next mutant in the campaign's order when it is free; the time
+budget and the pinned mutants hold for the campaign as a whole.
+
 Output, in a run folder: run.json (kind "mutation-campaign", the summary),
 mutation.json (every mutant: status, per run the exit code, the failed
 tests and their count, the time), mutants.csv, an empty results.csv (so
@@ -27,6 +32,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -95,6 +101,7 @@ class Options:
     timeout_s: float = 1200.0
     jobs: int = 2
     artifacts: list[str] | None = None  # builds to make (None: whatever the runs may use)
+    lanes: int = 1  # mutants run at a time, each in its own scratch tree
 
 
 def select(catalog: list[mut.Mutant], opts: Options) -> list[mut.Mutant]:
@@ -125,25 +132,45 @@ def _junit(path: Path) -> tuple[int, list[str]]:
     return tests, failed
 
 
+@dataclass
+class _Shared:
+    """What the lanes of one campaign share (under the lock)."""
+
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    baselines: dict[str, RunOutcome] = field(default_factory=dict)
+    results: list[MutantResult] = field(default_factory=list)
+    log_n: int = 0
+
+
 class Campaign:
-    def __init__(self, opts: Options, say: Say) -> None:
-        self.opts, self.say = opts, say
+    def __init__(self, opts: Options, say: Say, lane: int = 0,
+                 shared: _Shared | None = None) -> None:
+        self.opts, self.say, self.lane = opts, say, lane
         self.out = Path(opts.out).resolve()  # the suites run in the scratch tree
-        self.cache = Path(opts.repo).resolve() / "build" / "mutation"
+        root = Path(opts.repo).resolve() / "build" / "mutation"
+        # lane 0 keeps the single campaign's folders; each further lane has its own
+        self.cache = root if lane == 0 else root / f"lane{lane}"
         self.tree = ScratchTree(opts.repo, self.cache / "tree")
         self.tools = Path(os.environ.get("KBENCH_TOOLS", Path(opts.repo) / ".tools")).resolve()
         self.builder = Builder(self.tree, self.cache, self.tools, say, opts.jobs)
-        self.baselines: dict[str, RunOutcome] = {}
-        self.results: list[MutantResult] = []
-        self._log_n = 0
+        self.shared = shared or _Shared()
+
+    @property
+    def baselines(self) -> dict[str, RunOutcome]:
+        return self.shared.baselines
+
+    @property
+    def results(self) -> list[MutantResult]:
+        return self.shared.results
 
     # ---- running suites -------------------------------------------------------------
 
     def _pytest(self, run: mut.KillRun, label: str, quick: bool) -> RunOutcome:
-        self._log_n += 1
+        with self.shared.lock:
+            self.shared.log_n += 1
+            stem = f"{self.shared.log_n:04d}-{label}"
         logs = self.out / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        stem = f"{self._log_n:04d}-{label}"
         junit = logs / f"{stem}.xml"
         log = logs / f"{stem}.log"
         cmd = [sys.executable, "-m", "pytest", *run.pytest_args(), f"--junitxml={junit}"]
@@ -209,7 +236,8 @@ class Campaign:
 
     def prepare(self, chosen: list[mut.Mutant]) -> None:
         n = self.tree.create()
-        self.say(f"scratch tree: {n} files in {self.tree.path}")
+        self.say(f"scratch tree{f' of lane {self.lane}' if self.lane else ''}: {n} files in "
+                 f"{self.tree.path}")
         kills = tuple(k for m in chosen for k in m.kills)
         want = self._artifacts(kills)
         start = time.monotonic()
@@ -218,7 +246,12 @@ class Campaign:
                  f"compiled in {time.monotonic() - start:.0f} s")
 
     def baseline(self, run: mut.KillRun) -> RunOutcome:
-        """The run on the unmutated tree (once per distinct run)."""
+        """The run on the unmutated tree (once per distinct run, whichever lane
+        asks first; another lane asking meanwhile waits for it)."""
+        with self.shared.lock:
+            return self._baseline(run)
+
+    def _baseline(self, run: mut.KillRun) -> RunOutcome:
         if run.key not in self.baselines:
             out = self._pytest(run, "baseline", False)
             self.baselines[run.key] = out
@@ -285,29 +318,76 @@ class Campaign:
                 "catalog": str(self.opts.catalog), "mutants_in_catalog": len(catalog),
                 "selected": [m.id for m in chosen], "quick": self.opts.quick,
                 "baseline": self.opts.baseline, "budget_s": self.opts.budget_s,
-                "rotate": self.opts.rotate, "complete": False}
+                "rotate": self.opts.rotate, "lanes": self.opts.lanes, "complete": False}
         self._write_meta(meta)
         (self.out / "results.csv").write_text(",".join(COLUMNS) + "\n")
         start = time.monotonic()
-        self.prepare(chosen)
-        not_run = []
-        for i, m in enumerate(chosen):
-            # pinned mutants always run; the others only while the budget lasts
-            over = self.opts.budget_s is not None and time.monotonic() - start > self.opts.budget_s
-            if over and not m.pinned:
-                not_run = [x.id for x in chosen[i:] if not x.pinned]
-                if not_run:
-                    self.say(f"budget of {self.opts.budget_s:.0f} s spent: {len(not_run)} "
-                             "mutants not run")
-                if all(not x.pinned for x in chosen[i:]):
-                    break
-                continue
-            self.say(f"[{i + 1}/{len(chosen)}] {m.id} ({m.area})")
-            r = self.run_one(m)
-            self.results.append(r)
-            self.say(f"  -> {r.status.upper()} in {r.seconds:.0f} s"
-                     + (f": {r.detail}" if r.detail else ""))
-            self._write_results()
+        lanes = [self] + [Campaign(self.opts, self.say, i, self.shared)
+                          for i in range(1, max(1, self.opts.lanes))]
+        queue = list(enumerate(chosen))
+        not_run: list[str] = []
+        # lane 0 builds first, alone on the cores; the later lanes build while it runs mutants
+        prepared = threading.Event()
+
+        def next_mutant() -> tuple[int, mut.Mutant] | None:
+            """The next mutant to run (None: none left); pinned mutants always
+            run, the others only while the budget lasts."""
+            with self.shared.lock:
+                while queue:
+                    i, m = queue.pop(0)
+                    over = (self.opts.budget_s is not None
+                            and time.monotonic() - start > self.opts.budget_s)
+                    if not over or m.pinned:
+                        return i, m
+                    rest = [m.id] + [x.id for _, x in queue if not x.pinned]
+                    if not not_run:
+                        self.say(f"budget of {self.opts.budget_s:.0f} s spent: {len(rest)} "
+                                 "mutants not run")
+                    not_run.extend(x for x in rest if x not in not_run)
+                    queue[:] = [(j, x) for j, x in queue if x.pinned]
+                return None
+
+        def work(lane: Campaign) -> None:
+            if lane.lane:
+                prepared.wait()
+            try:
+                lane.prepare(chosen)
+            finally:
+                prepared.set()
+            while (item := next_mutant()) is not None:
+                i, m = item
+                self.say(f"[{i + 1}/{len(chosen)}] {m.id} ({m.area})")
+                r = lane.run_one(m)
+                with self.shared.lock:
+                    self.results.append(r)
+                    who = f" {m.id}" if len(lanes) > 1 else ""
+                    self.say(f"  ->{who} {r.status.upper()} in {r.seconds:.0f} s"
+                             + (f": {r.detail}" if r.detail else ""))
+                    self._write_results()
+
+        if len(lanes) == 1:
+            work(self)
+        else:
+            errors: list[BaseException] = []
+
+            def guarded(lane: Campaign) -> None:
+                try:
+                    work(lane)
+                except BaseException as exc:  # re-raised below, in the caller's thread
+                    with self.shared.lock:
+                        errors.append(exc)
+                        queue.clear()
+            threads = [threading.Thread(target=guarded, args=(lane,), daemon=True)
+                       for lane in lanes]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if errors:
+                raise errors[0]
+        # results in the campaign's order, whichever lane finished first
+        order = {m.id: i for i, m in enumerate(chosen)}
+        self.results.sort(key=lambda r: order.get(r.id, len(order)))
         summary = summarize(self.results)
         summary["not_run"] = not_run
         summary["seconds"] = round(time.monotonic() - start, 1)

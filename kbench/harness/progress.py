@@ -2,7 +2,9 @@
 the case tests (and at the last), with elapsed time and time left.
 
 The time left comes from a cost model, not from the average test so far.
-A case test's seconds (setup, call and teardown) are modelled per target
+A case test's seconds (its wall time in its process, from the end of the
+test before it: setup, call, teardown and what kbench does between them)
+are modelled per target
 as c0 + c1·MNK + c2·MN + c3·(MK + KN), batch included (GEMM view of a
 convolution: M output pixels, N output channels, K taps x input channels):
 a fixed cost, the products (oracle and kernel), the output (judging it) and

@@ -49,6 +49,8 @@ import pandas as pd
 from scipy.stats import mannwhitneyu
 
 from kbench.judge.verdict import FAILING, FAULTS
+from kbench.results import abgate
+from kbench.results.abgate import AbRun, AbVerdict
 from kbench.results.count_compare import (
     DEFAULT_LIMIT,
     CountComparison,
@@ -199,6 +201,8 @@ class GateFailure:
 class GateResult:
     comparison: Comparison
     failures: list[GateFailure]
+    interleaved: list[AbVerdict] = field(default_factory=list)  # --ab: the speed verdicts
+    ab_path: str = ""  # --ab: the interleaved run folder ("" without)
 
     @property
     def passed(self) -> bool:
@@ -299,7 +303,8 @@ def _speed_target(target: str, patterns: Iterable[str]) -> bool:
 
 def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
                  speed_targets: Sequence[str] = ("*",),
-                 max_count_growth: float = DEFAULT_LIMIT) -> Comparison:
+                 max_count_growth: float = DEFAULT_LIMIT,
+                 interleaved: bool = False) -> Comparison:
     """Compare every case of two runs.
 
     Timed cases get the ratio of medians (candidate / base), the pass
@@ -312,7 +317,9 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
     (fnmatch patterns), on different CPUs, without per-round times, or with
     too few rounds for any p below alpha are "not-comparable". A base case
     absent from the candidate is "missing", a candidate case absent from
-    the base "new", an untimed case in both "untimed"."""
+    the base "new", an untimed case in both "untimed". With interleaved
+    (the gate's --ab), no time of the two runs is compared: every timed
+    case is "not-comparable", its speed judged from the interleaved run."""
     if not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
     if max_slowdown < 0:
@@ -353,6 +360,8 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
         note = ""
         if b.emulated or c.emulated or key[1] in emulated:
             note = "emulated: times are not speed"
+        elif interleaved:
+            note = "speed from the interleaved run (--ab)"
         elif not _speed_target(key[1], speed_targets):
             note = "target not speed-comparable"
         elif not same_cpu:
@@ -450,11 +459,22 @@ def _drift(cases: list[CaseComparison], tested: list[int],
 
 def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
          speed_targets: Sequence[str] = ("*",),
-         max_count_growth: float = DEFAULT_LIMIT, strict: bool = False) -> GateResult:
+         max_count_growth: float = DEFAULT_LIMIT, strict: bool = False,
+         ab: AbRun | None = None) -> GateResult:
     """The regression gate: compare_runs plus the failures that fail a change
-    (strict: an inconclusive speed verdict fails too)."""
-    comp = compare_runs(base, cand, alpha, max_slowdown, speed_targets, max_count_growth)
+    (strict: an inconclusive speed verdict fails too). With ab (an
+    interleaved `kbench ab` run), speed is judged from it alone
+    (kbench.results.abgate)."""
+    comp = compare_runs(base, cand, alpha, max_slowdown, speed_targets, max_count_growth,
+                        interleaved=ab is not None)
     failures: list[GateFailure] = []
+    interleaved: list[AbVerdict] = []
+    if ab is not None:
+        interleaved = abgate.judge_ab(ab, max_slowdown, alpha)
+        failures += _ab_failures(ab, interleaved, max_slowdown, strict)
+        if not any(v.stats is not None for v in interleaved):
+            comp.warnings.append(f"the interleaved run {ab.path} timed no case: speed is not "
+                                 "gated")
     for name, info in (("candidate", comp.cand), ("base", comp.base)):
         if not info.complete:
             failures.append(GateFailure("incomplete", "", f"the {name} run did not complete "
@@ -493,7 +513,26 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
         failures.append(GateFailure("suite", "", f"the candidate's suites exited with status "
                                     f"{status} without a failing result row (a test outside the "
                                     "case verdicts failed, e.g. determinism)"))
-    return GateResult(comp, failures)
+    return GateResult(comp, failures, interleaved, str(ab.path) if ab is not None else "")
+
+
+def _ab_failures(ab: AbRun, verdicts: list[AbVerdict], max_slowdown: float,
+                 strict: bool) -> list[GateFailure]:
+    """What fails the gate in the interleaved run: not complete, a case that
+    failed to verify, a slowdown beyond the limit (inconclusive: --strict)."""
+    out = []
+    if not ab.complete:
+        out.append(GateFailure("incomplete", "", f"the interleaved run did not complete "
+                               f"({ab.path}): its speed verdicts cannot be trusted whole"))
+    for v in verdicts:
+        if v.verdict == abgate.FAILED:
+            out.append(GateFailure("correctness", v.label, f"interleaved run: {v.detail}"))
+        elif v.verdict == SLOWER:
+            out.append(GateFailure("slowdown", v.label, f"interleaved (kbench ab): {v.detail}"))
+        elif strict and v.verdict == abgate.INCONCLUSIVE:
+            out.append(GateFailure("inconclusive", v.label, f"interleaved: {v.detail}; settle "
+                                   f"it: {abgate.settle_command(ab)} (--strict)"))
+    return out
 
 
 def _count_failures(comp: Comparison, c_idx: dict[CaseKey, _Entry]) -> list[GateFailure]:
@@ -561,6 +600,29 @@ def _perf_table(cases: list[CaseComparison], max_rows: int) -> list[str]:
     return out
 
 
+def ab_tally(verdicts: list[AbVerdict]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in verdicts:
+        out[v.verdict] = out.get(v.verdict, 0) + 1
+    return out
+
+
+def _ab_markdown(result: GateResult, max_rows: int) -> list[str]:
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(ab_tally(result.interleaved).items()))
+    lines = [f"### Speed, interleaved ({tally or 'no case'})", "",
+             f"From `{_md(result.ab_path)}` (`kbench ab`: base and candidate rounds "
+             f"alternating; the paired ratio's interval must lie beyond 1 + "
+             f"{result.comparison.max_slowdown:.1%} for a slowdown; inconclusive cases are not "
+             "failures unless --strict).", "",
+             "| case | paired ratio [interval] | verdict |", "|---|---:|---|"]
+    shown = sorted(result.interleaved, key=lambda v: v.verdict == SAME)[:max_rows]
+    for v in shown:
+        mark = f"**{v.verdict}**" if v.verdict in (SLOWER, abgate.INCONCLUSIVE,
+                                                   abgate.FAILED) else v.verdict
+        lines.append(f"| {_md(v.label)} | {abgate.ratio_text(v)} | {mark} |")
+    return lines
+
+
 def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
     """A Markdown report (for a CI job summary): verdict, failures, the
     per-case timing table and the correctness counts of the candidate."""
@@ -575,9 +637,11 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
     lines += ["", f"- base: `{_md(comp.base.path)}`: {_md(comp.base.describe())}",
               f"- candidate: `{_md(comp.cand.path)}`: {_md(comp.cand.describe())}",
               f"- slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} "
-              "(one-sided Mann-Whitney U on per-round times, Holm-adjusted over the cases "
-              "compared; with several passes a slowdown must show in more than half of "
-              "them); emulated times are never compared as speed",
+              + ("(speed from the interleaved run below only: the two runs' times are not "
+                 "compared)" if gate_result is not None and gate_result.ab_path else
+                 "(one-sided Mann-Whitney U on per-round times, Holm-adjusted over the cases "
+                 "compared; with several passes a slowdown must show in more than half of "
+                 "them)") + "; emulated times are never compared as speed",
               f"- instruction counts (emulated targets) are compared exactly: a call or B "
               f"packing that grew by more than {comp.instructions.limit:.2%} fails"]
     counts = comp.counts()
@@ -590,6 +654,8 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
                   "| reason | case | detail |", "|---|---|---|"]
         for f in gate_result.failures:
             lines.append(f"| {f.reason} | {_md(f.case) or '–'} | {_md(f.detail)} |")
+    if gate_result is not None and gate_result.ab_path:
+        lines += ["", *_ab_markdown(gate_result, max_rows)]
     unsure = [c for c in comp.cases if c.verdict == INCONCLUSIVE]
     if unsure and gate_result is not None:
         strict = any(f.reason == "inconclusive" for f in gate_result.failures)

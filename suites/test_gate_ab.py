@@ -1,0 +1,172 @@
+"""`kbench gate BASE CAND --ab AB`: speed from an interleaved run only.
+
+The two separate runs carry a run-wide shift (machine drift) that would be
+28 regressions if their times were compared; the interleaved run's paired
+rounds share the drift, so only the case that really slowed fails."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from test_compare import rounds, row, write_run
+
+from kbench.cli.history import gate_command
+from kbench.results.abgate import AbRunError, judge_ab, load_ab
+from kbench.results.compare import NOT_COMPARABLE, gate, markdown
+from kbench.results.json_out import gate_doc
+
+SCHEMA = Path(__file__).resolve().parents[1] / "reports" / "schema" / "gate.schema.json"
+N_CASES = 28
+
+
+def write_ab(folder: Path, factors: dict[int, float], noisy: set[int] = frozenset(),
+             failed: set[int] = frozenset(), n: int = 60, complete: bool = True,
+             drift: float = 1.0) -> Path:
+    """An interleaved run folder as `kbench ab` writes it: per case, paired
+    rounds (the candidate's = the base's round times the factor, so drift
+    over the run moves both), noisy cases with wildly spread pairs."""
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(N_CASES):
+        load = drift * (1 + 0.3 * rng.random(n))  # shared by both sides of each pair
+        base = 1e5 * load * (1 + 0.005 * rng.standard_normal(n))
+        spread = 0.5 if i in noisy else 0.005
+        cand = 1e5 * load * factors.get(i, 1.0) * (1 + spread * rng.standard_normal(n))
+        cand = np.abs(cand) + 1.0
+        r = {"catalog": "synthetic", "case": f"c{i}", "op": "gemm",
+             "realization": "gemm_scalar_f32acc", "failure": "", "verdict": "same",
+             "base_round_times_ns": " ".join(f"{t:.10g}" for t in base),
+             "cand_round_times_ns": " ".join(f"{t:.10g}" for t in cand)}
+        if i in failed:
+            r.update(failure="candidate: fail (max err/bound 3.2)", verdict="failed",
+                     base_round_times_ns="", cand_round_times_ns="")
+        rows.append(r)
+    with (folder / "ab.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    meta = {"kind": "ab", "complete": complete, "base": "worker:../base/kb_worker",
+            "cand": "worker:host", "settings": {"rounds": n}}
+    (folder / "run.json").write_text(json.dumps(meta))
+    return folder
+
+
+def drifted_runs(tmp_path: Path, shift: float = 1.2):
+    """Two separate runs of 28 cases, every candidate time +20%: drift."""
+    base = [row(f"c{i}", times=rounds(1e5, i)) for i in range(N_CASES)]
+    cand = [row(f"c{i}", times=rounds(shift * 1e5, 100 + i)) for i in range(N_CASES)]
+    return write_run(tmp_path / "base", base), write_run(tmp_path / "cand", cand)
+
+
+def test_only_the_slowed_case_fails_under_drift(tmp_path: Path) -> None:
+    b, c = drifted_runs(tmp_path)
+    ab = load_ab(write_ab(tmp_path / "ab", {5: 1.10}, drift=1.2))
+    result = gate(b, c, max_slowdown=0.05, ab=ab)
+    slow = [f for f in result.failures if f.reason == "slowdown"]
+    assert [f.case for f in slow] == ["gemm_scalar_f32acc synthetic/c5"], result.failures
+    assert "interleaved" in slow[0].detail and "paired ratio 1.1" in slow[0].detail
+    assert len(result.failures) == 1
+    # the two runs' times are not compared: every timed case says where speed came from
+    assert all(x.verdict == NOT_COMPARABLE and "interleaved" in x.note
+               for x in result.comparison.cases)
+    verdicts = {v.label.split("/")[-1]: v.verdict for v in result.interleaved}
+    assert verdicts["c5"] == "slower" and sum(v == "same" for v in verdicts.values()) == 27
+    # without --ab the same two runs are drift: inconclusive, and c5 cannot be told apart
+    plain = gate(b, c, max_slowdown=0.05)
+    assert plain.passed and not any(f.reason == "slowdown" for f in plain.failures)
+
+
+def test_an_identical_build_passes_and_a_faster_one_too(tmp_path: Path) -> None:
+    b, c = drifted_runs(tmp_path, shift=1.0)
+    assert gate(b, c, ab=load_ab(write_ab(tmp_path / "aa", {}))).passed
+    fast = gate(b, c, ab=load_ab(write_ab(tmp_path / "fast", {3: 0.8})))
+    assert fast.passed and {v.verdict for v in fast.interleaved} == {"same", "faster"}
+
+
+def test_a_slowdown_within_the_limit_passes(tmp_path: Path) -> None:
+    b, c = drifted_runs(tmp_path, shift=1.0)
+    ab = load_ab(write_ab(tmp_path / "ab", {5: 1.03}))
+    assert gate(b, c, max_slowdown=0.05, ab=ab).passed
+    assert not gate(b, c, max_slowdown=0.02, ab=ab).passed  # the gate's own limit counts
+
+
+def test_noisy_cases_are_inconclusive_and_strict_fails_them(tmp_path: Path) -> None:
+    b, c = drifted_runs(tmp_path, shift=1.0)
+    ab = load_ab(write_ab(tmp_path / "ab", {}, noisy={2, 7}))
+    result = gate(b, c, ab=ab)
+    assert result.passed
+    unsure = [v for v in result.interleaved if v.verdict == "inconclusive"]
+    assert sorted(v.label for v in unsure) == ["gemm_scalar_f32acc synthetic/c2",
+                                               "gemm_scalar_f32acc synthetic/c7"]
+    strict = gate(b, c, ab=ab, strict=True)
+    assert [f.reason for f in strict.failures] == ["inconclusive", "inconclusive"]
+    assert "kbench ab --base worker:../base/kb_worker --cand worker:host --rounds 120" in \
+        strict.failures[0].detail
+
+
+def test_a_failed_or_incomplete_interleaved_run_fails(tmp_path: Path) -> None:
+    b, c = drifted_runs(tmp_path, shift=1.0)
+    failed = gate(b, c, ab=load_ab(write_ab(tmp_path / "f", {}, failed={4})))
+    assert [(f.reason, f.case) for f in failed.failures] == [
+        ("correctness", "gemm_scalar_f32acc synthetic/c4")]
+    cut = gate(b, c, ab=load_ab(write_ab(tmp_path / "cut", {}, complete=False)))
+    assert [f.reason for f in cut.failures] == ["incomplete"]
+
+
+def test_text_markdown_and_json(tmp_path: Path) -> None:
+    b, c = drifted_runs(tmp_path)
+    ab = write_ab(tmp_path / "ab", {5: 1.10}, noisy={9}, drift=1.2)
+    runner = CliRunner()
+    out = runner.invoke(gate_command, [str(b.path), str(c.path), "--ab", str(ab),
+                                       "--markdown", str(tmp_path / "gate.md")])
+    assert out.exit_code == 1, out.output
+    assert f"speed, interleaved ({ab}): 1 inconclusive, 26 same, 1 slower" in out.output
+    assert "FAIL slowdown: gemm_scalar_f32acc synthetic/c5: interleaved" in out.output
+    md = (tmp_path / "gate.md").read_text()
+    assert "### Speed, interleaved (1 inconclusive, 26 same, 1 slower)" in md
+    assert "| gemm_scalar_f32acc synthetic/c5 | 1.1" in md and "**slower**" in md
+    assert "speed from the interleaved run below only" in md
+    res = runner.invoke(gate_command, [str(b.path), str(c.path), "--ab", str(ab), "--json"])
+    doc = json.loads(res.output)
+    jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+    assert doc["interleaved"]["path"] == str(ab) and len(doc["interleaved"]["cases"]) == 28
+    assert {x["verdict"] for x in doc["interleaved"]["cases"]} == {"same", "slower",
+                                                                  "inconclusive"}
+    plain = gate_doc(gate(b, c))
+    assert plain["interleaved"] is None
+    jsonschema.validate(plain, json.loads(SCHEMA.read_text()))
+    assert "Speed, interleaved" not in markdown(gate(b, c))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: None, "no run.json"),
+    (lambda p: (p / "run.json").write_text(json.dumps({"kind": "run"})), "not an interleaved"),
+    (lambda p: (p / "run.json").write_text("{"), "unreadable"),
+    (lambda p: (p / "run.json").write_text(json.dumps({"kind": "ab", "complete": True})),
+     "without ab.csv"),
+])
+def test_a_folder_that_is_no_interleaved_run_is_a_usage_error(tmp_path: Path, make,
+                                                              message: str) -> None:
+    b, c = drifted_runs(tmp_path, shift=1.0)
+    folder = tmp_path / "x"
+    folder.mkdir()
+    make(folder)
+    with pytest.raises(AbRunError, match=message):
+        load_ab(folder)
+    out = CliRunner().invoke(gate_command, [str(b.path), str(c.path), "--ab", str(folder)])
+    assert out.exit_code == 2 and message in out.output
+
+
+def test_verdicts_use_the_gate_alpha_over_the_timed_cases(tmp_path: Path) -> None:
+    ab = load_ab(write_ab(tmp_path / "ab", {}, failed={0}))
+    verdicts = judge_ab(ab, max_slowdown=0.05, alpha=0.01)
+    timed = [v for v in verdicts if v.stats is not None]
+    assert len(timed) == 27
+    assert all(v.stats.confidence == pytest.approx(1 - 0.01 / 27) for v in timed)
