@@ -14,7 +14,7 @@
 # emulated aarch64 box, a stand-in adb) and the history on a throwaway
 # PostgreSQL server; the emulated targets run through `kbench run --jobs`.
 # The libFuzzer targets (ci/fuzz.sh) run 10 s each under ASan + UBSan; and a
-# sample of the mutation catalog (ci/mutants/) runs within a time budget. The
+# the whole mutation catalog (ci/mutants/) runs, two at a time. The
 # documentation site (mkdocs.yml, docs/) is built with `mkdocs build --strict`;
 # suites/test_docs.py (a host suite) regenerates every generated figure of README.md
 # and docs/ and compares, and the count step checks the count tables against the
