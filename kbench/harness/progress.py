@@ -287,7 +287,8 @@ class ProgressCounter:
     _seen: set[str] = field(default_factory=set)
     _remembered: dict[str, float] = field(default_factory=dict)  # test id -> its memory
     _mem_left: float = 0.0  # remembered seconds of the remembered tests still to run
-    _mem_done: list[float] = field(default_factory=lambda: [0.0, 0.0])  # [this run, memory]
+    _mem_done_run: float = 0.0  # this run's seconds of the remembered tests done
+    _mem_done_memory: float = 0.0  # ... and their remembered seconds
 
     def __post_init__(self) -> None:
         for test_id, (target, x) in self.work.items():
@@ -303,7 +304,7 @@ class ProgressCounter:
     def modelled_left(self) -> float:
         """This run's seconds still to run: the remembered tests' memory at
         this run's speed so far, plus the fit over the others."""
-        run, mem = self._mem_done
+        run, mem = self._mem_done_run, self._mem_done_memory
         speed = run / mem if mem > 0 and run > 0 else 1.0
         return speed * self._mem_left + self.model.modelled_left()
 
@@ -330,8 +331,8 @@ class ProgressCounter:
             self.model.finish(target, x, seconds, planned=mem is None)
             if mem is not None:
                 self._mem_left = max(0.0, self._mem_left - mem)
-                self._mem_done[0] += max(0.0, seconds)
-                self._mem_done[1] += mem
+                self._mem_done_run += max(0.0, seconds)
+                self._mem_done_memory += mem
 
     def tick(self, elapsed_s: float, failed: bool = False, test_id: str = "",
              seconds: float | None = None) -> str | None:
