@@ -81,6 +81,13 @@ kbench tune --shapes smoke --rounds 2 --min-round-ms 0.1 --out "$perf/tune" | ta
 kbench run --suite correctness --shapes smoke --dispatch "$perf/tune/dispatch.json" \
   --no-history --report --out "$perf/dispatch"
 test -s "$perf/dispatch/report/report.html"
+# tuning and the dispatch table's what-ran check on emulated Arm64 as well (SVL 512: the rules
+# pick SME, SME2 and NEON realizations there; emulated times only exercise the mechanism)
+kbench tune --shapes smoke --target qemu:svl=512 --rounds 2 --min-round-ms 0.1 \
+  --out "$perf/tune-qemu" | tail -n 2
+kbench run --suite correctness --shapes smoke --target qemu:svl=512 --no-history --no-report \
+  --dispatch "$perf/tune-qemu/dispatch.json" --out "$perf/dispatch-qemu" | tail -n 1
+"$PY" ci/check_dispatch.py "$perf/tune-qemu/dispatch.json" "$perf/dispatch-qemu" qemu:svl=512
 
 step "wheel: build, install in a clean venv, run from it (no checkout on the path)"
 whl="$(mktemp -d)"
