@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.cli.history import load_gate_config, parse_fraction
-from kbench.results.compare import SLOWER, gate
+from kbench.results.compare import SLOWER, UNIT_TEST, gate
 from kbench.results.runfolder import Run, load_run
 
 AA = "A/A"
@@ -202,9 +202,9 @@ def table(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str
         f"`{realization}`" + ("" if s.all_realizations else " (only realization run)")
         + f"; {s.passes} pass(es) per run"
         + (f"; `kbench run {shlex.join(s.run_args)}`" if s.run_args else ""),
-        f"- gate: slowdown limit {s.max_slowdown:.0%}, alpha {s.alpha:g} (one-sided "
-        f"Mann-Whitney U on per-round times, Holm-adjusted; with passes, a slowdown must show "
-        f"in more than half of them); {s.trials} trials per condition, "
+        f"- gate: slowdown limit {s.max_slowdown:.0%}, alpha {s.alpha:g} ("
+        f"{UNIT_TEST}, Holm-adjusted; a slowdown must show in more than half of the "
+        f"passes); {s.trials} trials per condition, "
         f"{seconds / 60:.1f} min",
         f"- 1-minute load average at the start of the runs: median {statistics.median(loads):.2f}"
         f", max {max(loads):.2f} ({os.cpu_count()} CPUs)" if loads else "- load: –",

@@ -108,12 +108,16 @@ def test_times_taken_under_emulation_on_either_side_are_never_speed(
         tmp_path: Path, emulated_side: str) -> None:
     """Given round times (not measured): the candidate twice as slow, but one
     side's rows were timed under emulation, so no slowdown is judged."""
-    base = [_timed("c1", [1000.0 + i for i in range(20)], emulated_side == "base")]
-    cand = [_timed("c1", [2000.0 + i for i in range(20)], emulated_side == "cand")]
+    base = [_timed("c1", [1000.0 + p + i for i in range(20)], emulated_side == "base")
+            for p in range(3)]  # three passes a side: speed could be judged on hardware
+    cand = [_timed("c1", [2000.0 + p + i for i in range(20)], emulated_side == "cand")
+            for p in range(3)]
     result = gate(_run(tmp_path / "base", base), _run(tmp_path / "cand", cand))
     (case,) = result.comparison.cases
     assert case.verdict == "not-comparable" and "emulated" in case.note
     assert result.passed, result.failures
-    hardware = gate(_run(tmp_path / "b2", [_timed("c1", [1000.0 + i for i in range(20)])]),
-                    _run(tmp_path / "c2", [_timed("c1", [2000.0 + i for i in range(20)])]))
+    hardware = gate(_run(tmp_path / "b2", [_timed("c1", [1000.0 + p + i for i in range(20)])
+                                           for p in range(3)]),
+                    _run(tmp_path / "c2", [_timed("c1", [2000.0 + p + i for i in range(20)])
+                                           for p in range(3)]))
     assert [f.reason for f in hardware.failures] == ["slowdown"]

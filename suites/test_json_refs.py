@@ -47,15 +47,17 @@ def test_every_schema_is_a_valid_draft_2020_12_schema(name: str) -> None:
 
 @pytest.fixture
 def history_db(tmp_path: Path) -> tuple[Path, list[Path]]:
-    """Three runs of two commits in one history: the last one 10% slower on
-    one case."""
+    """Three runs of two commits in one history, three passes each (the unit
+    of the comparison's statistics): the last one 10% slower on one case."""
     db = tmp_path / "h.sqlite"
     folders = []
     for i, (commit, scale) in enumerate([("aaaa1111", 1.0), ("bbbb2222", 1.0),
                                          ("bbbb2222", 1.1)]):
         folder = tmp_path / f"run{i}"
-        write_run(folder, [row("c1", times=rounds(1e6 * scale, 10 + i, n=40)),
-                           row("c2", times=rounds(2e6, 20 + i, n=40)),
+        write_run(folder, [*(row("c1", times=rounds(1e6 * scale, 10 * p + i, n=15))
+                             for p in range(1, 4)),
+                           *(row("c2", times=rounds(2e6, 10 * p + 5 + i, n=15))
+                             for p in range(1, 4)),
                            row("chk", suite="correctness")],
                   git_commit=commit * 5, date=f"2026-01-0{i + 1}T00:00:00+00:00")
         append_run(db, load_run(folder))
@@ -170,7 +172,8 @@ def test_history_json(history_db: tuple[Path, list[Path]], tmp_path: Path) -> No
     validate(doc, "history")
     assert [r["id"] for r in doc["runs"]] == [3, 2, 1]
     assert doc["runs"][0]["path"] == str(folders[2].resolve())
-    assert doc["runs"][0]["complete"] is True and doc["runs"][0]["n_results"] == 3
+    # 2 timed cases x 3 passes and 1 check
+    assert doc["runs"][0]["complete"] is True and doc["runs"][0]["n_results"] == 7
     empty = CliRunner().invoke(history, ["--json", "--db", str(tmp_path / "new.sqlite")])
     assert empty.exit_code == 0
     doc = json.loads(empty.stdout)

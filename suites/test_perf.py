@@ -24,6 +24,7 @@ from kbench.targets.isolated import IsolatedHostEngine
 @pytest.mark.perf
 def test_perf(kb_session, kb_perf_job, benchmark, request):
     job = kb_perf_job
+    kb_session.start_perf_test(request.node.callspec.id)  # a new pass: fresh workers
     target = kb_session.target(job.target)
     settings = kb_session.perf_settings
     verdict = perf.verify(target, job, settings, kb_session.inputs)
@@ -80,6 +81,9 @@ def _timed(kb_session, job, target, settings, benchmark, verdict):
     # `reps` native calls, recorded as that round's per-call time)
     benchmark.extra_info["calls_per_round"] = reps
     verdict = perf.with_times(verdict, rounds, reps, prep.packing)
+    pid = perf.process_id(target)
+    verdict = replace(verdict, perf_pass=kb_session.perf_pass,
+                      process="" if pid is None else str(pid))
     if kb_session.counter is not None:  # exact instruction counts on emulated targets
         verdict = counting.with_counts(kb_session.counter, verdict, job, kb_session.inputs)
     return verdict

@@ -124,7 +124,7 @@ def test_report_shows_the_gate_verdict_with_statistics(gated, tmp_path: Path) ->
     html = files.html.read_text(encoding="utf-8")
     assert '<section id="gate">' in html
     assert f"FAILED ({len(result.failures)} failure(s))" in html
-    assert "Mann-Whitney U" in html and "slowdown" in html
+    assert "Welch t on log per-pass medians" in html and "slowdown" in html
     for f in result.failures:  # every failure listed, with its reason
         assert f"<td>{f.reason}</td>" in html
     # the per-case statistics: ratio of medians, pass ratio, p, verdict

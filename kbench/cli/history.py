@@ -227,8 +227,8 @@ _CONFIG = click.option("--config", type=click.Path(exists=True, dir_okay=False),
                        help=f"Gate configuration (TOML, [gate] table) [default: "
                             f"{DEFAULT_CONFIG.relative_to(REPO)} in the checkout].")
 _ALPHA = click.option("--alpha", type=float, default=None,
-                      help="Significance level of the Mann-Whitney U test [default: from the "
-                           "configuration, else 0.01].")
+                      help="Significance level of the test over per-pass medians [default: "
+                           "from the configuration, else 0.01].")
 _SLOWDOWN = click.option("--max-slowdown", default=None,
                          help="Largest tolerated slowdown, 5% or 0.05 [default: from the "
                               "configuration, else 5%].")
@@ -342,11 +342,12 @@ def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
             max_count_growth: str | None, config: str | None,
             markdown_file: str | None, as_json: bool = False, db: str | None = None) -> None:
     """Compare two runs case by case: ratio of median times, one-sided
-    Mann-Whitney U tests on per-round times, and a verdict (faster, slower,
-    same; not-comparable for emulated times); instruction counts of emulated
-    targets exactly (more, fewer, same). BASE and CAND are run folders, or
-    runs of the history database: an id, latest, latest~N (N runs before the
-    newest) or a commit prefix."""
+    Welch t-tests on the logs of the per-pass medians (the pass is the unit;
+    a case with one pass a side gets no p-value), and a verdict (faster,
+    slower, same; not-comparable for emulated times or too few passes);
+    instruction counts of emulated targets exactly (more, fewer, same). BASE
+    and CAND are run folders, or runs of the history database: an id,
+    latest, latest~N (N runs before the newest) or a commit prefix."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
     (b, b_id), (c, c_id) = load_ref(base, "BASE", db=db), load_ref(cand, "CAND", db=db)
     from kbench.results.compare import compare_runs, markdown

@@ -83,11 +83,12 @@ TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI 
                  "history": ("kbench.cli.history:history",
                              "List recorded runs (newest first); --add records run folders."),
                  "compare": ("kbench.cli.history:compare",
-                             "Compare two runs case by case: ratio of median times, "
-                             "one-sided Mann-Whitney U tests on per-round times, and a verdict "
-                             "(faster, slower, same; not-comparable for emulated times); "
-                             "instruction counts of emulated targets exactly (more, fewer, "
-                             "same)."),
+                             "Compare two runs case by case: ratio of median times, one-sided "
+                             "Welch t-tests on the logs of the per-pass medians (the pass is "
+                             "the unit; a case with one pass a side gets no p-value), and a "
+                             "verdict (faster, slower, same; not-comparable for emulated times "
+                             "or too few passes); instruction counts of emulated targets "
+                             "exactly (more, fewer, same)."),
                  "ab": ("kbench.cli.ab:ab",
                         "Time a base and a candidate build interleaved (rounds alternate in "
                         "one run) and report, per case, the paired ratio with its confidence "

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbench.harness.perf import PerfSettings, Prepared, prepare, verify
+from kbench.harness.perf import PerfSettings, Prepared, prepare, process_id, verify
 from kbench.harness.runner import InputCache, Job
 from kbench.judge.verdict import MISTRUSTED, PASS, Verdict
 from kbench.native.calls import Timing
@@ -95,17 +95,6 @@ class AbCase:
         else:
             out["verdict"] = "failed" if self.failure else "untimed"
         return out
-
-
-def process_id(target: Target) -> int | None:
-    """The process that runs a target's kernels on this machine (a worker's
-    pid; this process for in-process targets; None if unknown)."""
-    proc = getattr(target.engine, "proc", None)
-    if proc is not None:
-        return int(proc.pid)
-    if target.engine.__class__.__name__ == "InProcessEngine":
-        return os.getpid()
-    return None
 
 
 def pin_together(targets: list[Target], cpu: int | None = None) -> int | None:

@@ -6,6 +6,7 @@ never a speed."""
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -75,6 +76,17 @@ def with_times(v: Verdict, round_ns: list[float], reps: int, packing: CallResult
     if packing is not None and packing.times_ns:
         out.pack_time_ns = statistics.median(packing.times_ns)
     return out
+
+
+def process_id(target: Target) -> int | None:
+    """The process that runs a target's kernels on this machine (a worker's
+    pid; this process for in-process targets; None if unknown)."""
+    proc = getattr(target.engine, "proc", None)
+    if proc is not None:
+        return int(proc.pid)
+    if target.engine.__class__.__name__ == "InProcessEngine":
+        return os.getpid()
+    return None
 
 
 @dataclass

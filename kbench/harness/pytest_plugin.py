@@ -9,6 +9,7 @@ folder (--kb-out) as they come, and summarized at the end."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ from kbench.results.store import RunDirError, RunWriter, machine_metadata
 from kbench.results.summary import summary_dict, summary_text
 from kbench.targets.plugins import PluginLoads
 from kbench.targets.spec import Target, parse_target
+from kbench.targets.worker import WorkerEngine
 
 
 @dataclass
@@ -97,6 +99,7 @@ class KbSession:
     clock: VirtualClock = field(default_factory=VirtualClock)
     perf_done: int = 0
     perf_total: int = 0
+    perf_pass: int = 1  # the pass the perf suite is in
     perf_start: float = 0.0
     pending_lines: list[str] = field(default_factory=list)
     table: DispatchTable | None = None
@@ -434,6 +437,21 @@ class KbSession:
         for spec, reason in self.unavailable.items():
             out[spec] = {"name": spec, "unavailable": reason, "emulated": False}
         return out
+
+    def start_perf_test(self, test_id: str) -> None:
+        """Before each perf test (its parametrize id, which ends in -passN
+        with several passes): at the first test of a new pass every worker
+        target of this session is shut down, so that each pass runs in a
+        fresh process with a memory layout of its own (a pass is the unit of
+        the comparison's statistics, kbench.results.compare; the next call
+        starts the worker)."""
+        m = re.search(r"-pass(\d+)$", test_id)
+        this = int(m.group(1)) if m and self.perf_passes > 1 else 1
+        if this != self.perf_pass:
+            self.perf_pass = this
+            for t in self.targets.values():
+                if isinstance(t.engine, WorkerEngine):
+                    t.engine.close()
 
     def perf_progress(self, config: pytest.Config, v: Verdict) -> None:
         """Queues a verdict line per perf problem, with its position and an ETA

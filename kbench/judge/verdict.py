@@ -232,6 +232,11 @@ class Verdict:
     round_times_ns: list[float] = field(default_factory=list)  # per call, one per round
     gflops: float = float("nan")  # flops / median time
     pack_time_ns: float = float("nan")  # median time of packing B, when timed
+    # a perf row is one pass (kbench run --passes N, 1-based; 0: not a pass) timed in one
+    # process (its pid on the machine that ran it; "" if unknown): the unit the comparison
+    # of two runs counts (kbench.results.compare), never the round
+    perf_pass: int = 0
+    process: str = ""
     # the accumulation model that reproduces the output best (kbench.fingerprint),
     # "indistinguishable", or "" when not fingerprinted; and its bit-match fraction
     accum_model: str = ""

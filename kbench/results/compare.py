@@ -2,21 +2,26 @@
 
 A case is the same case in both runs when its identity columns (KEY)
 agree. For a timed case the comparison reports the ratio of the median
-per-call times (candidate / base) and a Mann-Whitney U test on the
-per-round times; the verdict is faster, slower or same. The p-values are
-adjusted for multiple comparisons (Holm's step-down method over every
-case compared as speed), so alpha bounds the chance that an identical
-build gets any "slower" verdict, not the chance per case.
+per-call times (candidate / base) and a test over the case's passes; the
+verdict is faster, slower or same. The p-values are adjusted for multiple
+comparisons (Holm's step-down method over every case compared as speed),
+so alpha bounds the chance that an identical build gets any "slower"
+verdict, not the chance per case.
 
 Rounds measured back to back share the machine's state: a burst of
 background load shifts every round of a case at once, and no test that
-treats rounds as independent can tell that from a slowdown. A perf run
-with several passes (`kbench run --passes N`: the whole catalog N times,
-so each case's rounds are spread over the run) records one row per case
-per pass. The comparison then also computes, per candidate pass, the
-ratio of that pass's median to the base median, and takes the lower
-median of those ratios (the value that more than half the passes reach):
-a slowdown that shows in only one pass is not a slowdown. Times measured
+treats rounds as independent can tell that from a slowdown. The unit of
+the statistics is therefore the pass, never the round: a perf run with
+several passes (`kbench run --passes N`: the whole catalog N times, so
+each case's rounds are spread over the run; on worker targets each pass
+in a fresh worker process) records one row per case per pass, and the
+test is one-sided Welch t-tests on the logarithms of the per-pass medians
+(UNIT_TEST). A case with fewer than MIN_UNITS passes on either side gets
+no p-value at all: it is "not-comparable", and the comparison says so. The
+comparison also computes, per candidate pass, the ratio of that pass's
+median to the base median, and takes the lower median of those ratios
+(the value that more than half the passes reach): a slowdown that shows
+in only one pass is not a slowdown. Times measured
 under emulation, on another CPU, or on a target the gate is told not to
 compare are never compared as speed: such cases are "not-comparable" and
 count only for correctness and presence.
@@ -46,7 +51,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import mannwhitneyu
+from scipy.stats import ttest_ind
 
 from kbench.judge.verdict import FAILING, FAULTS
 from kbench.results import abgate
@@ -69,6 +74,8 @@ KEY = ("suite", "target", "op", "catalog", "case", "kind", "realization", "threa
 FASTER, SLOWER, SAME = "faster", "slower", "same"
 NOT_COMPARABLE, MISSING, NEW, UNTIMED = "not-comparable", "missing", "new", "untimed"
 INCONCLUSIVE = "inconclusive"
+MIN_UNITS = 2  # passes per run below which a case gets no p-value (rounds are no units)
+UNIT_TEST = "one-sided Welch t on log per-pass medians"
 DRIFT_MIN_CASES = 8  # fewer cases compared as speed: no run-wide shift is inferred
 DRIFT_SHARE = 0.75  # this share of them moving one way beyond the limit is machine drift
 FAILED = FAILING  # fail, error and the faults (crashed, exited, timeout)
@@ -133,13 +140,14 @@ class CaseComparison:
     base_rounds: int
     cand_rounds: int
     ratio: float  # cand median / base median (NaN if not comparable)
-    p_slower: float  # one-sided Mann-Whitney U: candidate times larger (Holm-adjusted)
-    p_faster: float  # one-sided Mann-Whitney U: candidate times smaller (Holm-adjusted)
+    p_slower: float  # one-sided, over per-pass medians: candidate larger (Holm-adjusted)
+    p_faster: float  # one-sided, over per-pass medians: candidate smaller (Holm-adjusted)
     verdict: str
     timed: bool = False  # timed in either run
     note: str = ""
     pass_ratio: float = math.nan  # lower median of per-pass ratios (NaN: one pass)
     passes: int = 1  # candidate passes
+    base_passes: int = 1
 
     @property
     def robust_ratio(self) -> float:
@@ -213,31 +221,36 @@ class GateResult:
         return self.comparison.warnings
 
 
-def min_p_value(n_base: int, n_cand: int) -> float:
-    """The smallest one-sided p the exact U test can give for these sample
-    sizes (all of one sample above all of the other): 1 / C(n1 + n2, n1)."""
-    if n_base < 1 or n_cand < 1:
-        return 1.0
-    ways = math.comb(n_base + n_cand, n_base)
-    return 1.0 / ways if ways < 10**300 else 0.0
+def unit_medians(entry: _Entry) -> list[float]:
+    """A case's figure per unit: the median of each pass's rounds (one row
+    of results.csv each)."""
+    return [float(np.median(g)) for g in entry.passes if g]
 
 
-def mann_whitney(base: Sequence[float], cand: Sequence[float]) -> tuple[float, float]:
-    """(p_slower, p_faster): one-sided Mann-Whitney U p-values for "the
-    candidate's per-round times tend to be larger" and "... smaller".
+def unit_test(base: Sequence[float], cand: Sequence[float]) -> tuple[float, float]:
+    """(p_slower, p_faster): one-sided p-values for "the candidate's
+    per-pass medians are larger" and "... smaller", from Welch's t-test on
+    their logarithms (a ratio is a difference of logs; the spread between
+    passes is what the test sees, the number of rounds in a pass is not).
+    Fewer than MIN_UNITS passes on a side: (1, 1), no evidence either way.
+    Passes without any spread on both sides: 0 in the direction the medians
+    moved (the figures are exact), 1 in the other.
 
     Why one-sided: each verdict answers a directional question, and the
-    gate asks only one: is the candidate slower? For that question the
-    one-sided test is the right one; at the same alpha it detects a
-    slowdown with more power than a two-sided test, which would spend half
-    of alpha on speedups the gate never fails. The two one-sided tests are
-    applied separately (at most one can be below any alpha < 0.5), so the
-    gate's false-alarm rate per case on identical builds is at most alpha,
-    and a "faster" or "slower" verdict at most 2 alpha."""
-    if len(base) == 0 or len(cand) == 0:
+    gate asks only one: is the candidate slower? At the same alpha the
+    one-sided test detects a slowdown with more power than a two-sided
+    test, which would spend half of alpha on speedups the gate never fails.
+    The two are applied separately (at most one can be below any alpha <
+    0.5), so the false-alarm rate per case on identical builds is at most
+    alpha, and a "faster" or "slower" verdict at most 2 alpha."""
+    if len(base) < MIN_UNITS or len(cand) < MIN_UNITS:
         return 1.0, 1.0
-    slower = float(mannwhitneyu(cand, base, alternative="greater").pvalue)
-    faster = float(mannwhitneyu(cand, base, alternative="less").pvalue)
+    lb, lc = np.log(np.asarray(base, float)), np.log(np.asarray(cand, float))
+    if np.ptp(lb) == 0 and np.ptp(lc) == 0:
+        d = float(lc.mean() - lb.mean())
+        return (0.0 if d > 0 else 1.0), (0.0 if d < 0 else 1.0)
+    slower = float(ttest_ind(lc, lb, equal_var=False, alternative="greater").pvalue)
+    faster = float(ttest_ind(lc, lb, equal_var=False, alternative="less").pvalue)
     return (1.0 if math.isnan(slower) else slower), (1.0 if math.isnan(faster) else faster)
 
 
@@ -308,14 +321,14 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
     """Compare every case of two runs.
 
     Timed cases get the ratio of medians (candidate / base), the pass
-    ratio (several passes), and the two one-sided Mann-Whitney U p-values
-    on per-round times, each Holm-adjusted over the cases compared as
-    speed; the verdict is "slower" if p_slower < alpha and the ratio (and
-    the pass ratio, with passes) is above 1, "faster" if p_faster < alpha
-    and they are below 1, else "same". Cases timed
-    under emulation (in either run), on targets outside speed_targets
-    (fnmatch patterns), on different CPUs, without per-round times, or with
-    too few rounds for any p below alpha are "not-comparable". A base case
+    ratio, and the two one-sided p-values of unit_test over the per-pass
+    medians, each Holm-adjusted over the cases compared as speed; the
+    verdict is "slower" if p_slower < alpha and the ratio and the pass
+    ratio are above 1, "faster" if p_faster < alpha and they are below 1,
+    else "same". Cases timed under emulation (in either run), on targets
+    outside speed_targets (fnmatch patterns), on different CPUs, without
+    per-round times, or with fewer than MIN_UNITS passes on a side (rounds
+    alone give no p-value) are "not-comparable". A base case
     absent from the candidate is "missing", a candidate case absent from
     the base "new", an untimed case in both "untimed". With interleaved
     (the gate's --ab), no time of the two runs is compared: every timed
@@ -337,7 +350,7 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
     keys = list(b_idx) + [k for k in c_idx if k not in b_idx]
     cases: list[CaseComparison] = []
     tested: list[int] = []  # indices of the cases compared as speed
-    few_rounds = 0
+    few_units = 0
     for key in keys:
         b, c = b_idx.get(key), c_idx.get(key)
         nan = math.nan
@@ -368,26 +381,31 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
             note = "different CPUs"
         elif len(b.times) < 2 or len(c.times) < 2 or math.isnan(ratio):
             note = "no per-round times"
-        elif min_p_value(len(b.times), len(c.times)) >= alpha:
-            note = f"too few rounds ({len(b.times)}, {len(c.times)}) for alpha {alpha:g}"
-            few_rounds += 1
+        elif min(len(unit_medians(b)), len(unit_medians(c))) < MIN_UNITS:
+            note = (f"passes {len(unit_medians(b))} and {len(unit_medians(c))}: rounds alone "
+                    "give no p-value")
+            few_units += 1
         if note:
             cases.append(CaseComparison(**common, ratio=nan if "emulated" in note else ratio,
                                         p_slower=nan, p_faster=nan, verdict=NOT_COMPARABLE,
                                         note=note))
             continue
-        p_slower, p_faster = mann_whitney(b.times, c.times)
+        p_slower, p_faster = unit_test(unit_medians(b), unit_medians(c))
         cases.append(CaseComparison(**common, ratio=ratio, p_slower=p_slower,
                                     p_faster=p_faster, verdict=SAME,
-                                    pass_ratio=pass_ratio(b, c), passes=len(c.passes)))
+                                    pass_ratio=pass_ratio(b, c), passes=len(c.passes),
+                                    base_passes=len(b.passes)))
         tested.append(len(cases) - 1)
     cases = _adjusted(cases, tested, alpha)
     cases, drift = _drift(cases, tested, max_slowdown)
     if drift:
         warnings.append(drift)
-    if few_rounds:
-        warnings.append(f"{few_rounds} timed case(s) have too few rounds for the U test to "
-                        f"reach alpha {alpha:g}: their speed is not gated")
+    if few_units:
+        warnings.append(f"{few_units} timed case(s) have fewer than {MIN_UNITS} passes in a "
+                        "run: the rounds of one pass share the machine's state and are not "
+                        "independent samples, so no p-value is computed and their speed is "
+                        f"not gated (time both runs with kbench run --passes 3 or more, or "
+                        "gate speed interleaved: kbench gate --ab)")
     instructions = compare_counts(base.results.to_dict("records"),
                                   cand.results.to_dict("records"), max_count_growth)
     qemu = {name: {str(v) for v in run.results.get("count_qemu", []) if str(v)}
@@ -503,7 +521,8 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
             failures.append(GateFailure(
                 "slowdown", case.label,
                 f"{case.ratio - 1:+.1%} (limit {max_slowdown:.1%}){in_passes}, "
-                f"Mann-Whitney U p = {case.p_slower:.2g} < {alpha:g} (Holm-adjusted)"))
+                f"p = {case.p_slower:.2g} < {alpha:g} over {case.base_passes} and "
+                f"{case.passes} passes (Welch t on log pass medians, Holm-adjusted)"))
         if strict and case.verdict == INCONCLUSIVE:
             failures.append(GateFailure("inconclusive", case.label,
                                         f"{case.ratio - 1:+.1%}, {case.note} (--strict)"))
@@ -639,9 +658,9 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
               f"- slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} "
               + ("(speed from the interleaved run below only: the two runs' times are not "
                  "compared)" if gate_result is not None and gate_result.ab_path else
-                 "(one-sided Mann-Whitney U on per-round times, Holm-adjusted over the cases "
-                 "compared; with several passes a slowdown must show in more than half of "
-                 "them)") + "; emulated times are never compared as speed",
+                 f"({UNIT_TEST}, Holm-adjusted over the cases compared; the unit is the "
+                 "pass, never the round, and a slowdown must show in more than half of "
+                 "the passes)") + "; emulated times are never compared as speed",
               f"- instruction counts (emulated targets) are compared exactly: a call or B "
               f"packing that grew by more than {comp.instructions.limit:.2%} fails"]
     counts = comp.counts()

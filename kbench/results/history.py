@@ -64,12 +64,12 @@ _RUN_COLUMNS: dict[str, str] = {
 }
 
 _INT_RESULT_COLUMNS = {"k", "m", "n", "vector_bits", "exact", "total", "layers", "flops",
-                       "threads", "rounds", "reps_per_round", "emulated"}
+                       "threads", "rounds", "reps_per_round", "emulated", "perf_pass"}
 _TEXT_RESULT_COLUMNS = {"case", "op", "shape", "kind", "target", "backend", "realization",
                         "kernel", "accum", "b_form", "status", "message", "catalog", "tags",
                         "suite", "round_times_ns", "plugin", "count_method",
                         "count_note", "count_qemu", "count_cpu", "count_mix",
-                        "count_floor_kind"}
+                        "count_floor_kind", "process"}
 
 LISTING = ["id", "date", "host", "cpu_model", "arch", "git_commit", "git_dirty", "complete",
            "emulated", "target_names", "backends", "n_results", "n_failed", "n_timed", "path"]

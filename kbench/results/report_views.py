@@ -155,6 +155,8 @@ class GateView:
 
 def gate_view(result: Any) -> GateView:
     """From a kbench.results.compare.GateResult."""
+    from kbench.results.compare import UNIT_TEST
+
     comp = result.comparison
     failures = pd.DataFrame([{"reason": f.reason, "case": f.case, "detail": f.detail}
                              for f in result.failures], columns=["reason", "case", "detail"])
@@ -163,9 +165,9 @@ def gate_view(result: Any) -> GateView:
     cols = ["target", "realization", "catalog", "case", "base_median_ns", "cand_median_ns",
             "ratio", "pass_ratio", "p_slower", "verdict", "note"]
     cases = timed[cols].reset_index(drop=True) if len(timed) else pd.DataFrame(columns=cols)
-    settings = (f"slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} (one-sided "
-                "Mann-Whitney U on per-round times, Holm-adjusted; with passes, the slowdown "
-                "must show in more than half of them)")
+    settings = (f"slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} ("
+                f"{UNIT_TEST}, Holm-adjusted; the pass is the unit, never the round, and the "
+                "slowdown must show in more than half of the passes)")
     return GateView(result.passed, settings, failures, cases, comp.counts(),
                     list(comp.warnings))
 
