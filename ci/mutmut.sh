@@ -7,7 +7,9 @@
 # into catalog mutants with the test that kills them, or into the list of
 # known survivors in docs/mutation.md.
 #
-#   bash ci/mutmut.sh [PATH...]      mutate PATH (default: kbench/judge kbench/results)
+#   bash ci/mutmut.sh [PATH...]      mutate PATH, a package folder or a module
+#                                    (default: kbench/judge kbench/results)
+#   MUTMUT_CHILDREN=N                mutants run in parallel (default: 2)
 #   MUTMUT_TESTS="suites/a.py ..."   the suites it runs (default: the host suites below)
 #
 # Needs the mutmut extra (pip install -e '.[mutmut]'). Works in a copy of the
@@ -30,14 +32,23 @@ git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$WORK"
 cp -a kbench/*.so "$WORK/kbench/" 2>/dev/null || true
 tar --exclude=./mutmut --exclude=./mutation -C build -cf - . | tar -xf - -C "$WORK/build"
 list() { printf '"%s", ' "$@" | sed 's/, $//'; }
+# PATH is a package folder (every module of it mutated) or one module (.py)
+GLOBS=()
+for p in "${PATHS[@]}"; do
+  case "$p" in *.py) GLOBS+=("$p") ;; *) GLOBS+=("${p%/}/*") ;; esac
+done
+# the whole kbench package is the source tree (mutants/kbench is a complete package,
+# so `import kbench` is the package, not a namespace of the mutated folders); only the
+# given paths are mutated
 cat >> "$WORK/pyproject.toml" <<EOF
 
 [tool.mutmut]
-paths_to_mutate = [$(list "${PATHS[@]/%//}")]
-tests_dir = [$(list "${TESTS[@]}")]
+source_paths = ["kbench/"]
+only_mutate = [$(list "${GLOBS[@]}")]
+pytest_add_cli_args_test_selection = [$(list "${TESTS[@]}")]
 also_copy = ["suites", "reference", "native", "build", "examples", "docs", "ci"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"]
 EOF
 cd "$WORK"
-nice mutmut run
+nice mutmut run --max-children "${MUTMUT_CHILDREN:-2}"
 mutmut results

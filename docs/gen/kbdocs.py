@@ -453,6 +453,29 @@ def mutant_areas(*areas: str) -> str:
                  "llrr")
 
 
+def mutmut_scores(*names: str) -> str:
+    """The generated-mutant campaigns' scores, one row per package, from the
+    [score] table of each docs/records/mutmut_*.toml (or the records named):
+    mutants generated, killed, survived, not reached by the suites run, and
+    the kill rate over the mutants the suites reach."""
+    if not names:
+        names = tuple(sorted(p.stem for p in (root() / "docs" / "records").glob("mutmut_*.toml")))
+    rows = []
+    for name in names:
+        rec = record(name)
+        sc, meta = rec["score"], rec["record"]
+        mutants, killed, survived = int(sc["mutants"]), int(sc["killed"]), int(sc["survived"])
+        reached = killed + survived
+        if reached + int(sc["not_reached"]) != mutants:
+            raise ValueError(f"{name}: killed + survived + not_reached != mutants")
+        rows.append([f"`{sc['package']}`", num(mutants), num(killed), num(survived),
+                     num(int(sc["not_reached"])),
+                     f"{killed / reached:.1%}" if reached else "–",
+                     f"{meta['date']}, `{meta['commit']}`"])
+    return table(["package", "generated mutants", "killed", "survived", "not reached",
+                  "kill rate (reached)", "recorded"], rows, "lrrrrrl")
+
+
 GENERATORS: dict[str, Callable[..., str]] = {
     "model_catalogs": model_catalogs, "mutant_areas": mutant_areas,
     "run": run,
@@ -461,6 +484,7 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "baseline_gemm_kernels": baseline_gemm_kernels, "baseline_calls": baseline_calls,
     "baseline_convs": baseline_convs, "baseline_summary": baseline_summary,
     "anchor_ratios": anchor_ratios, "output": output, "recorded": recorded,
+    "mutmut_scores": mutmut_scores,
 }
 COUNT_BLOCKS = ("baseline_gemm_kernels", "baseline_calls", "baseline_convs", "anchor_ratios")
 
