@@ -46,7 +46,7 @@ cat >> "$WORK/pyproject.toml" <<EOF
 source_paths = ["kbench/"]
 only_mutate = [$(list "${GLOBS[@]}")]
 pytest_add_cli_args_test_selection = [$(list "${TESTS[@]}")]
-also_copy = ["suites", "reference", "native", "build", "examples", "docs", "ci"]
+also_copy = ["suites", "reference", "reports", "native", "build", "examples", "docs", "ci", "setup.py", "mkdocs.yml"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"]
 EOF
 cd "$WORK"

@@ -149,3 +149,54 @@ def test_too_few_rounds_at_the_corrected_confidence() -> None:
     assert abstats.paired(base, cand, EFFECT, ALPHA, 16).verdict == abstats.TOO_FEW
     base, cand = _pairs(need, 3, effect=0.2, load=0.0)
     assert abstats.paired(base, cand, EFFECT, ALPHA, 16).verdict == abstats.SLOWER
+
+
+def test_paired_refuses_bad_arguments_and_names_them() -> None:
+    with pytest.raises(ValueError, match="3 base vs 2 candidate"):
+        abstats.paired([1.0, 2.0, 3.0], [1.0, 2.0])
+    for alpha in (0.0, 1.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\)"):
+            abstats.paired([1.0] * 9, [1.0] * 9, alpha=alpha)
+    with pytest.raises(ValueError, match="min_effect must be >= 0"):
+        abstats.paired([1.0] * 9, [1.0] * 9, min_effect=-0.01)
+    assert abstats.paired([1.0] * 30, [1.0] * 30, min_effect=0.0).verdict == abstats.SAME
+
+
+def test_paired_defaults_are_a_two_and_a_half_percent_limit_at_99_percent() -> None:
+    base = [1000.0 + i for i in range(30)]
+    slower = [b * 1.03 for b in base]  # 3%: beyond the default 2.5% limit
+    s = abstats.paired(base, slower)
+    assert s == abstats.paired(base, slower, min_effect=0.025, alpha=0.01, comparisons=1)
+    assert s.confidence == pytest.approx(0.99) and s.verdict == abstats.SLOWER
+    assert abstats.paired(base, [b * 1.02 for b in base]).verdict == abstats.SAME
+
+
+def test_paired_without_usable_rounds_is_too_few_and_says_nothing_else() -> None:
+    for base, cand in (([], []), ([0.0] + [1.0] * 29, [1.0] * 30),
+                       ([1.0] * 30, [1.0] * 29 + [0.0]), ([-1.0] * 30, [1.0] * 30)):
+        s = abstats.paired(base, cand)
+        assert s.verdict == abstats.TOO_FEW and s.rounds == len(base)
+        assert s.confidence == pytest.approx(0.99)
+        figures = (s.base_median_ns, s.cand_median_ns, s.base_min_ns, s.cand_min_ns,
+                   s.median_ratio, s.ci_low, s.ci_high, s.min_ratio, s.base_cv, s.cand_cv)
+        assert all(isinstance(x, float) and math.isnan(x) for x in figures)
+    one = abstats.paired([1000.0], [1100.0])  # one pair: figures, but no interval
+    assert one.verdict == abstats.TOO_FEW and one.base_median_ns == 1000.0
+    assert one.median_ratio == pytest.approx(1.1) and math.isnan(one.ci_low)
+    sub_ns = abstats.paired([0.5] * 30, [0.5] * 30)  # times below 1 ns are times
+    assert sub_ns.verdict == abstats.SAME and sub_ns.median_ratio == 1.0
+
+
+def test_paired_slower_needs_both_bounds_strictly_beyond_the_limit() -> None:
+    """The interval's low end exactly at 1 + limit is not slower; nor is a
+    ratio of minima exactly at 1 + limit / 2 (both exact in binary)."""
+    base = [1000.0] * 30
+    at_limit = abstats.paired(base, [1250.0] * 30, min_effect=0.25)
+    assert at_limit.ci_low == 1.25 and at_limit.verdict != abstats.SLOWER
+    above = abstats.paired(base, [1250.0] + [2000.0] * 29, min_effect=0.5)
+    assert above.ci_low == 2.0 and above.min_ratio == 1.25
+    assert above.verdict == abstats.NOISY  # min ratio at half the limit: not slower
+    assert abstats.paired(base, [1260.0] + [2000.0] * 29,
+                          min_effect=0.5).verdict == abstats.SLOWER
+    faster = abstats.paired(base, [750.0] * 30, min_effect=0.25)
+    assert faster.ci_high == 0.75 and faster.verdict != abstats.FASTER

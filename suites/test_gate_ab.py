@@ -170,3 +170,35 @@ def test_verdicts_use_the_gate_alpha_over_the_timed_cases(tmp_path: Path) -> Non
     timed = [v for v in verdicts if v.stats is not None]
     assert len(timed) == 27
     assert all(v.stats.confidence == pytest.approx(1 - 0.01 / 27) for v in timed)
+
+
+def test_each_kind_of_interleaved_row_gets_its_own_verdict_and_reason() -> None:
+    """A row with a failure text, or marked failed, fails (with its text, or
+    "failed to verify"), even with rounds; a row without paired rounds is
+    untimed; a timed row is judged at the gate's alpha, and an inconclusive
+    one says why."""
+    from kbench.results.abgate import AbRun
+
+    def r(case: str, base: str = "", cand: str = "", failure: str = "",
+          verdict: str = "same") -> dict[str, str]:
+        return {"catalog": "cat", "case": case, "realization": "real", "failure": failure,
+                "verdict": verdict, "base_round_times_ns": base, "cand_round_times_ns": cand}
+
+    same = " ".join(["100"] * 40)
+    wide = " ".join(str(v) for v in [50, 200] * 20)
+    rows = [r("text", same, same, failure="candidate: fail (err/bound 3)"),
+            r("marked", same, same, verdict="failed"), r("none"), r("uneven", same, "100"),
+            r("timed", same, same), r("noisy", same, wide), r("short", "100 100", "100 100")]
+    got = {v.label.split("/")[1]: v for v in judge_ab(AbRun(Path("."), {}, rows), 0.05, 0.3)}
+    assert [(k, v.verdict) for k, v in got.items()] == [
+        ("text", "failed"), ("marked", "failed"), ("none", "untimed"), ("uneven", "untimed"),
+        ("timed", "same"), ("noisy", "inconclusive"), ("short", "inconclusive")]
+    assert got["text"].label == "real cat/text"
+    assert got["text"].detail == "candidate: fail (err/bound 3)"
+    assert got["marked"].detail == "failed to verify" and got["marked"].stats is None
+    assert got["none"].detail == got["uneven"].detail == "no paired rounds"
+    assert got["timed"].stats.confidence == pytest.approx(1 - 0.3 / 3)  # three timed rows
+    assert got["timed"].detail == got["timed"].stats.describe(0.05)
+    assert got["noisy"].detail.endswith(
+        " (the interval is too wide to tell, or the minima disagree)")
+    assert got["short"].detail.endswith(" (too few rounds for the interval)")

@@ -121,3 +121,21 @@ def test_times_taken_under_emulation_on_either_side_are_never_speed(
                     _run(tmp_path / "c2", [_timed("c1", [2000.0 + p + i for i in range(20)])
                                            for p in range(3)]))
     assert [f.reason for f in hardware.failures] == ["slowdown"]
+
+
+def test_count_tally_counts_every_verdict_once() -> None:
+    """`kbench compare`'s count line: one more, two fewer, one same, one
+    missing, one new, each counted exactly once."""
+    from kbench.results.count_compare import FEWER, MISSING, MORE, NEW, SAME, compare_counts
+
+    def counted(case: str, call: float) -> dict[str, object]:
+        return {"target": "qemu:svl=512", "catalog": "c", "case": case,
+                "realization": "r", "count_call": call, "count_kernel": call / 2}
+
+    base = [counted("up", 100), counted("down1", 100), counted("down2", 100),
+            counted("flat", 100), counted("gone", 100)]
+    cand = [counted("up", 120), counted("down1", 90), counted("down2", 50),
+            counted("flat", 100), counted("born", 100)]
+    comp = compare_counts(base, cand)
+    assert comp.tally() == {MORE: 1, FEWER: 2, SAME: 1, MISSING: 1, NEW: 1}
+    assert [d.key[2] for d in comp.regressions()] == ["up"]

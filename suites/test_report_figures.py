@@ -83,6 +83,29 @@ def test_the_printed_per_model_time_is_in_milliseconds_and_weighted_by_layers() 
     assert float(row["geomean_gflops"]) == pytest.approx(geo, rel=1e-3)
 
 
+def test_the_printed_perf_summary_names_emulated_times_and_keeps_only_timed_rows() -> None:
+    """One row per target and realization in the order they ran; emulated
+    times give "emulated", never a GFLOP/s figure; correctness rows and perf
+    rows that were not timed are left out."""
+    from dataclasses import replace
+    fast = _verdict("c1", realization="gemm_neon_f32acc", backend="neon", times=[1e6] * 3)
+    slow = _verdict("c1", times=[4e6] * 3)
+    emu = replace(_verdict("c2", times=[3e6] * 3), target="qemu:svl=512", emulated=True)
+    single = replace(_verdict("c3", realization="gemm_x", times=[2e6]), target="t1")
+    untimed = _verdict("c4", realization="gemm_untimed")  # verified, never timed
+    check = replace(_verdict("c5", realization="gemm_check", times=[1e6] * 3),
+                    suite="correctness")
+    frame = perf_frame([emu, slow, fast, single, untimed, check])  # not in sorted order
+    got = [(r["target"], r["realization"], r["timed"], r["geomean_gflops"])
+           for r in frame.to_dict("records")]
+    assert got == [("qemu:svl=512", "gemm_scalar_f32acc", 1, "emulated"),
+                   ("host", "gemm_scalar_f32acc", 1, "0.5"), ("host", "gemm_neon_f32acc", 1, "2"),
+                   ("t1", "gemm_x", 1, "1")]
+    assert frame["weighted_ms"].tolist() == pytest.approx([3.0, 4.0, 1.0, 2.0], rel=1e-9)
+    tiny = perf_frame([_verdict("c6", flops=0, times=[1e6] * 3)])
+    assert tiny["geomean_gflops"].tolist() == ["1e-12"]  # 0 GFLOP/s clipped, never -inf
+
+
 def _run(folder: Path, rows: list[Verdict]) -> Run:
     w = RunWriter(folder, dict(META))
     w.add_all(rows)
