@@ -456,8 +456,9 @@ def mutant_areas(*areas: str) -> str:
 def mutmut_scores(*names: str) -> str:
     """The generated-mutant campaigns' scores, one row per package, from the
     [score] table of each docs/records/mutmut_*.toml (or the records named):
-    mutants generated, killed, survived, not reached by the suites run, and
-    the kill rate over the mutants the suites reach."""
+    mutants generated, killed, survived, not reached by the suites run, not
+    run because the campaign was time-boxed, and the kill rate over the
+    mutants that ran."""
     if not names:
         names = tuple(sorted(p.stem for p in (root() / "docs" / "records").glob("mutmut_*.toml")))
     rows = []
@@ -465,15 +466,15 @@ def mutmut_scores(*names: str) -> str:
         rec = record(name)
         sc, meta = rec["score"], rec["record"]
         mutants, killed, survived = int(sc["mutants"]), int(sc["killed"]), int(sc["survived"])
-        reached = killed + survived
-        if reached + int(sc["not_reached"]) != mutants:
-            raise ValueError(f"{name}: killed + survived + not_reached != mutants")
+        reached, not_run = killed + survived, int(sc.get("not_run", 0))
+        if reached + int(sc["not_reached"]) + not_run != mutants:
+            raise ValueError(f"{name}: killed + survived + not_reached + not_run != mutants")
         rows.append([f"`{sc['package']}`", num(mutants), num(killed), num(survived),
-                     num(int(sc["not_reached"])),
+                     num(int(sc["not_reached"])), num(not_run),
                      f"{killed / reached:.1%}" if reached else "–",
                      f"{meta['date']}, `{meta['commit']}`"])
     return table(["package", "generated mutants", "killed", "survived", "not reached",
-                  "kill rate (reached)", "recorded"], rows, "lrrrrrl")
+                  "not run (time-boxed)", "kill rate (run)", "recorded"], rows, "lrrrrrrl")
 
 
 GENERATORS: dict[str, Callable[..., str]] = {
