@@ -5,7 +5,8 @@
 # input that caused it).
 #
 #   bash ci/fuzz.sh build                 build every target into build/fuzz/
-#   bash ci/fuzz.sh run [SECONDS]         each target for SECONDS (default 15: the CI budget)
+#   bash ci/fuzz.sh run [SECONDS]         each target for SECONDS (default 15: the CI budget),
+#                                         FUZZ_JOBS (default: the core count) at a time
 #   bash ci/fuzz.sh campaign [RUNS]       each target for RUNS executions (default 10,000,000),
 #                                         niced, one after another; a line per target in
 #                                         build/fuzz/campaign.log
@@ -94,8 +95,23 @@ case "$cmd" in
   run)
     build
     secs="${2:-15}"
+    # FUZZ_JOBS targets at a time (default: one per core); each target's line is
+    # printed in the order of TARGETS once all are done
+    jobs="${FUZZ_JOBS:-$(nproc)}"
+    lines="$(mktemp -d)"
     status=0
-    for t in "${TARGETS[@]}"; do fuzz "$t" -max_total_time="$secs" || status=1; done
+    pids=()
+    for i in "${!TARGETS[@]}"; do
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+      ( fuzz "${TARGETS[$i]}" -max_total_time="$secs" > "$lines/$i.out" 2> "$lines/$i.err" ) &
+      pids[i]=$!
+    done
+    for i in "${!TARGETS[@]}"; do
+      wait "${pids[$i]}" || status=1
+      cat "$lines/$i.out"
+      cat "$lines/$i.err" >&2
+    done
+    rm -rf "$lines"
     exit "$status" ;;
   campaign)
     build

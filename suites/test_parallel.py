@@ -81,3 +81,22 @@ def test_unreachable_target_fails_alone(tmp_path: Path) -> None:
     meta = json.loads((out / "run.json").read_text())
     assert meta["complete"] and "cannot connect" in meta["targets"][
         "ssh:nobody@127.0.0.1:1"]["unavailable"]
+
+
+def test_one_target_over_two_processes_equals_one_process(tmp_path: Path) -> None:
+    # -n 2 with a single target spreads its tests over two worker processes, each
+    # opening the target itself: the same rows as one process, each once
+    common = ["run", "--suite", "all", "--shapes", "smoke", "--backend", "scalar",
+              "--target", "worker:host", "--no-history"]
+    serial = kbench(*common, "--out", str(tmp_path / "serial"))
+    assert serial.returncode == 0, serial.stdout[-2000:] + serial.stderr[-2000:]
+    par = kbench(*common, "-n", "2", "--out", str(tmp_path / "parallel"))
+    assert par.returncode == 0, par.stdout[-2000:] + par.stderr[-2000:]
+    a, b = rows(tmp_path / "serial"), rows(tmp_path / "parallel")
+    assert len(a) > 1000 and not b.duplicated().any()
+    assert sorted(a) == sorted(b)
+    meta = json.loads((tmp_path / "parallel" / "run.json").read_text())
+    assert meta["complete"] and meta["results"] == len(b)
+    assert len(set(meta["parallel"]["worker:host"])) == 2  # both processes ran its tests
+    serial_meta = json.loads((tmp_path / "serial" / "run.json").read_text())
+    assert not serial_meta.get("parallel")  # without -n: one process

@@ -279,8 +279,9 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
 @click.option("-n", "--jobs", type=click.IntRange(1, 64), default=None,
               help="Worker processes for several targets (pytest-xdist, one group per "
                    "target: a slow target never holds up the others; one run folder, one "
-                   "history entry). 1 runs everything in this process. [default: one per "
-                   "target, at most 8; perf runs use 1]")
+                   "history entry); with a single target, its tests spread over N "
+                   "processes, each opening the target. 1 runs everything in this process. "
+                   "[default: one per target, at most 8; perf runs use 1]")
 @click.option("--fleet", "fleet", type=click.Path(dir_okay=False, exists=True), default=None,
               help="A fleet file (TOML) naming the targets with labels; adds them to "
                    "--target (see `kbench info --fleet`).")
@@ -644,14 +645,18 @@ def _fleet_info(path: Path, as_json: bool, plugins: tuple[str, ...] = ()) -> Non
 
 def _parallel_args(suite: str, targets: tuple[str, ...], jobs: int | None) -> list[str]:
     """pytest-xdist options spreading the targets over worker processes (one
-    group per target); none for a single target, -n 1 or a perf run."""
+    group per target); a single target's tests over N processes when -n N is
+    given (each process opens the target itself); none for -n 1, a single
+    target without -n, or a perf run."""
     if suite == "perf":
         if jobs and jobs > 1:
             click.echo("note: perf runs one target at a time (--jobs 1): timing targets in "
                        "parallel would measure the load they put on each other", err=True)
         return []
+    if len(targets) == 1:
+        return ["-n", str(jobs), "--dist", "load"] if jobs and jobs > 1 else []
     n = min(len(targets), 8) if jobs is None else jobs
-    if n <= 1 or len(targets) <= 1:
+    if n <= 1:
         return []
     return ["-n", str(min(n, len(targets))), "--dist", "loadgroup"]
 
