@@ -290,6 +290,14 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
 @click.option("--strict-plugins", is_flag=True,
               help="Plugin contract-probe findings (silently wrong results, crashes) fail the "
                    "run; by default they are recorded as findings about the plugin.")
+@click.option("--coverage", is_flag=True,
+              help="On qemu: targets, record which instructions of every kernel and packer ran "
+                   "(ours per micro-kernel or packer file, a plugin's per function): "
+                   "RUN_FOLDER/coverage.csv, a table at the end and in the report. Not a "
+                   "verdict: a gap is a finding unless --min-coverage is given.")
+@click.option("--min-coverage", type=click.FloatRange(0, 100), default=None, metavar="PERCENT",
+              help="Fail the run when a kernel, packer or plugin function is covered below "
+                   "PERCENT (implies --coverage).")
 @click.option("--report/--no-report", "with_report", default=True, show_default=True,
               envvar="KBENCH_RUN_REPORT", show_envvar=True,
               help="Write the HTML report and its CSV tables into RUN_FOLDER/report when the "
@@ -308,7 +316,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         plugins: tuple[str, ...] = (), strict_plugins: bool = False,
         strict_history: bool = False, plugin_in_process: bool = False,
         call_timeout: float | None = None, as_json: bool = False, tails: str = "auto",
-        with_report: bool = True) -> None:
+        with_report: bool = True, coverage: bool = False,
+        min_coverage: float | None = None) -> None:
     """Run the suites and write a run folder; exit non-zero if anything failed.
 
     Plugins run out of process on every target (on the host in the host
@@ -394,6 +403,13 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         args.append("--kb-plugin-in-process")
     if call_timeout is not None:
         args += ["--kb-call-timeout", repr(call_timeout)]
+    if coverage or min_coverage is not None:
+        if not any(t == "qemu" or t.startswith("qemu:") for t in targets):
+            raise click.BadParameter("machine-code coverage needs a qemu: target (QEMU logs "
+                                     "the code its workers run)", param_hint="--coverage")
+        args.append("--kb-coverage")
+        if min_coverage is not None:
+            args += ["--kb-min-coverage", repr(min_coverage)]
     if dispatch:
         args += ["--kb-dispatch", str(Path(dispatch).resolve()),
                  str(suites_dir / "test_dispatch_table.py")]

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from kbench.errors import KbenchError
-from kbench.harness import contracts, probes
+from kbench.harness import contracts, coverage_run, probes
 from kbench.harness.contracts import ContractCase
 from kbench.harness.counting import Counter
+from kbench.harness.coverage_run import CoverageResult
 from kbench.harness.parallel import (
     PROBES_KEY,
     VERDICTS_ATTR,
@@ -73,6 +74,7 @@ from kbench.problems.cases import Case, ConvCase, GemmCase
 from kbench.results.counts import summary_text as count_summary_text
 from kbench.results.store import RunDirError, RunWriter, machine_metadata
 from kbench.results.summary import summary_dict, summary_text
+from kbench.targets.coverage import summary_lines as coverage_summary_lines
 from kbench.targets.plugins import PluginLoads
 from kbench.targets.spec import Target, parse_target
 from kbench.targets.worker import WorkerEngine
@@ -127,6 +129,9 @@ class KbSession:
     incomplete: str = ""  # the INCOMPLETE line of the terminal summary ("" when complete)
     tails_mode: str = ""  # derived tails: "" none, "sample", "full" (see tails_mode())
     tails_choice: str = "auto"  # --kb-tails: auto (by catalog), full, sample or none
+    coverage: bool = False  # --kb-coverage: qemu: workers log the code they run
+    min_coverage: float | None = None  # --kb-min-coverage: percent below which the run fails
+    coverage_result: CoverageResult | None = None
 
     @property
     def fingerprint(self) -> bool | None:
@@ -157,9 +162,12 @@ class KbSession:
 
     def target(self, spec: str) -> Target:
         if spec not in self.targets:
+            cov = (coverage_run.log_dir(self.out, spec)
+                   if self.coverage and self.out is not None and coverage_run.supported(spec)
+                   else None)
             self.targets[spec] = parse_target(spec, self.plugins,
                                               plugin_in_process=self.plugin_in_process,
-                                              call_timeout=self.call_timeout)
+                                              call_timeout=self.call_timeout, coverage_dir=cov)
         return self.targets[spec]
 
     def info(self, spec: str) -> TargetInfo:
@@ -540,6 +548,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kb-cli", action="store_true",
                 help="set by `kbench run`: an interrupt ends with kbench's own one-line "
                      "summary, not pytest's KeyboardInterrupt banner and traceback")
+    g.addoption("--kb-coverage", action="store_true",
+                help="qemu: targets: record which instructions of every kernel and packer "
+                     "(ours, and each plugin's functions) ran; coverage.csv in the run folder")
+    g.addoption("--kb-min-coverage", type=float, default=None,
+                help="with --kb-coverage: a unit covered below this percent fails the run")
     g.addoption("--kb-strict-plugins", action="store_true",
                 help="plugin contract-probe findings (silently wrong, crashed) and failed "
                      "plugin verdicts of the probe suite fail the run instead of being recorded")
@@ -619,6 +632,9 @@ def pytest_configure(config: pytest.Config) -> None:
         plugin_in_process=config.getoption("--kb-plugin-in-process"),
         call_timeout=_call_timeout(config),
         tails_choice=config.getoption("--kb-tails"),
+        coverage=config.getoption("--kb-coverage") or config.getoption("--kb-min-coverage")
+        is not None,
+        min_coverage=config.getoption("--kb-min-coverage"),
     )
     kb = config.stash[SESSION]
     if config.getoption("--kb-case"):
@@ -828,6 +844,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if kb.strict_plugins and kb.plugin_notes and int(session.exitstatus) == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # --strict-plugins: a plugin is missing
     kb.close_targets()
+    if kb.coverage and kb.out is not None and not kb.worker:  # every worker process has ended
+        reals = {spec: kb.info(spec).realizations for spec in kb.target_specs
+                 if spec not in kb.unavailable}
+        chosen = {spec: [r for r in rs if kb.wanted(r)] for spec, rs in reals.items()}
+        kb.close_targets()  # info() may have opened one again
+        kb.coverage_result = coverage_run.collect(kb.out, kb.target_specs, kb.plugins, chosen)
+        low = (kb.coverage_result.below(kb.min_coverage) if kb.min_coverage is not None
+               else [])
+        if low and int(session.exitstatus) == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # --min-coverage
 
 
 class _TargetsInParallel:
@@ -1152,6 +1178,17 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if kb.strict_plugins and kb.plugin_notes:
         terminalreporter.write_line("--strict-plugins: a plugin could not be loaded: the run fails",
                                     red=True)
+    cov = kb.coverage_result
+    if cov is not None:
+        terminalreporter.section("kbench machine-code coverage (instructions executed)")
+        for line in coverage_summary_lines(cov.rows):
+            terminalreporter.write_line(line)
+        for note in cov.notes:
+            terminalreporter.write_line(f"coverage: {note}")
+        if kb.min_coverage is not None and cov.below(kb.min_coverage):
+            terminalreporter.write_line(
+                f"--min-coverage {kb.min_coverage:g}: {len(cov.below(kb.min_coverage))} "
+                "unit(s) below it: the run fails", red=True)
     counted = count_summary_text(kb.verdicts)
     if counted:
         terminalreporter.section("kbench instruction counts (one single-threaded call, exact)")

@@ -506,6 +506,9 @@ class ReportTables:
     counts_vs_baseline: pd.DataFrame = field(default_factory=pd.DataFrame)
     counts_vs_committed: pd.DataFrame = field(default_factory=pd.DataFrame)
     count_anchors: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # machine-code coverage (kbench run --coverage): the run folder's coverage.csv
+    coverage: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=COVERAGE_COLUMNS))
     # a mutation campaign's run folder (kbench mutate): per area and per mutant
     mutation_areas: pd.DataFrame = field(default_factory=lambda: mutation.area_table(None))
     mutation_mutants: pd.DataFrame = field(default_factory=lambda: mutation.mutant_table(None))
@@ -548,6 +551,23 @@ def tuning_table(run: Run) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+COVERAGE_COLUMNS = ["target", "owner", "unit", "kind", "realizations", "instructions",
+                    "covered", "percent", "uncovered"]
+
+
+def coverage_table(run: Run) -> pd.DataFrame:
+    """The run's machine-code coverage (coverage.csv, `kbench run --coverage`),
+    least covered first; empty when the run recorded none."""
+    path = run.path / "coverage.csv"
+    if not path.is_file():
+        return pd.DataFrame(columns=COVERAGE_COLUMNS)
+    df = pd.read_csv(path, keep_default_na=False)
+    if df.empty:
+        return pd.DataFrame(columns=COVERAGE_COLUMNS)
+    df = df.sort_values(["percent", "target", "owner", "unit"], kind="stable")
+    return df[COVERAGE_COLUMNS].reset_index(drop=True)
+
+
 DETERMINISM_COLUMNS = ["target", "realization", "plugin", "checks", "passed", "failed",
                        "faults", "not_held"]
 
@@ -586,6 +606,7 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         plugins=plugin_report.plugin_table(run),
         plugin_probes=plugin_report.probe_table(run.results),
         determinism=determinism_table(run.results),
+        coverage=coverage_table(run),
         fastest=views.fastest_per_shape(gflops_table(run)),
         load_cost=load_cost(gflops_table(run), counts),
         counts=counts, count_mix=rcount.mix_table(run),
@@ -1071,6 +1092,9 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "n_load_cost": len(t.load_cost),
         "determinism": html_table(t.determinism),
         "n_determinism": len(t.determinism),
+        "coverage": html_table(t.coverage, limit=500),
+        "n_coverage": len(t.coverage),
+        "coverage_full": int((t.coverage["percent"] >= 100).sum()) if len(t.coverage) else 0,
         "plugin_probes": html_table(t.plugin_probes, limit=500),
         "n_plugin_probes": len(t.plugin_probes),
         "mutation_areas": html_table(t.mutation_areas),

@@ -38,6 +38,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -400,10 +401,13 @@ def parse_qemu(spec: str) -> QemuSpec:
 
 
 def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = (),
-                     call_timeout: float | None = None) -> WorkerSpec:
+                     call_timeout: float | None = None,
+                     coverage_dir: Path | None = None) -> WorkerSpec:
     """The aarch64 worker under QEMU: the static one, or with plugins the
     dynamically linked one with the cross sysroot as its root (-L), so that its
-    glibc can dlopen an aarch64 plugin (kbench.targets.crossbuild)."""
+    glibc can dlopen an aarch64 plugin (kbench.targets.crossbuild). With
+    coverage_dir, QEMU logs the blocks it translates there
+    (kbench.targets.coverage)."""
     cpu = q.qemu_cpu
     env = {"KBENCH_ISA_CAP": q.isa} if q.isa else {}
     # the guest's environment: only the ISA cap is passed in
@@ -413,9 +417,14 @@ def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = (),
     cmd += ["-cpu", cpu]
     if env:
         cmd += ["-E", f"KBENCH_ISA_CAP={q.isa}"]
+    if coverage_dir is not None:
+        from kbench.targets.coverage import qemu_flags
+        coverage_dir.mkdir(parents=True, exist_ok=True)
+        cmd += qemu_flags(coverage_dir)
     cmd.append(worker_binary("aarch64-dyn" if plugins else "aarch64"))
     return WorkerSpec(cmd, {}, emulated=True, bounds=CallBounds(True, call_timeout),
-                      plugins=[_absolute(p) for p in plugins], arch="aarch64")
+                      plugins=[_absolute(p) for p in plugins], arch="aarch64",
+                      coverage_dir=str(coverage_dir) if coverage_dir is not None else None)
 
 
 def _absolute(path: str) -> str:
@@ -447,13 +456,15 @@ TARGET_KINDS = ("host", "qemu", "qemu-python", "worker", "ssh", "adb")
 
 
 def parse_target(spec: str, plugins: Sequence[str] = (), *, plugin_in_process: bool = False,
-                 call_timeout: float | None = None) -> Target:
+                 call_timeout: float | None = None, coverage_dir: Path | None = None) -> Target:
     """The target for a spec; `plugins` are plugin library paths ({arch} is
     replaced by the target's architecture) that the target loads: on the
     host in the host worker (kbench.targets.isolated), or with
     plugin_in_process into this process (unsafe: for debugging).
     `call_timeout` (seconds) replaces the time bound of every request to a
-    worker process (kbench.targets.timeouts)."""
+    worker process (kbench.targets.timeouts). `coverage_dir`: a qemu: target
+    logs the code its workers run there (kbench.targets.coverage); other
+    targets ignore it (coverage_supported says which take it)."""
     if call_timeout is not None and not call_timeout > 0:
         raise InvalidArgument(f"call timeout: must be a positive number of seconds, not "
                               f"{call_timeout!r}", "call_timeout")
@@ -463,7 +474,8 @@ def parse_target(spec: str, plugins: Sequence[str] = (), *, plugin_in_process: b
         return Target("host", InProcessEngine(plugins=plugins))
     if spec == "qemu" or spec.startswith("qemu:"):
         q = parse_qemu(spec)
-        return Target(q.name, WorkerEngine(qemu_worker_spec(q, plugins, call_timeout)))
+        return Target(q.name, WorkerEngine(qemu_worker_spec(q, plugins, call_timeout,
+                                                            coverage_dir)))
     if spec == "qemu-python" or spec.startswith("qemu-python:"):
         q = parse_qemu(spec)
         return Target(q.name, PyWorkerEngine(qemu_python_spec(q, plugins, call_timeout)))

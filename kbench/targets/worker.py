@@ -25,6 +25,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -369,6 +370,10 @@ class WorkerSpec:
     pass_fds: tuple[int, ...] = ()
     cwd: str | None = None
     inherit_env: bool = True
+    # machine-code coverage (kbench.targets.coverage): the folder QEMU logs each
+    # process's translated blocks into (the command carries the log options); every
+    # process started writes its code map there
+    coverage_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.bounds is None:
@@ -411,6 +416,11 @@ class WorkerEngine:
         self._spawn()
         if self.spec.plugins:
             self._load_plugins()
+        if self.spec.coverage_dir and self.proc is not None:
+            from kbench.targets.coverage import write_process_map
+            binary = self.spec.command[-1]
+            write_process_map(Path(self.spec.coverage_dir), self.proc.pid, binary,
+                              self.code_map())
 
     def _spawn(self) -> None:
         self._table = None  # a fresh worker has no table loaded

@@ -16,6 +16,22 @@
 #define KB_NOINLINE
 #endif
 
+/* KB_NOT_DRIVEN(fn, reason): fn, a function of a kernel or packer file, is
+ * one kbench's own drivers never call (the public micro-kernel interface:
+ * queries and run entry points, for a user's code or a plugin built from
+ * the file), with the reason. The record lands in the section kb_not_driven
+ * of the binary; `kbench run --coverage` (kbench.targets.coverage) lists
+ * such functions apart with their reason instead of as never executed. */
+#define KB_PASTE_(a, b) a##b
+#define KB_PASTE(a, b) KB_PASTE_(a, b)
+#if defined(__GNUC__)
+#define KB_NOT_DRIVEN(fn, reason) \
+    __attribute__((used, section("kb_not_driven"))) static const char \
+    KB_PASTE(kb_not_driven_, __LINE__)[] = __FILE__ "\0" #fn "\0" reason
+#else
+#define KB_NOT_DRIVEN(fn, reason)
+#endif
+
 /* ---- errors -------------------------------------------------------------- */
 
 /* Sets err (if not NULL) and returns code. */

@@ -163,4 +163,14 @@ void kb_lhs_imatmul_pack_x16p2vlx2_x16p_sme_run(size_t m, size_t k_chunk_count,
     }
 }
 
+
+/* Functions kbench's own drivers never call (kbench run --coverage lists them
+ * apart, with the reason). */
+#define KB_WHY "the public packer interface: kbench's SME driver packs a block at a time (its *_pack_block and *_pack_view helpers); examples/plugins/sme_ukernel runs it through the plugin ABI"
+KB_NOT_DRIVEN(kb_lhs_imatmul_pack_x16p2vlx2_x16p_sme_get_m_step, KB_WHY);
+KB_NOT_DRIVEN(kb_lhs_imatmul_pack_x16p2vlx2_x16p_sme_get_lhs_packed_offset, KB_WHY);
+KB_NOT_DRIVEN(kb_lhs_imatmul_pack_x16p2vlx2_x16p_sme_get_lhs_packed_size, KB_WHY);
+KB_NOT_DRIVEN(kb_lhs_imatmul_pack_x16p2vlx2_x16p_sme_run, KB_WHY);
+#undef KB_WHY
+
 #endif /* __aarch64__ */

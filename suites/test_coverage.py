@@ -1,0 +1,138 @@
+"""Machine-code coverage (`kbench run --coverage`, kbench.targets.coverage):
+the blocks QEMU translated, turned back into the instructions of our kernel
+and packer objects and of a plugin's functions. A plugin with a path no smoke
+shape takes has that path listed as never executed; our kernels that a run
+calls are covered, those it does not call are not listed; the log parser and
+the range arithmetic are checked on a log written by hand."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kbench.targets import coverage
+from kbench.targets.tools import find_qemu
+from suites import plugin_builds
+
+
+def _qemu() -> None:
+    try:
+        find_qemu()
+    except Exception:  # noqa: BLE001
+        if os.environ.get("KBENCH_REQUIRE_QEMU"):
+            raise
+        pytest.skip("qemu-aarch64 not installed")
+
+
+def kbench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kbench.cli", *args], capture_output=True,
+                          text=True, timeout=1200)
+
+
+def rows(folder: Path) -> list[dict[str, str]]:
+    with open(folder / "coverage.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_a_hand_written_log_gives_exact_ranges(tmp_path: Path) -> None:
+    log = tmp_path / "7.log"
+    log.write_text("----------------\nIN: f\n0x00001000:  d503201f  nop\n"
+                   "0x00001004:  d503201f  nop\n\n----------------\nIN: g\n"
+                   "0x0000100c:  d65f03c0  ret\n\n")
+    assert coverage.executed(log) == {0x1000, 0x1004, 0x100C}
+    unit = coverage.Unit("kbench", "kb_x", "kernel", "neon",
+                         [("f", 0x1000, 0x1010), ("g", 0x1010, 0x1018)])
+    got = coverage._cover("t", unit, {0x1000, 0x1004, 0x100C, 0x1014})
+    assert unit.instructions == 6 and got.covered == 4
+    # 0x1008 is missing in f, 0x1010 in g: two ranges, never one across functions
+    assert got.uncovered == [(0x1008, 0x100C), (0x1010, 0x1014)]
+    assert got.uncovered_text() == "f+0x8..+0xc (1 insn); g+0x0..+0x4 (1 insn)"
+    assert round(got.percent, 2) == 66.67
+
+
+def test_a_plugin_path_no_smoke_shape_takes_is_listed_uncovered(tmp_path: Path) -> None:
+    _qemu()
+    plugin_builds.build("aarch64")
+    plug = plugin_builds.pattern("excovplant")
+    out = tmp_path / "run"
+    res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--kinds", "exact",
+                 "--backend", "plugin", "--backend", "neon", "--plugin", plug,
+                 "--target", "qemu:svl=512", "--tails", "none", "--coverage", "--no-history",
+                 "--no-report", "--out", str(out))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "machine-code coverage" in res.stdout
+    got = rows(out)
+    mine = [r for r in got if r["owner"].endswith("libexcovplant.so")]
+    rare = [r for r in mine if r["unit"] == "ex_rare_path"]
+    assert len(rare) == 1 and rare[0]["covered"] == "0" and int(rare[0]["instructions"]) > 0
+    assert rare[0]["uncovered"].startswith("ex_rare_path+0x0..")
+    # the kernel that calls it ran, and is where the realizations enter
+    run = [r for r in mine if r["unit"] == "run_matmul"]
+    assert run and int(run[0]["covered"]) > 0 and "exukref.gemm_4x8" in run[0]["realizations"]
+    # ours: the NEON kernels the run chose ran; no SME or scalar unit is listed
+    ours = [r for r in got if r["owner"] == "kbench"]
+    assert ours and {r["backend"] for r in ours} == {"neon"}
+    neon = {r["unit"]: r for r in ours}
+    k = neon["kb_matmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla"]
+    assert float(k["percent"]) > 80 and "gemm_neon_f16acc" in k["realizations"].split()
+    # its queries, which the NEON driver never calls, are apart with the source's reason
+    assert "m_step (" in k["not_driven"] and "NEON driver" in k["not_driven"]
+    assert "m_step+" not in k["uncovered"]
+    assert all(r["target"] == "qemu:cpu=max:svl=512" for r in got)
+    rep = kbench("report", str(out), "--out", str(tmp_path / "report"))
+    assert rep.returncode == 0, rep.stdout[-2000:] + rep.stderr[-2000:]
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert 'id="coverage"' in html and "ex_rare_path+0x0.." in html
+
+
+def test_min_coverage_fails_the_run_and_host_has_none(tmp_path: Path) -> None:
+    _qemu()
+    out = tmp_path / "run"
+    res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--kinds", "exact",
+                 "--realization", "gemm_neon_f16acc", "--target", "qemu:svl=128",
+                 "--target", "host", "--tails", "none", "--min-coverage", "100",
+                 "-n", "1", "--no-history", "--no-report", "--out", str(out))
+    # every verdict passes, but smoke does not run every instruction of the kernel
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "--min-coverage 100: " in res.stdout and "the run fails" in res.stdout
+    assert "coverage: host: no machine-code coverage" in res.stdout
+    got = rows(out)
+    assert {r["target"] for r in got} == {"qemu:cpu=max:svl=128"}
+    res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--target", "host",
+                 "--coverage", "--no-history", "--out", str(tmp_path / "host"))
+    assert res.returncode == 2 and "needs a qemu: target" in res.stderr
+
+
+def _worker() -> Path:
+    from kbench.targets.tools import worker_binary
+    path = Path(worker_binary("aarch64"))
+    if not path.exists():
+        if os.environ.get("KBENCH_REQUIRE_QEMU"):
+            raise AssertionError(f"{path} is not built")
+        pytest.skip("the aarch64 worker is not built")
+    return path
+
+
+def test_every_not_driven_record_names_a_function_of_its_file(monkeypatch) -> None:
+    binary = _worker()
+    units = {u.name: u for u in coverage.our_units(binary)}
+    records = coverage.not_driven(coverage.Elf(binary))
+    assert len(records) > 40
+    for (stem, fn), why in records.items():
+        u = units[stem]
+        assert fn in [n for n, _, _ in u.not_driven] and why
+        assert fn not in [n for n, _, _ in u.functions]  # counted apart, not as uncovered
+    # every SME kernel's public run entry point is one of them
+    sme = [u for u in units.values() if u.backend == "sme" and u.kind == "kernel"]
+    assert sme and all(any(n.endswith(("_run_matmul", "_run_imatmul")) for n, _, _ in u.not_driven)
+                       for u in sme)
+    # a record naming no function of its file is an error, not a silent exemption
+    stem = next(iter(units))
+    monkeypatch.setattr(coverage, "not_driven", lambda elf: {(stem, "no_such_function"): "x"})
+    with pytest.raises(coverage.CoverageError, match="no_such_function"):
+        coverage.our_units(binary)
