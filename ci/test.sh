@@ -210,13 +210,17 @@ logs="$(mktemp -d)"
 targets=()
 for t in "${emulated[@]}"; do targets+=(--target "$t"); done
 status=0
-kbench run --suite all --shapes emulated "${targets[@]}" --jobs 2 --no-history \
+# --coverage: which instructions of our kernels and packers ran (RUN/coverage.csv); the
+# gate below holds SVL 128 and 512 to the committed floor (ci/coverage_floor.toml)
+kbench run --suite all --shapes emulated "${targets[@]}" --jobs 2 --no-history --coverage \
   --out "$logs/emulated" > "$logs/emulated.log" 2>&1 || status=1
-grep -v '^\.*\s*\[ *[0-9]*%\]$' "$logs/emulated.log" | tail -n 80
+grep -v '^\.*\s*\[ *[0-9]*%\]$' "$logs/emulated.log" \
+  | sed '/kbench machine-code coverage/,/^run folder:/{/^run folder:/!d}' | tail -n 80
 if [ "$status" -ne 0 ]; then
   echo "emulated targets: FAILED (full log in $logs/emulated.log)"
   exit 1
 fi
+"$PY" ci/check_coverage.py "$logs/emulated" | tail -n 40
 
 step "SME suites on an emulated CPU without FEAT_SME_FA64 at SVL 1024 (streaming-mode leaks trap there)"
 "$PY" -m pytest suites/test_correctness.py suites/test_contracts.py suites/test_determinism.py \

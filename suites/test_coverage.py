@@ -8,16 +8,20 @@ the range arithmetic are checked on a log written by hand."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from kbench.targets import coverage
 from kbench.targets.tools import find_qemu
 from suites import plugin_builds
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _qemu() -> None:
@@ -96,13 +100,19 @@ def test_min_coverage_fails_the_run_and_host_has_none(tmp_path: Path) -> None:
     res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--kinds", "exact",
                  "--realization", "gemm_neon_f16acc", "--target", "qemu:svl=128",
                  "--target", "host", "--tails", "none", "--min-coverage", "100",
-                 "-n", "1", "--no-history", "--no-report", "--out", str(out))
+                 "-n", "1", "--no-history", "--no-report", "--json", "--out", str(out))
     # every verdict passes, but smoke does not run every instruction of the kernel
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
-    assert "--min-coverage 100: " in res.stdout and "the run fails" in res.stdout
-    assert "coverage: host: no machine-code coverage" in res.stdout
+    assert "--min-coverage 100: " in res.stderr and "the run fails" in res.stderr
+    assert "coverage: host: no machine-code coverage" in res.stderr
     got = rows(out)
     assert {r["target"] for r in got} == {"qemu:cpu=max:svl=128"}
+    doc = json.loads(res.stdout)  # --json carries the same rows, by the run schema
+    jsonschema.validate(doc, json.loads((REPO / "reports/schema/run.schema.json").read_text()))
+    assert [(r["unit"], r["covered"]) for r in doc["coverage"]] == [
+        (r["unit"], int(r["covered"])) for r in got]
+    assert doc["coverage"][0]["realizations"] == ["gemm_neon_f16acc"]
+    assert any(float(r["percent"]) < 100 for r in got)
     res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--target", "host",
                  "--coverage", "--no-history", "--out", str(tmp_path / "host"))
     assert res.returncode == 2 and "needs a qemu: target" in res.stderr
@@ -136,3 +146,39 @@ def test_every_not_driven_record_names_a_function_of_its_file(monkeypatch) -> No
     monkeypatch.setattr(coverage, "not_driven", lambda elf: {(stem, "no_such_function"): "x"})
     with pytest.raises(coverage.CoverageError, match="no_such_function"):
         coverage.our_units(binary)
+
+
+def _csv(folder: Path, rows: list[tuple[str, str, int]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "coverage.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=coverage.COLUMNS)
+        w.writeheader()
+        for target, unit, covered in rows:
+            w.writerow({"target": target, "owner": "kbench", "unit": unit, "kind": "kernel",
+                        "instructions": 200, "covered": covered, "percent": covered / 2,
+                        "uncovered": "" if covered == 200 else "run+0x0..+0x4 (1 insn)"})
+
+
+def test_the_ci_coverage_gate_fails_on_a_drop_and_on_an_unlisted_unit(tmp_path: Path) -> None:
+    gate = [sys.executable, str(REPO / "ci" / "check_coverage.py")]
+    t128, t512 = "qemu:cpu=max:svl=128", "qemu:cpu=max:svl=512"
+    floor = tmp_path / "floor.toml"
+    _csv(tmp_path / "a", [(t128, "kb_x", 190), (t512, "kb_x", 200)])
+    up = subprocess.run([*gate, str(tmp_path / "a"), "--floor", str(floor), "--update"],
+                        capture_output=True, text=True)
+    assert up.returncode == 0 and "kb_x = 95.00" in floor.read_text()
+    same = subprocess.run([*gate, str(tmp_path / "a"), "--floor", str(floor)],
+                          capture_output=True, text=True)
+    assert same.returncode == 0 and "PASSED" in same.stdout
+    _csv(tmp_path / "b", [(t128, "kb_x", 189), (t512, "kb_x", 200)])  # one instruction less
+    drop = subprocess.run([*gate, str(tmp_path / "b"), "--floor", str(floor)],
+                          capture_output=True, text=True)
+    assert drop.returncode == 1 and "below the floor 95.00%" in drop.stdout
+    _csv(tmp_path / "c", [(t128, "kb_x", 190), (t512, "kb_x", 200), (t512, "kb_y", 200)])
+    new = subprocess.run([*gate, str(tmp_path / "c"), "--floor", str(floor)],
+                         capture_output=True, text=True)
+    assert new.returncode == 1 and "kb_y" in new.stdout and "not in the floor" in new.stdout
+    _csv(tmp_path / "d", [(t512, "kb_x", 200)])  # a unit of the floor that did not run
+    gone = subprocess.run([*gate, str(tmp_path / "d"), "--floor", str(floor)],
+                          capture_output=True, text=True)
+    assert gone.returncode == 1 and "in the floor, not in the run" in gone.stdout

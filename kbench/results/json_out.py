@@ -138,12 +138,20 @@ def run_doc(run: Run, exit_code: int, report: str | None = None) -> dict[str, An
     summary = run.meta.get("summary") or {}
     by_real = [{k: _plain(v) for k, v in row.items()}
                for row in summary.get("by_realization", [])] if isinstance(summary, dict) else []
-    return {"schema": schema_id("run"), "run_folder": str(run.path),
-            "complete": run.complete, "exit_code": exit_code,
-            "results": len(df), "status": {str(k): int(v) for k, v in tally.items()},
-            "targets": sorted(set(df["target"].astype(str))) if not df.empty else [],
-            "by_realization": by_real, "failures": failures,
-            "defects": list(run.defects), "report": report}
+    doc = {"schema": schema_id("run"), "run_folder": str(run.path),
+           "complete": run.complete, "exit_code": exit_code,
+           "results": len(df), "status": {str(k): int(v) for k, v in tally.items()},
+           "targets": sorted(set(df["target"].astype(str))) if not df.empty else [],
+           "by_realization": by_real, "failures": failures,
+           "defects": list(run.defects), "report": report}
+    coverage_csv = run.path / "coverage.csv"  # kbench run --coverage
+    if coverage_csv.is_file():
+        rows = pd.read_csv(coverage_csv, dtype=str, keep_default_na=False)
+        doc["coverage"] = [
+            {**r, "realizations": r["realizations"].split(), "instructions": int(r["instructions"]),
+             "covered": int(r["covered"]), "percent": float(r["percent"])}
+            for r in rows.to_dict(orient="records")]
+    return doc
 
 
 __all__ = ["SCHEMAS", "comparison_doc", "gate_doc", "history_doc", "number", "run_doc",

@@ -1,0 +1,86 @@
+"""CI's coverage gate: the machine-code coverage of our kernels and packers
+(`kbench run --coverage`, RUN/coverage.csv) on the named targets must not
+drop below the committed floor (ci/coverage_floor.toml): per target and
+unit, the percent of instructions executed, functions marked KB_NOT_DRIVEN
+apart. A unit the floor lists that the run does not report, or one it
+reports that the floor does not list, fails too (the floor is rewritten with
+--update after a kernel change, like the count baseline).
+
+    python ci/check_coverage.py RUN [--floor ci/coverage_floor.toml] [--update]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import tomllib
+from datetime import date
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TARGETS = ("qemu:cpu=max:svl=128", "qemu:cpu=max:svl=512")
+
+
+def load(run: Path) -> dict[tuple[str, str], dict[str, str]]:
+    with open(run / "coverage.csv", newline="") as fh:
+        return {(r["target"], r["unit"]): r for r in csv.DictReader(fh)
+                if r["owner"] == "kbench" and r["target"] in TARGETS}
+
+
+def write_floor(path: Path, rows: dict[tuple[str, str], dict[str, str]]) -> None:
+    lines = ["# Written by `python ci/check_coverage.py RUN --update` from CI's emulated run",
+             "# (kbench run --coverage over the emulation catalog and its derived tails); the",
+             "# percent of each kernel's and packer's instructions executed, per target.",
+             f'# {date.today().isoformat()}', ""]
+    for target in TARGETS:
+        lines.append(f'["{target}"]')
+        for (t, unit), r in sorted(rows.items()):
+            if t == target:
+                lines.append(f'{unit} = {float(r["percent"]):.2f}')
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--floor", type=Path, default=HERE / "coverage_floor.toml")
+    ap.add_argument("--update", action="store_true")
+    args = ap.parse_args()
+    rows = load(args.run)
+    if not rows:
+        print(f"coverage: {args.run}/coverage.csv has no unit of ours on {', '.join(TARGETS)}")
+        return 1
+    if args.update:
+        write_floor(args.floor, rows)
+        print(f"coverage: floor written to {args.floor} ({len(rows)} units)")
+        return 0
+    floor = tomllib.loads(args.floor.read_text())
+    bad = []
+    for target in TARGETS:
+        want = floor.get(target, {})
+        have = {u: r for (t, u), r in rows.items() if t == target}
+        for unit in sorted(set(want) | set(have)):
+            if unit not in have:
+                bad.append(f"{target} {unit}: in the floor, not in the run")
+                continue
+            r = have[unit]
+            pct = float(r["percent"])
+            line = f"{target} {unit:<62} {r['covered']:>5}/{r['instructions']:<5} {pct:6.2f}%"
+            if unit not in want:
+                bad.append(f"{line}: not in the floor (python ci/check_coverage.py RUN --update)")
+            elif pct < float(want[unit]) - 1e-9:
+                bad.append(f"{line}: below the floor {float(want[unit]):.2f}% "
+                           f"(uncovered: {r['uncovered']})")
+            else:
+                print(line)
+    for b in bad:
+        print(f"FAILED {b}")
+    print(f"coverage: {len(rows)} units on {', '.join(TARGETS)}; "
+          + ("PASSED" if not bad else f"{len(bad)} below the floor or unlisted"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
