@@ -31,13 +31,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from kbench.errors import KbenchError
 from kbench.targets.elf import Elf, ElfError
-
-if TYPE_CHECKING:
-    from kbench.targets.worker import CodeMap
 
 MAP_SUFFIX = ".map.json"
 COLUMNS = ["target", "owner", "unit", "kind", "backend", "family", "realizations",
@@ -58,9 +55,11 @@ def qemu_flags(log_dir: Path) -> list[str]:
     return ["-d", "in_asm", "-D", str(log_dir / "%d.log")]
 
 
-def write_process_map(log_dir: Path, pid: int, binary: str, code: CodeMap) -> None:
+def write_process_map(log_dir: Path, pid: int, binary: str, code: Any) -> None:
     """LOG_DIR/<pid>.map.json: the worker binary, its loaded objects (path,
-    bias, segments) and where each plugin realization's functions start."""
+    bias, segments) and where each plugin realization's functions start
+    (`code`: a kbench.targets.worker.CodeMap; not imported, the worker imports
+    this module)."""
     rows = [{"path": o.path, "bias": o.bias, "segments": [list(s) for s in o.segments]}
             for o in code.objects]
     entries = {name: [e.address for e in es] for name, es in code.plugins.items()}
