@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import textwrap
 from pathlib import Path
 
@@ -165,7 +166,7 @@ def test_lists_become_tuples(tmp_path: Path) -> None:
 GEMM_ALL = {
     "name": '"g"', "m": "7", "n": "17", "k": "33", "batch": "2", "bias": "false",
     "clamp": "true", "lda_pad": "1", "ldb_pad": "3", "ldc_pad": "8", "b_form": '"plain"',
-    "layers": "4", "tags": '["x"]',
+    "layers": "4", "tags": '["x"]', "clamp_max": "-0.0",
 }  # fmt: skip
 CONV_ALL = {
     "name": '"c"', "n": "2", "h": "9", "w": "7", "c_in": "8", "c_out": "16", "kh": "3",
@@ -180,7 +181,9 @@ def test_loader_accepts_every_dataclass_field(tmp_path: Path) -> None:
     body = HEADER + "[[gemm]]\n" + "".join(f"{k} = {v}\n" for k, v in GEMM_ALL.items())
     body += "[[conv]]\n" + "".join(f"{k} = {v}\n" for k, v in CONV_ALL.items())
     catalog = load_catalog(_write(tmp_path, body))
-    assert catalog.gemm == (GemmCase("g", 7, 17, 33, 2, False, True, 1, 3, 8, "plain", 4, ("x",)),)
+    assert catalog.gemm == (GemmCase("g", 7, 17, 33, 2, False, True, 1, 3, 8, "plain", 4, ("x",),
+                                     -0.0),)
+    assert math.copysign(1.0, catalog.gemm[0].clamp_max) == -1.0  # the sign of the zero kept
     assert catalog.conv == (
         ConvCase("c", 2, 9, 7, 8, 16, 3, 1, (2, 1), (0, 1, 2, 3), (1, 2), 2, False, True, 3, ()),
     )
@@ -222,6 +225,16 @@ def test_loader_accepts_every_dataclass_field(tmp_path: Path) -> None:
             id="ldb_pad-packed",
         ),
         pytest.param(HEADER + GEMM_OK + "bias = 1\n", r"field 'bias'.*boolean", id="bias-int"),
+        pytest.param(HEADER + GEMM_OK + "clamp_max = -0.0\n", r"field 'clamp_max'.*clamp = true",
+                     id="clamp_max-without-clamp"),
+        pytest.param(HEADER + GEMM_OK + "clamp = true\nclamp_max = 0.1\n",
+                     r"field 'clamp_max'.*FP16 value, got 0.1", id="clamp_max-not-fp16"),
+        pytest.param(HEADER + GEMM_OK + "clamp = true\nclamp_max = nan\n",
+                     r"field 'clamp_max'.*finite", id="clamp_max-nan"),
+        pytest.param(HEADER + GEMM_OK + "clamp = true\nclamp_max = 1e6\n",
+                     r"field 'clamp_max'.*finite FP16", id="clamp_max-past-fp16"),
+        pytest.param(HEADER + GEMM_OK + 'clamp = true\nclamp_max = "0"\n',
+                     r"field 'clamp_max'.*number", id="clamp_max-string"),
         pytest.param(HEADER + GEMM_OK + 'tags = "x"\n', r"field 'tags'", id="tags-string"),
         pytest.param(
             HEADER + GEMM_OK + GEMM_OK.replace("m = 7", "m = 8"),

@@ -16,26 +16,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from cli_run import kbench
+from qemu_gate import needs_qemu
 
 from kbench.targets import coverage
-from kbench.targets.tools import find_qemu
 from suites import plugin_builds
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _qemu() -> None:
-    try:
-        find_qemu()
-    except Exception:  # noqa: BLE001
-        if os.environ.get("KBENCH_REQUIRE_QEMU"):
-            raise
-        pytest.skip("qemu-aarch64 not installed")
-
-
-def kbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbench.cli", *args], capture_output=True,
-                          text=True, timeout=1200)
 
 
 def rows(folder: Path) -> list[dict[str, str]]:
@@ -59,8 +46,8 @@ def test_a_hand_written_log_gives_exact_ranges(tmp_path: Path) -> None:
     assert round(got.percent, 2) == 66.67
 
 
+@needs_qemu
 def test_a_plugin_path_no_smoke_shape_takes_is_listed_uncovered(tmp_path: Path) -> None:
-    _qemu()
     plugin_builds.build("aarch64")
     plug = plugin_builds.pattern("excovplant")
     out = tmp_path / "run"
@@ -85,17 +72,29 @@ def test_a_plugin_path_no_smoke_shape_takes_is_listed_uncovered(tmp_path: Path) 
     k = neon["kb_matmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla"]
     assert float(k["percent"]) > 80 and "gemm_neon_f16acc" in k["realizations"].split()
     # its queries, which the NEON driver never calls, are apart with the source's reason
-    assert "m_step (" in k["not_driven"] and "NEON driver" in k["not_driven"]
-    assert "m_step+" not in k["uncovered"]
+    assert "nr (" in k["not_driven"] and "NEON driver" in k["not_driven"]
+    assert "nr+" not in k["uncovered"]
     assert all(r["target"] == "qemu:cpu=max:svl=512" for r in got)
+    # the listing of what never ran: the planted function's range, instruction by
+    # instruction (disassembled where an llvm-objdump is on PATH)
+    listing = (out / "coverage_uncovered.txt").read_text()
+    assert "ex_rare_path+0x0.." in listing
+    if coverage.disassembler():
+        block = listing.split("ex_rare_path+0x0..", 1)[1].split("\n\n", 1)[0]
+        insns = [ln.split(None, 1) for ln in block.splitlines()[1:]
+                 if not ln.strip().startswith(";")]
+        assert len(insns) == int(rare[0]["instructions"]) and all(len(i) == 2 for i in insns)
+        assert any(i[1].startswith("ret") for i in insns)
     rep = kbench("report", str(out), "--out", str(tmp_path / "report"))
     assert rep.returncode == 0, rep.stdout[-2000:] + rep.stderr[-2000:]
     html = (tmp_path / "report" / "report.html").read_text()
     assert 'id="coverage"' in html and "ex_rare_path+0x0.." in html
+    pre = html.split('<pre class="listing">', 1)[1].split("</pre>", 1)[0]
+    assert "ex_rare_path+0x0.." in pre
 
 
+@needs_qemu
 def test_min_coverage_fails_the_run_and_host_has_none(tmp_path: Path) -> None:
-    _qemu()
     out = tmp_path / "run"
     res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--kinds", "exact",
                  "--realization", "gemm_neon_f16acc", "--target", "qemu:svl=128",
@@ -148,15 +147,67 @@ def test_every_not_driven_record_names_a_function_of_its_file(monkeypatch) -> No
         coverage.our_units(binary)
 
 
-def _csv(folder: Path, rows: list[tuple[str, str, int]]) -> None:
+def test_uncovered_instructions_are_disassembled_from_the_worker() -> None:
+    binary = _worker()
+    tool = coverage.disassembler()
+    if tool is None:
+        pytest.skip("no llvm-objdump on PATH")
+    unit = next(u for u in coverage.our_units(binary)
+                if u.name == "kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa")
+    name, start, end = next(f for f in unit.functions if f[0].endswith("_mopa_core"))
+    row = coverage.UnitCoverage("t", unit, unit.instructions - 3, [(start, start + 12)])
+    assert coverage.disassemble([row], tool)
+    assert sorted(row.listing) == [start, start + 4, start + 8]
+    assert all(insn for insn, _ in row.listing.values())
+    text = "\n".join(coverage.listing_lines([row]))
+    assert f"{name}+0x0..+0xc (3 insn)" in text
+    assert all(f"{a:8x}  {row.listing[a][0]}" in text for a in row.listing)
+    # the core enters streaming mode first: the disassembler knows SME
+    assert any("smstart" in i for i, _ in row.listing.values()) or "<unknown>" not in text
+
+
+def test_the_ci_gate_takes_either_svl_and_holds_neon_and_sme_at_100(tmp_path: Path) -> None:
+    gate = [sys.executable, str(REPO / "ci" / "check_coverage.py")]
+    t128, t512 = "qemu:cpu=max:svl=128", "qemu:cpu=max:svl=512"
+    floor = tmp_path / "floor.toml"
+    # each SVL misses two instructions, one of them the same: 199 of 200 over both
+    _csv(tmp_path / "a", [(t128, "kb_s", 198, "run+0x0..+0x8 (2 insn)"),
+                          (t512, "kb_s", 198, "run+0x4..+0xc (2 insn)")], backend="scalar")
+    up = subprocess.run([*gate, str(tmp_path / "a"), "--floor", str(floor), "--update"],
+                        capture_output=True, text=True)
+    assert up.returncode == 0
+    assert '["qemu:cpu=max:svl=128 + qemu:cpu=max:svl=512"]' in floor.read_text()
+    assert floor.read_text().count("kb_s = 99.00") == 2 and "kb_s = 99.50" in floor.read_text()
+    ok = subprocess.run([*gate, str(tmp_path / "a"), "--floor", str(floor)],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and "PASSED" in ok.stdout
+    # the same for an SME unit: below 100% over both fails, whatever the floor says
+    _csv(tmp_path / "b", [(t128, "kb_s", 198, "run+0x0..+0x8 (2 insn)"),
+                          (t512, "kb_s", 198, "run+0x4..+0xc (2 insn)")], backend="sme")
+    bad = subprocess.run([*gate, str(tmp_path / "b"), "--floor", str(floor)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "below 100% over both" in bad.stdout
+    assert "run+0x4 (1 insn)" in bad.stdout
+    # what one SVL misses the other ran: 100% over both
+    _csv(tmp_path / "c", [(t128, "kb_s", 198, "run+0x0..+0x8 (2 insn)"),
+                          (t512, "kb_s", 198, "run+0x8..+0x10 (2 insn)")], backend="sme")
+    both = subprocess.run([*gate, str(tmp_path / "c"), "--floor", str(floor)],
+                          capture_output=True, text=True)
+    assert both.returncode == 0, both.stdout
+    assert "100.00%" in both.stdout
+
+
+def _csv(folder: Path, rows: list[tuple], backend: str = "") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "coverage.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=coverage.COLUMNS)
         w.writeheader()
-        for target, unit, covered in rows:
+        for target, unit, covered, *text in rows:
             w.writerow({"target": target, "owner": "kbench", "unit": unit, "kind": "kernel",
-                        "instructions": 200, "covered": covered, "percent": covered / 2,
-                        "uncovered": "" if covered == 200 else "run+0x0..+0x4 (1 insn)"})
+                        "backend": backend, "instructions": 200, "covered": covered,
+                        "percent": covered / 2,
+                        "uncovered": text[0] if text else
+                        "" if covered == 200 else "run+0x0..+0x4 (1 insn)"})
 
 
 def test_the_ci_coverage_gate_fails_on_a_drop_and_on_an_unlisted_unit(tmp_path: Path) -> None:

@@ -9,24 +9,27 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import shlex
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
+from cli_run import kbench
 from click.testing import CliRunner
 from plugin_builds import lib
+from qemu_gate import needs_qemu
 
 from kbench.cli.main import main
 from kbench.harness.pytest_plugin import KbSession, tails_mode
 from kbench.harness.runner import B_FORM_TAG, adapted, applicable, why_not
-from kbench.harness.selection import derived_tails, reproducer
+from kbench.harness.selection import derived_tails, realization_steps, reproducer
 from kbench.judge.verdict import Verdict
 from kbench.native.api import Realization
-from kbench.problems import tails
+from kbench.problems import inputs, tails
 from kbench.problems.cases import GemmCase
+from kbench.targets.spec import parse_target
 
 NEON_6X16 = "matmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla"
 NEON_4X16 = "matmul_clamp_f16_f16_f16p16x1b_4x16_neon_cvt_mla"
@@ -58,6 +61,28 @@ def _real(name: str = "r", bforms: tuple[str, ...] = FORMS, max_m: int = 0,
 def test_steps_from_kernel_names(kernel, bits, m_step, n_step, kr):
     s = tails.steps_of(kernel, bits)
     assert (s.m_step, s.n_step, s.kr) == (m_step, n_step, kr)
+
+
+@needs_qemu
+@pytest.mark.parametrize("spec", ["qemu:cpu=max:svl=128", "qemu:cpu=max:svl=512"])
+def test_our_steps_come_from_the_kernels_queries_and_match_their_names(spec):
+    """Each of our realizations reports its micro-kernel's m_step, n_step and
+    kr from the kernel's own queries at the running SVL; the tails use them,
+    and they agree with the tile the kernel's name states."""
+    target = parse_target(spec)
+    try:
+        info = target.info()
+    finally:
+        target.close()
+    ours = [r for r in info.realizations if r.backend in ("neon", "sme")]
+    assert len(ours) >= 20
+    for r in ours:
+        named = tails.steps_from_kernel(r.kernel, r.vector_bits)
+        assert named is not None and r.n_step, r.name
+        assert (r.m_step, r.n_step, r.kr) == (named.m_step, named.n_step, named.kr), r.name
+        steps = realization_steps(info, r)
+        assert steps.source == "the kernel's queries" and steps.n_step == r.n_step
+    assert {r.n_step for r in ours if r.backend == "sme"} == {info.sme_vector_bits // 16}
 
 
 def test_declared_and_default_steps():
@@ -110,6 +135,39 @@ def test_sample_is_a_subset_with_the_residues_smoke_needs(steps):
     assert {c.b_form for c in sample} == set(FORMS)
     if steps.block_k:
         assert {steps.block_k, steps.block_k + 1} <= {c.k for c in sample}
+
+
+@pytest.mark.parametrize("steps", STEPS, ids=lambda s: s.describe().split(" (")[0])
+def test_a_clamp_max_of_minus_zero_in_each_form_and_in_the_sample(steps):
+    """The clamp bound whose sign a kernel must keep (FMAX/FMIN would turn
+    -0 into +0; the SME, GEMV and NEON kernels switch to compare/select for
+    it): in every B form, and in smoke's sample."""
+    full = [c for c in tails.gemm_tails(steps, FORMS) if c.clamp_max is not None]
+    assert {c.b_form for c in full} == set(FORMS)
+    assert all(c.clamp and c.bias and math.copysign(1.0, c.clamp_max) == -1.0
+               and c.clamp_max == 0 and "_max-0_" in c.name for c in full)
+    sample = [c for c in tails.gemm_tails(steps, FORMS, sample=True) if c.clamp_max is not None]
+    assert len(sample) == 1
+
+
+@pytest.mark.parametrize("kind", ["exact", "uniform", "normal", "specials"])
+@pytest.mark.parametrize("steps", STEPS, ids=lambda s: s.describe().split(" (")[0])
+def test_a_minus_zero_clamp_keeps_most_results_below_it(steps, kind):
+    """The bias moves each column below the bound, so the clamped reference is
+    not mostly -0 (a case the judge would mistrust); exact inputs stay exact:
+    every partial sum of a bias-first chain an integer within +-2048."""
+    for case in (c for c in tails.gemm_tails(steps, FORMS) if c.clamp_max is not None):
+        got = inputs.gemm_inputs(case, kind)
+        lo, hi = got.clamp
+        assert hi == 0 and math.copysign(1.0, hi) == -1.0 and lo < 0
+        ref = got.refs[0]
+        assert float((ref.rounded == 0).mean()) < 0.4, case.name
+        assert (np.signbit(ref.exact) & (ref.exact == 0)).any()  # values the clamp made -0
+        if kind == "exact":
+            a, b, bias = (x.astype(np.float64) for x in (got.a[0], got.b[0], got.bias[0]))
+            chain = bias + np.cumsum(a[:, :, None] * b[None, :, :], axis=1)
+            assert np.all(np.abs(chain) <= inputs.EXACT_LIMIT) and np.all(chain == np.round(chain))
+            assert np.all(np.abs(bias) <= inputs.EXACT_LIMIT)
 
 
 def test_gemv_and_forms_follow_the_realization():
@@ -209,11 +267,6 @@ def test_coverage_audit_of_an_unknown_realization_is_a_usage_error():
 # --------------------------------------------------------------------------- runs
 
 
-def _kbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbench.cli", *args], capture_output=True,
-                          text=True, timeout=600)
-
-
 def _rows(folder: Path) -> list[dict[str, str]]:
     with open(folder / "results.csv", newline="") as f:
         return list(csv.DictReader(f))
@@ -224,7 +277,7 @@ def test_plugin_smoke_drops_no_case_silently_and_reproduces_a_tail(tmp_path):
     a B form it takes) or is named with the reason; a derived tail's
     reproducer reruns that case."""
     out = tmp_path / "run"
-    res = _kbench("run", "--suite", "correctness", "--target", "host", "--plugin",
+    res = kbench("run", "--suite", "correctness", "--target", "host", "--plugin",
                   lib("exukref"), "--backend", "plugin", "--shapes", "smoke", "--out", str(out))
     assert res.returncode == 0, res.stdout + res.stderr
     rows = _rows(out)
@@ -258,7 +311,7 @@ def test_plugin_smoke_drops_no_case_silently_and_reproduces_a_tail(tmp_path):
     cmd = shlex.split(reproducer(v, tails.CATALOG))
     assert cmd[:2] == ["kbench", "run"] and "tails" in cmd
     again = tmp_path / "again"
-    res = _kbench(*cmd[1:], "--plugin", lib("exukref"), "--out", str(again))
+    res = kbench(*cmd[1:], "--plugin", lib("exukref"), "--out", str(again))
     assert res.returncode == 0, res.stdout + res.stderr
     rerun = [r for r in _rows(again) if r["catalog"] == tails.CATALOG]
     assert [(r["case"], r["realization"], r["kind"], r["b_form"]) for r in rerun] == [
@@ -272,7 +325,7 @@ def test_plugin_with_a_tail_bug_fails_smoke(tmp_path, variant, only_tails):
     on it; the wrong lane at N % 8 = 5 (a residue no smoke catalog case has)
     only in the derived tails."""
     out = tmp_path / "run"
-    res = _kbench("run", "--suite", "correctness", "--target", "host", "--plugin",
+    res = kbench("run", "--suite", "correctness", "--target", "host", "--plugin",
                   lib(f"extail{variant}"), "--backend", "plugin", "--shapes", "smoke",
                   "--out", str(out))
     assert res.returncode == 1, res.stdout + res.stderr
@@ -287,7 +340,7 @@ def test_plugin_with_a_tail_bug_fails_smoke(tmp_path, variant, only_tails):
                     if ln.strip().startswith("reproduce:") and "--shapes tails" in ln)
         cmd = shlex.split(line.split("reproduce:", 1)[1])
         again = tmp_path / "again"
-        res = _kbench(*cmd[1:], "--no-history", "--out", str(again))
+        res = kbench(*cmd[1:], "--no-history", "--out", str(again))
         assert res.returncode == 1, res.stdout + res.stderr
         rerun = _rows(again)
         first = failed[0]

@@ -75,6 +75,28 @@ def test_hello_describes_the_worker(target):
     assert {r.op for r in info.realizations} == {"gemm", "conv2d"}
 
 
+def test_a_hello_without_the_trailing_steps_is_read_as_an_older_worker(target, monkeypatch):
+    """The micro-kernels' steps follow the HELLO reply's last field: a worker
+    of an older build sends none (its realizations report no steps, the tails
+    fall back to the kernel names), a count that does not match is refused."""
+    full = target.info()
+    replies, _ = _run_raw(target, _frame(worker.HELLO) + _frame(worker.SHUTDOWN))
+    payload = replies[0][1]
+    n = len(full.realizations)
+    assert struct.unpack("<I", payload[-4 - 12 * n:-12 * n])[0] == n
+    old = payload[:-4 - 12 * n]
+    monkeypatch.setattr(target.engine, "call", lambda *a, **k: worker.Reader(old))
+    info = target.engine.info("older")
+    assert [r.name for r in info.realizations] == [r.name for r in full.realizations]
+    assert all((r.m_step, r.n_step, r.kr) == (0, 0, 0) for r in info.realizations)
+    if full.arch == "aarch64":
+        assert all(r.n_step for r in full.realizations if r.backend in ("neon", "sme"))
+    bad = old + struct.pack("<I", n + 1) + b"\0" * 12 * (n + 1)
+    monkeypatch.setattr(target.engine, "call", lambda *a, **k: worker.Reader(bad))
+    with pytest.raises(worker.ProtocolError, match="steps of"):
+        target.engine.info("bad")
+
+
 @pytest.mark.parametrize("bad", ["magic", "oversized", "truncated_header", "truncated_payload"])
 def test_unrecoverable_frames_get_an_error_reply_and_a_clean_exit(target, bad):
     data = {

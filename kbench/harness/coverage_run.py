@@ -1,6 +1,7 @@
 """`kbench run --coverage`: which instructions of the kernels and packers the
 run executed, per target (kbench.targets.coverage), tied to the
-realizations that run them; coverage.csv in the run folder, a table in the
+realizations that run them; coverage.csv in the run folder (and
+coverage_uncovered.txt: the instructions never executed), a table in the
 terminal summary, and with --min-coverage a run that fails below it."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from kbench.targets.spec import parse_qemu
 
 LOGS = "coverage"  # the folder of the QEMU logs, in the run folder
 CSV = "coverage.csv"
+LISTING = "coverage_uncovered.txt"  # the uncovered instructions, disassembled
 
 
 def supported(spec: str) -> bool:
@@ -100,4 +102,5 @@ def collect(run_dir: Path, specs: Iterable[str], plugins: Sequence[str],
             continue
         res.rows += attach(rows, realizations.get(spec, []))
     coverage.write_csv(run_dir / CSV, res.rows)
+    coverage.write_listing(run_dir / LISTING, res.rows)
     return res

@@ -93,15 +93,20 @@ def reproducer(v: Verdict, catalog_arg: str = "", suite: str = "") -> str:
 
 def realization_steps(info: TargetInfo, r: Realization) -> tails.Steps:
     """A realization's blocking on the target that lists it
-    (kbench.problems.tails): a plugin micro-kernel's declared mr/nr/kr,
+    (kbench.problems.tails): a plugin micro-kernel's declared mr/nr/kr; our
+    kernel's m_step/n_step/kr from its queries (as the library reports them);
     else its kernel's tile at the vector length it reports."""
+    blocks = (r.block_m, r.block_n, r.block_k)
+    if not r.is_plugin and r.n_step:
+        return tails.steps_of(r.kernel, r.vector_bits, blocks, (r.m_step, r.n_step, r.kr),
+                              how="queries")
     declared = (0, 0, 0)
     if r.is_plugin:
         for p in info.extra.get("plugins", []):
             for d in p.get("realizations", []):
                 if d.get("name") == r.name:
                     declared = (int(d.get("mr", 0)), int(d.get("nr", 0)), int(d.get("kr", 0)))
-    return tails.steps_of(r.kernel, r.vector_bits, (r.block_m, r.block_n, r.block_k), declared)
+    return tails.steps_of(r.kernel, r.vector_bits, blocks, declared)
 
 
 def derived_tails(steps: tails.Steps, r: Realization, sample: bool = False) -> list[Case]:

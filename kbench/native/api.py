@@ -194,14 +194,19 @@ class Realization:
     # "<plugin>.<realization>" and its backend "plugin:<plugin>". Never one of ours.
     plugin: str = ""
     nan_clamp: str = "propagate"  # NAN_CLAMPS: what its clamp makes of a NaN result
+    # the micro-kernel's steps from its own queries (get_m_step, get_n_step, get_kr)
+    # at its vector length, 0 = none reported (kbench.problems.tails)
+    m_step: int = 0
+    n_step: int = 0
+    kr: int = 0
 
     @classmethod
     def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
                     k_per_rounding: int, bforms: int, vector_bits: int, threads: int,
                     max_m: int = 0, max_groups: int = 0, peer: bool = False,
                     conv_class: int = 0, error_model: int = 0,
-                    blocks: tuple[int, int, int] = (0, 0, 0), nan_clamp: int = 0
-                    ) -> Realization:
+                    blocks: tuple[int, int, int] = (0, 0, 0), nan_clamp: int = 0,
+                    steps: tuple[int, int, int] = (0, 0, 0)) -> Realization:
         if backend == PLUGIN_BACKEND:  # the library says "plugin"; the name says whose
             backend = f"{PLUGIN_BACKEND}:{name.split('.', 1)[0]}"
         return cls(
@@ -212,6 +217,7 @@ class Realization:
             max_groups=int(max_groups), peer=bool(peer), conv_class=CONV_CLASSES[conv_class],
             error_model=ERROR_MODELS[error_model], block_m=int(blocks[0]),
             block_n=int(blocks[1]), block_k=int(blocks[2]), nan_clamp=NAN_CLAMPS[nan_clamp],
+            m_step=int(steps[0]), n_step=int(steps[1]), kr=int(steps[2]),
         )
 
     @classmethod
@@ -220,7 +226,8 @@ class Realization:
         return cls.from_fields(s(r.name).decode(), s(r.backend).decode(), s(r.kernel).decode(),
                                r.op, r.isa, r.accum, r.k_per_rounding, r.bforms, r.vector_bits,
                                r.threads, r.max_m, r.max_groups, False, r.conv_class,
-                               r.error_model, (r.block_m, r.block_n, r.block_k), r.nan_clamp)
+                               r.error_model, (r.block_m, r.block_n, r.block_k), r.nan_clamp,
+                               (r.m_step, r.n_step, r.kr))
 
     @property
     def is_plugin(self) -> bool:
@@ -249,6 +256,7 @@ class Realization:
             "conv_class": self.conv_class, "error_model": self.error_model,
             "block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
             "plugin": self.plugin, "nan_clamp": self.nan_clamp,
+            "m_step": self.m_step, "n_step": self.n_step, "kr": self.kr,
         }
 
     @classmethod

@@ -26,6 +26,9 @@ class GemmCase:
     b_form: str = "plain"  # plain | packed (portable) | native (backend layout)
     layers: int = 1  # how often the shape occurs in its model
     tags: tuple[str, ...] = field(default_factory=tuple)
+    # a fixed upper clamp bound instead of the 85th percentile (the lower one
+    # stays the 15th); -0.0 is the bound whose sign kernels must keep
+    clamp_max: float | None = None
 
     op = "gemm"
 

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kbench.problems.cases import B_FORMS, Catalog, ConvCase, GemmCase
 from kbench.resources import resource_dir
 
@@ -123,6 +125,18 @@ def _bool(value: Any) -> bool:
     return value
 
 
+def _fp16_bound(value: Any) -> float:
+    # an FP16 value (a clamp bound); -0.0 is kept as -0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _FieldError(f"must be a number, got {_describe(value)}")
+    v = float(value)
+    with np.errstate(over="ignore"):
+        exact = bool(np.isfinite(v)) and float(np.float16(v)) == v
+    if not exact:
+        raise _FieldError(f"must be a finite FP16 value, got {value!r}")
+    return v
+
+
 def _name(value: Any) -> str:
     if not isinstance(value, str):
         raise _FieldError(f"must be a string, got {_describe(value)}")
@@ -176,6 +190,7 @@ def _gemm_spec() -> _Spec:
         "batch": (_positive, False),
         "bias": (_bool, False),
         "clamp": (_bool, False),
+        "clamp_max": (_fp16_bound, False),
         "lda_pad": (_non_negative, False),
         "ldb_pad": (_non_negative, False),
         "ldc_pad": (_non_negative, False),
@@ -207,9 +222,12 @@ def _conv_spec() -> _Spec:
 
 
 def _gemm_checks(case: GemmCase) -> list[tuple[str, str]]:
+    problems = []
     if case.ldb_pad and case.b_form != "plain":
-        return [("ldb_pad", f"only applies to b_form = 'plain', not {case.b_form!r}")]
-    return []
+        problems.append(("ldb_pad", f"only applies to b_form = 'plain', not {case.b_form!r}"))
+    if case.clamp_max is not None and not case.clamp:
+        problems.append(("clamp_max", "needs clamp = true"))
+    return problems
 
 
 def _conv_checks(case: ConvCase) -> list[tuple[str, str]]:

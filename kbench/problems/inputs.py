@@ -12,6 +12,11 @@ Kinds:
   +inf and NaN in the first channel of two input pixels).
 Clamp bounds (when a case clamps) sit at the 15th and 85th percentiles of
 the unclamped result, rounded to FP16, so a clamp never flattens a case.
+A GEMM case with a fixed clamp_max (-0.0: the bound whose sign of zero a
+kernel must keep) has its bias shifted down, where it has one, until
+CLAMP_MAX_BELOW of the result lies below the bound (for exact inputs only
+as far as every partial sum of a bias-first chain stays an integer within
++-2048), so that the clamped result is not mostly that bound.
 
 A case whose inputs, outputs and float64 oracle would not fit in memory is
 refused before anything is allocated (CaseTooLarge, with the bytes it
@@ -32,6 +37,7 @@ from kbench.judge import oracle
 from kbench.problems.cases import ConvCase, GemmCase
 
 EXACT_LIMIT = 2048  # partial sums stay integers within +-2048
+CLAMP_MAX_BELOW = 0.7  # the share of a column below a fixed clamp_max
 SCALES = (1.0 / 16.0, 1.0, 4.0)
 
 
@@ -231,6 +237,28 @@ def _operands(rng: np.random.Generator, kind: str, scale: float, a_shape: tuple[
     return a, b, bias, k
 
 
+def _below_clamp_max(a: np.ndarray, b: np.ndarray, bias: np.ndarray, hi: float,
+                     exact: bool) -> np.ndarray:
+    """bias shifted down (one shift for every column) until CLAMP_MAX_BELOW
+    of the finite results lie below hi, by a sixteenth of their spread more
+    (by whole numbers for exact inputs, and no further than keeps bias +
+    every prefix of each dot product >= -EXACT_LIMIT)."""
+    c = oracle.gemm_unclamped(a, b, bias)
+    v = c[np.isfinite(c)]
+    if v.size == 0:
+        return bias
+    q, q10, q90 = np.quantile(v, [CLAMP_MAX_BELOW, 0.1, 0.9])
+    margin = max((q90 - q10) / 16, abs(q) / 16, 2.0**-14)
+    delta = max(q - hi + (max(np.ceil(margin), 1.0) if exact else margin), 0.0)
+    if exact:
+        prod = a.astype(np.float64)[:, :, None] * b.astype(np.float64)[None, :, :]
+        lowest = bias.astype(np.float64) + np.minimum(np.cumsum(prod, axis=1).min(axis=(0, 1)), 0)
+        delta = min(np.ceil(delta), max(float(lowest.min()) + EXACT_LIMIT, 0.0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        shifted = (bias.astype(np.float64) - delta).astype(np.float16)
+    return np.where(np.isfinite(shifted), shifted, bias).astype(np.float16)
+
+
 def gemm_inputs(case: GemmCase, kind: str) -> GemmInputs:
     check_size(case)
     rng = np.random.default_rng(seed_for(case.name, kind))
@@ -243,6 +271,8 @@ def gemm_inputs(case: GemmCase, kind: str) -> GemmInputs:
             a[:, k_live:] = 0
         if kind == "specials":
             _sprinkle_specials(rng, a, b)
+        if case.clamp and case.clamp_max is not None and bias is not None:
+            bias = _below_clamp_max(a, b, bias, case.clamp_max, kind == "exact")
         a_list.append(_padded(a, case.lda))
         b_list.append(_padded(b, case.ldb))
         bias_list.append(bias)
@@ -251,6 +281,9 @@ def gemm_inputs(case: GemmCase, kind: str) -> GemmInputs:
     if case.clamp:
         clamp = _pick_clamp(np.concatenate([r.exact.ravel() for r in unclamped]),
                             integer=kind == "exact")
+        if case.clamp_max is not None:
+            lo = clamp[0] if clamp else -np.inf
+            clamp = (min(lo, case.clamp_max), case.clamp_max)
     refs = [oracle.with_clamp(r, clamp) for r in unclamped]
     return GemmInputs(a_list, b_list, bias_list, clamp, refs, kind)
 

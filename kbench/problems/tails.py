@@ -13,12 +13,15 @@ the same cases, so a printed reproducer (`--shapes tails -k tails/NAME`)
 reruns the case it names.
 
 Where the steps come from (`steps_of`): a plugin micro-kernel's declared
-mr / nr / kr (its get_mr, get_nr, get_kr); for kbench's own kernels the
-tile in the kernel's name (KleidiAI's convention: `_4x16_`, `_1x2vl_`,
-`_2vlx2vl_`, "vl" counting 32-bit lanes of the streaming vector length
-the realization reports, so 2vl is 8 at SVL 128 and 32 at SVL 512) and
-the K interleave of its packed RHS (`p16x1b`: 1, `p2vlx2b`: 2); the cache
-blocking (block_m, block_n, block_k) the realization reports. A
+mr / nr / kr (its get_mr, get_nr, get_kr); for kbench's own kernels their
+own queries (get_m_step, get_n_step, get_kr at the vector length they run
+at, which the library reports with each realization); where neither is
+reported (a worker of an older build), the tile in the kernel's name
+(KleidiAI's convention: `_4x16_`, `_1x2vl_`, `_2vlx2vl_`, "vl" counting
+32-bit lanes of the streaming vector length the realization reports, so
+2vl is 8 at SVL 128 and 32 at SVL 512) and the K interleave of its packed
+RHS (`p16x1b`: 1, `p2vlx2b`: 2); the cache blocking (block_m, block_n,
+block_k) the realization reports. A
 realization that declares no tile (whole-call plugins, the scalar
 reference, direct convolution) gets DEFAULT_STEPS, which covers every
 residue mod 16 and mod 8 (so mod 6, 4 and 2 as well) of a NEON-class
@@ -95,13 +98,15 @@ def steps_from_kernel(kernel: str, vector_bits: int, blocks: tuple[int, int, int
 
 
 def steps_of(kernel: str, vector_bits: int, blocks: tuple[int, int, int] = (0, 0, 0),
-             declared: tuple[int, int, int] = (0, 0, 0)) -> Steps:
+             declared: tuple[int, int, int] = (0, 0, 0), how: str = "declared") -> Steps:
     """A realization's steps: declared (mr, nr, kr) when given (a plugin
-    micro-kernel's), else its kernel name's, else DEFAULT_STEPS."""
+    micro-kernel's declaration, or how="queries": our kernel's m_step,
+    n_step, kr from its queries), else its kernel name's, else DEFAULT_STEPS."""
     mr, nr, kr = declared
     if nr:  # a kernel reading the LHS in place declares no mr: rows take the default
-        return Steps(mr or DEFAULT_STEPS[0], nr, kr or 1, *blocks,
-                     source=f"declared mr={mr or '-'} nr={nr} kr={kr or 1}")
+        source = ("the kernel's queries" if how == "queries"
+                  else f"declared mr={mr or '-'} nr={nr} kr={kr or 1}")
+        return Steps(mr or DEFAULT_STEPS[0], nr, kr or 1, *blocks, source=source)
     found = steps_from_kernel(kernel, vector_bits, blocks)
     if found is not None:
         return found
@@ -111,12 +116,13 @@ def steps_of(kernel: str, vector_bits: int, blocks: tuple[int, int, int] = (0, 0
 # --------------------------------------------------------------------------- cases
 
 
-def _gemm(m: int, n: int, k: int, flags: tuple[bool, bool], form: str, why: str) -> GemmCase:
+def _gemm(m: int, n: int, k: int, flags: tuple[bool, bool], form: str, why: str,
+          clamp_max: float | None = None) -> GemmCase:
     bias, clamp = flags
     name = (f"tail_m{m}_n{n}_k{k}" + ("" if bias else "_nobias") + ("_clamp" if clamp else "")
-            + f"_{form}")
-    return GemmCase(name=name, m=m, n=n, k=k, bias=bias, clamp=clamp, b_form=form,
-                    tags=("tails", why))
+            + ("_max-0" if clamp_max is not None else "") + f"_{form}")
+    return GemmCase(name=name, m=m, n=n, k=k, bias=bias, clamp=clamp, clamp_max=clamp_max,
+                    b_form=form, tags=("tails", why))
 
 
 def _residue_value(step: int, r: int) -> int:
@@ -130,11 +136,14 @@ def gemm_tails(steps: Steps, bforms: tuple[str, ...], max_m: int = 0,
     along a diagonal, K, bias/clamp and the B form cycling), the boundary N
     values 1, n_step-1, n_step, n_step+1 (only a tail tile, exactly one, one
     more) with each bias/clamp pair and each B form, every K class, and a
-    crossing of each cache block. With sample=True the subset smoke runs
+    crossing of each cache block, and a clamp whose upper bound is -0
+    (kernels whose FMAX/FMIN clamp would turn its -0 into +0 switch to a
+    compare/select path there) in each B form. With sample=True the subset smoke runs
     (always a subset of the full set, so that a reproducer naming the
     catalog "tails" reruns a sampled case): for a NEON-class step every N
     residue, above it the boundary residues 0, 1 and n_step-1; each
-    boundary N value in one B form; K up to 17 where few residue cases
+    boundary N value in one B form; one clamp_max = -0 case (the clamp
+    kernels must do by compare and select); K up to 17 where few residue cases
     run; the K-block boundary; no cache-block crossing."""
     forms = tuple(f for f in ("plain", "packed", "native") if f in bforms) or ("plain",)
     ms = 1 if max_m == 1 else steps.m_step
@@ -157,6 +166,9 @@ def gemm_tails(steps: Steps, bforms: tuple[str, ...], max_m: int = 0,
                               form, "boundary"), form == forms[b % len(forms)]))
             j += 1
     m_edge = m_edges[-1]
+    for i, form in enumerate(forms):  # clamp_max -0: the clamp that must keep a zero's sign
+        out.append((_gemm(m_edge, ns + 1, small[i % len(small)], (True, True), form,
+                          "clamp_max -0", clamp_max=-0.0), i == 0))
     for i, k in enumerate(ks):
         keep = (0 < bk < MAX_BLOCK_CROSSING and k in (bk, bk + 1)) or (
             not steps.neon_class and k <= 17)

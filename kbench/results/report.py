@@ -509,12 +509,15 @@ class ReportTables:
     # machine-code coverage (kbench run --coverage): the run folder's coverage.csv
     coverage: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=COVERAGE_COLUMNS))
+    coverage_listing: str = ""  # coverage_uncovered.txt: the uncovered instructions
     # a mutation campaign's run folder (kbench mutate): per area and per mutant
     mutation_areas: pd.DataFrame = field(default_factory=lambda: mutation.area_table(None))
     mutation_mutants: pd.DataFrame = field(default_factory=lambda: mutation.mutant_table(None))
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The tables (the fields that are data frames, not text)."""
+        return {f.name: v for f in fields(self)
+                if isinstance(v := getattr(self, f.name), pd.DataFrame)}
 
 
 def tuning_table(run: Run) -> pd.DataFrame:
@@ -553,6 +556,25 @@ def tuning_table(run: Run) -> pd.DataFrame:
 
 COVERAGE_COLUMNS = ["target", "owner", "unit", "kind", "realizations", "instructions",
                     "covered", "percent", "uncovered"]
+
+
+COVERAGE_LISTING_LINES = 4000  # of coverage_uncovered.txt in the report
+
+
+def coverage_listing(run: Run) -> str:
+    """The run's uncovered instructions, disassembled (coverage_uncovered.txt,
+    its first COVERAGE_LISTING_LINES lines); "" when there is none."""
+    path = run.path / "coverage_uncovered.txt"
+    if not path.is_file():
+        return ""
+    lines = path.read_text(errors="replace").splitlines()
+    body = [ln for ln in lines if ln and not ln.startswith("#")]
+    if not body:
+        return ""
+    if len(lines) > COVERAGE_LISTING_LINES:
+        lines = [*lines[:COVERAGE_LISTING_LINES],
+                 f"... {len(lines) - COVERAGE_LISTING_LINES} more lines in {path.name}"]
+    return "\n".join(lines)
 
 
 def coverage_table(run: Run) -> pd.DataFrame:
@@ -607,6 +629,7 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         plugin_probes=plugin_report.probe_table(run.results),
         determinism=determinism_table(run.results),
         coverage=coverage_table(run),
+        coverage_listing=coverage_listing(run),
         fastest=views.fastest_per_shape(gflops_table(run)),
         load_cost=load_cost(gflops_table(run), counts),
         counts=counts, count_mix=rcount.mix_table(run),
@@ -1094,6 +1117,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "n_determinism": len(t.determinism),
         "coverage": html_table(t.coverage, limit=500),
         "n_coverage": len(t.coverage),
+        "coverage_listing": t.coverage_listing,
         "coverage_full": int((t.coverage["percent"] >= 100).sum()) if len(t.coverage) else 0,
         "plugin_probes": html_table(t.plugin_probes, limit=500),
         "n_plugin_probes": len(t.plugin_probes),

@@ -16,7 +16,9 @@ ranges, 4 bytes per instruction) and what ran:
   kb_*.c: one micro-kernel or packer per file), from the worker's linker map;
 - a plugin: every function of its .so (its symbol table).
 
-Uncovered instructions are listed as ranges, function+offset. A function of
+Uncovered instructions are listed as ranges, function+offset, and (when an
+llvm-objdump is on PATH) with their disassembly and, where the file has
+debug info, the source line of each (`listing`). A function of
 ours that the source marks with KB_NOT_DRIVEN(fn, reason) (native/src/core/
 kb_internal.h: the public micro-kernel interface, which kbench's drivers do
 not call) is counted apart, with its reason, from the section kb_not_driven
@@ -28,6 +30,8 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +48,10 @@ NOT_DRIVEN_SECTION = "kb_not_driven"
 _FAMILY_OBJECT = re.compile(r"^src_(scalar|neon|sme)_(.+?)_(kb_[a-z0-9_]+)\.o$")
 _MAP_TEXT = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+(\S+):\(\.text\)$")
 _PACKER = ("kb_rhs_", "kb_lhs_")
+# newest first: SME2 needs LLVM 16 or later (older ones print <unknown> there)
+DISASSEMBLERS = tuple(f"llvm-objdump-{v}" for v in range(22, 13, -1)) + ("llvm-objdump",)
+MATTR = "+sme2,+sme,+sme-f64f64,+sve2,+fullfp16,+fp16fml,+bf16,+dotprod,+i8mm"
+_OBJDUMP_INSN = re.compile(r"^\s*([0-9a-f]+):\s+(.*?)\s*$")
 
 
 class CoverageError(KbenchError):
@@ -97,6 +105,7 @@ class Unit:
     backend: str
     functions: list[tuple[str, int, int]]  # (name, start, end)
     family: str = ""  # ours: the kernel family folder
+    binary: str = ""  # the file the ranges are addresses of
     # functions the source marks KB_NOT_DRIVEN: (name, instructions, reason), not counted
     not_driven: list[tuple[str, int, str]] = field(default_factory=list)
 
@@ -116,6 +125,8 @@ class UnitCoverage:
     covered: int
     uncovered: list[tuple[int, int]] = field(default_factory=list)
     realizations: list[str] = field(default_factory=list)  # that run this code
+    # uncovered address -> (instruction, source line or ""), when disassembled
+    listing: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def percent(self) -> float:
@@ -202,7 +213,8 @@ def our_units(binary: Path) -> list[Unit]:
                    if (name, f) in exempt]
         funcs = [f for f in funcs if (name, f[0]) not in exempt]
         if funcs or skipped:
-            units.append(Unit("kbench", name, kind, obj.group(1), funcs, obj.group(2), skipped))
+            units.append(Unit("kbench", name, kind, obj.group(1), funcs, obj.group(2),
+                              str(binary), skipped))
     if not units:
         raise CoverageError(f"coverage: no kernel objects in {map_path}", "coverage")
     have = {(u.name, f) for u in units for f, *_ in [*u.functions, *u.not_driven]}
@@ -224,7 +236,8 @@ def plugin_units(path: Path) -> list[Unit]:
     for name, a, b in _functions_in(elf, text.addr, text.addr + text.size):
         if a in seen:  # an alias of a function already listed
             continue
-        seen[a] = Unit(str(path), name, "function", "plugin", [(name, a, b)])
+        seen[a] = Unit(str(path), name, "function", "plugin", [(name, a, b)],
+                       binary=str(path))
     return sorted(seen.values(), key=lambda u: u.functions[0][1])
 
 
@@ -272,7 +285,90 @@ def measure(target: str, log_dir: Path, plugins: Iterable[str] = ()) -> list[Uni
             row.realizations = sorted({n for n, off in entries.get(plugin, set())
                                        if a <= off < b})
             out.append(row)
-    return _merge_binaries(out)
+    rows = _merge_binaries(out)
+    disassemble(rows)
+    return rows
+
+
+def disassembler() -> str | None:
+    """The newest llvm-objdump on PATH, or None."""
+    for name in DISASSEMBLERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _objdump(tool: str, binary: str, lo: int, hi: int) -> dict[int, tuple[str, str]]:
+    """address -> (instruction, source line) over [lo, hi) of a file."""
+    try:
+        proc = subprocess.run([tool, "-d", "-l", "--no-show-raw-insn", f"--mattr={MATTR}",
+                               f"--start-address={lo:#x}", f"--stop-address={hi:#x}", binary],
+                              capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    out: dict[int, tuple[str, str]] = {}
+    where = ""
+    for line in proc.stdout.splitlines():
+        if line.startswith(";"):  # --line-numbers: "; FILE:LINE" before the code it covers
+            text = line[1:].strip()
+            if not text.endswith("():"):  # not the function's name (it has no line)
+                where = text
+            continue
+        m = _OBJDUMP_INSN.match(line)
+        if m:
+            out[int(m.group(1), 16)] = (" ".join(m.group(2).split()), where)
+    return out
+
+
+def disassemble(rows: list[UnitCoverage], tool: str | None = None) -> bool:
+    """Fills each row's listing of its uncovered instructions (one
+    disassembler run per file); False when no llvm-objdump is found."""
+    tool = tool or disassembler()
+    if tool is None:
+        return False
+    by_file: dict[str, list[UnitCoverage]] = {}
+    for r in rows:
+        if r.uncovered and r.unit.binary:
+            by_file.setdefault(r.unit.binary, []).append(r)
+    for binary, group in by_file.items():
+        ranges = [rng for r in group for rng in r.uncovered]
+        code = _objdump(tool, binary, min(a for a, _ in ranges), max(b for _, b in ranges))
+        for r in group:
+            r.listing = {a: code[a] for lo, hi in r.uncovered for a in range(lo, hi, 4)
+                         if a in code}
+    return True
+
+
+def listing_lines(rows: Iterable[UnitCoverage]) -> list[str]:
+    """Every uncovered range of every row, instruction by instruction (with
+    the source line where known) when disassembled."""
+    lines: list[str] = []
+    for r in rows:
+        if not r.uncovered:
+            continue
+        lines.append(f"{r.target}  {r.unit.name}  ({r.unit.owner}; {r.covered}/"
+                     f"{r.unit.instructions} covered)")
+        for a, b in r.uncovered:
+            lines.append(f"  {r._where(a, b)}")
+            last = ""
+            for addr in range(a, b, 4):
+                insn, where = r.listing.get(addr, ("", ""))
+                if where and where != last:
+                    lines.append(f"      ; {where}")
+                    last = where
+                lines.append(f"    {addr:8x}  {insn}".rstrip())
+        lines.append("")
+    return lines
+
+
+def write_listing(path: Path, rows: Iterable[UnitCoverage]) -> None:
+    rows = list(rows)
+    head = ["# Instructions of kernels and packers never executed (kbench run --coverage):",
+            "# per target and unit, each range as function+offset, then its instructions"
+            + ("" if any(r.listing for r in rows) or not any(r.uncovered for r in rows)
+               else " (addresses only: no llvm-objdump on PATH)"), ""]
+    path.write_text("\n".join(head + listing_lines(rows)))
 
 
 def _merge_binaries(rows: list[UnitCoverage]) -> list[UnitCoverage]:

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -582,8 +582,16 @@ class WorkerEngine:
         version, arch = r.str(), r.str()
         features, svl, isa, compiled = r.u32(), r.u32(), r.i32(), r.u32()
         isa_cap_env = r.str()
-        reals = annotate_all([r.realization() for _ in range(r.u32())], self.plugins)
+        reals = [r.realization() for _ in range(r.u32())]
         checked_calls = r.u64()
+        if r.pos < len(r.data):  # each realization's micro-kernel steps (newer workers)
+            steps = [(r.u32(), r.u32(), r.u32()) for _ in range(r.u32())]
+            if len(steps) != len(reals):
+                raise ProtocolError(f"worker sent steps of {len(steps)} realizations for "
+                                    f"{len(reals)}", "hello")
+            reals = [replace(x, m_step=m, n_step=n, kr=k)
+                     for x, (m, n, k) in zip(reals, steps, strict=True)]
+        reals = annotate_all(reals, self.plugins)
         return TargetInfo(
             name=name, kind="worker", emulated=self.emulated, arch=arch,
             cpu_features=[v for k, v in api.CPU_FEATURES.items() if features & k],

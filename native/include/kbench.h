@@ -120,6 +120,15 @@ typedef struct kb_realization {
     uint32_t nan_clamp;      /* what its clamp makes of a NaN: 0 keeps it
                                 (ours), 1 clamp_min, 2 clamp_max (a plugin's
                                 KB_PLUGIN_NAN_* declaration)             */
+    /* The micro-kernel's steps, from its own queries (get_m_step,
+     * get_n_step, get_kr) at this vector length: rows and columns of C per
+     * call, K values interleaved in its packed RHS. 0 where it has none
+     * (the scalar reference, direct and Winograd convolution; a plugin's
+     * come with its description). Filled by kb_list_realizations; a
+     * call's record of what ran leaves them 0. */
+    uint32_t m_step;
+    uint32_t n_step;
+    uint32_t kr;
 } kb_realization;
 
 /* ---- CPU ---------------------------------------------------------------- */

@@ -410,8 +410,16 @@ static int handle_hello(void) {
     kb_list_realizations(&all, rs, n);
     kb_wr_u32(&w, (uint32_t)n);
     for (size_t i = 0; i < n; i++) write_realization(&w, &rs[i]);
-    free(rs);
     kb_wr_u64(&w, kb_cc_checked_calls()); /* protocol 3: calls checked for the ABI so far */
+    /* trailing, read only where present (a worker of an older build sends
+     * none): each realization's micro-kernel steps, in the order above */
+    kb_wr_u32(&w, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        kb_wr_u32(&w, rs[i].m_step);
+        kb_wr_u32(&w, rs[i].n_step);
+        kb_wr_u32(&w, rs[i].kr);
+    }
+    free(rs);
     int rc = send_frame(KB_MSG_HELLO | KB_WIRE_REPLY, &w);
     free(w.buf);
     return rc;

@@ -172,6 +172,14 @@ void kb_fill_conv_realization(const kb_conv_impl *impl, int threads, kb_realizat
     if (impl->describe) impl->describe(r);
 }
 
+static void fill_steps(void (*steps)(uint32_t[3]), kb_realization *r) {
+    uint32_t s[3] = {0, 0, 0};
+    if (steps) steps(s);
+    r->m_step = s[0];
+    r->n_step = s[1];
+    r->kr = s[2];
+}
+
 size_t kb_list_realizations(const kb_selector *sel, kb_realization *out, size_t cap) {
     kb_selector def;
     if (!sel) { kb_selector_default(&def); sel = &def; }
@@ -183,13 +191,19 @@ size_t kb_list_realizations(const kb_selector *sel, kb_realization *out, size_t 
     for (size_t i = 0; i < t.n_gemm; i++) {
         const kb_gemm_impl *g = t.gemm[i];
         if (!impl_allowed(g->backend, g->isa, sel, &cpu)) continue;
-        if (out && count < cap) kb_fill_gemm_realization(g, sel->threads, &out[count]);
+        if (out && count < cap) {
+            kb_fill_gemm_realization(g, sel->threads, &out[count]);
+            fill_steps(g->steps, &out[count]);
+        }
         count++;
     }
     for (size_t i = 0; i < t.n_conv; i++) {
         const kb_conv_impl *c = t.conv[i];
         if (!impl_allowed(c->backend, c->isa, sel, &cpu)) continue;
-        if (out && count < cap) kb_fill_conv_realization(c, sel->threads, &out[count]);
+        if (out && count < cap) {
+            kb_fill_conv_realization(c, sel->threads, &out[count]);
+            fill_steps(c->steps ? c->steps : c->gemm ? c->gemm->steps : NULL, &out[count]);
+        }
         count++;
     }
     return count;

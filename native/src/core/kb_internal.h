@@ -16,6 +16,18 @@
 #define KB_NOINLINE
 #endif
 
+/* KB_ASSUME(cond): a precondition every caller meets (checked at the API:
+ * K >= 1, at least one filter tap), told to the compiler so that it emits
+ * no code for the case that cannot occur (a zero-trip loop entry no call
+ * reaches would be a machine-code path no test can execute). */
+#if defined(__clang__)
+#define KB_ASSUME(cond) __builtin_assume(cond)
+#elif defined(__GNUC__)
+#define KB_ASSUME(cond) do { if (!(cond)) __builtin_unreachable(); } while (0)
+#else
+#define KB_ASSUME(cond) ((void)0)
+#endif
+
 /* KB_NOT_DRIVEN(fn, reason): fn, a function of a kernel or packer file, is
  * one kbench's own drivers never call (the public micro-kernel interface:
  * queries and run entry points, for a user's code or a plugin built from
@@ -203,6 +215,8 @@ typedef struct kb_gemm_impl {
     void (*describe)(kb_realization *r);
     uint32_t error_model; /* KB_ERROR_MODEL_*: GEMM (0) or GEMM_BIAS_FIRST */
     uint32_t nan_clamp;   /* 0: its clamp keeps NaN (ours); a plugin's KB_PLUGIN_NAN_* */
+    /* optional: the micro-kernel's m_step, n_step, kr from its queries */
+    void (*steps)(uint32_t steps[3]);
 } kb_gemm_impl;
 
 typedef struct kb_conv_impl {
@@ -220,6 +234,8 @@ typedef struct kb_conv_impl {
     uint32_t error_model; /* KB_ERROR_MODEL_* */
     uint32_t nan_clamp;   /* as kb_gemm_impl.nan_clamp */
     void (*describe)(kb_realization *r); /* optional, as for kb_gemm_impl */
+    void (*steps)(uint32_t steps[3]);    /* optional, as for kb_gemm_impl (an
+                                            im2col realization: its GEMM's) */
 } kb_conv_impl;
 
 /* Backend registries: each backend exposes its tables (may be empty). The
@@ -240,10 +256,10 @@ const kb_conv_impl *const *kb_sme_conv_impls(size_t *count);
  * first in each block, zero padding); the header is written by kb_pack.c. */
 void kb_neon_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
                          void *dst);
-/* Panels of 16 columns in NEON code: [16 bias values if with_bias] then K
- * rows of 16 values, zeros past N (the NEON native and portable layouts). */
-void kb_neon_pack_panels16(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                           int with_bias, void *dst);
+/* Panels of 16 columns in NEON code, K rows of 16 values each, zeros past N
+ * (the portable layout; the NEON native one is the same with a bias row
+ * first in each panel). */
+void kb_neon_pack_panels16(size_t n, size_t k, const kb_f16 *b, size_t ldb, void *dst);
 void kb_sme_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
                         void *dst);
 /* The payload checksum's whole 256-byte chunks in streaming mode (SME only). */

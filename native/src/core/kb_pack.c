@@ -54,7 +54,7 @@ kb_status kb_pack_b(size_t N, size_t K, const kb_f16 *B, size_t ldb, void *dst,
     kb_f16 *payload = (kb_f16 *)((unsigned char *)dst + sizeof *h);
 #if defined(KB_HAVE_NEON)
     _Static_assert(KB_PORTABLE_BLOCK_N == 16, "the NEON panel packer writes 16 columns");
-    kb_neon_pack_panels16(N, K, B, ldb, NULL, 0, payload); /* the same panels, vector code */
+    kb_neon_pack_panels16(N, K, B, ldb, payload); /* the same panels, vector code */
 #else
     kb_pack_panels(N, K, B, ldb, NULL, 0, KB_PORTABLE_BLOCK_N, payload);
 #endif

@@ -24,7 +24,7 @@
 
 typedef struct kb_neon_tile {
     size_t m, n;               /* rows (1..mr) and columns (1..16) to store  */
-    size_t taps, tap_len;
+    size_t taps, tap_len;      /* both >= 1 (K >= 1, at least one tap)       */
     const kb_f16 *const *a;    /* a[r * taps + t]                            */
     const kb_f16 *b;
     size_t b_stride;

@@ -33,6 +33,17 @@
 #define UK_CVT kb_matmul_clamp_f16_f16_f16p16x1b_4x16_neon_cvt_mla
 #define UK_F16 kb_matmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla
 
+/* A micro-kernel's steps, from its own queries (kbench's tails follow them). */
+#define STEPS(fn, uk)                                                                             \
+    static void fn(uint32_t s[3]) {                                                               \
+        s[0] = (uint32_t)uk.get_m_step();                                                         \
+        s[1] = (uint32_t)uk.get_n_step();                                                         \
+        s[2] = (uint32_t)uk.get_kr();                                                             \
+    }
+STEPS(steps_fhm, UK_FHM)
+STEPS(steps_cvt, UK_CVT)
+STEPS(steps_f16, UK_F16)
+
 GEMM_RUN(gemm_fhm, UK_FHM, 0, 0, 0)
 GEMM_RUN(gemm_cvt, UK_CVT, 0, 0, 0)
 GEMM_RUN(gemm_f16, UK_F16, 0, 0, 0)
@@ -55,32 +66,37 @@ CONV_RUN(conv_f16, UK_F16)
  * error model GEMM_BIAS_FIRST; the FP32 ones add the bias last (GEMM). */
 #define ERR_MODEL(acc) ((acc) == KB_ACCUM_FP16 ? KB_ERROR_MODEL_GEMM_BIAS_FIRST : KB_ERROR_MODEL_GEMM)
 
-#define GEMM_ROW(var, nm, kern, isa_, acc, fn, mb, nb, kb)                                        \
+#define GEMM_ROW(var, nm, kern, isa_, acc, fn, mb, nb, kb, st)                                    \
     static const kb_gemm_impl var = {                                                             \
         .name = nm, .backend = KB_BACKEND_NEON, .kernel = kern, .isa = isa_, .accum = acc,        \
         .k_per_rounding = 1, .bforms = BFORMS, .native_layout = KB_LAYOUT_NEON, .threaded = 1,   \
-        .run = fn, .block_m = mb, .block_n = nb, .block_k = kb, .error_model = ERR_MODEL(acc)}
+        .run = fn, .block_m = mb, .block_n = nb, .block_k = kb, .error_model = ERR_MODEL(acc),    \
+        .steps = st}
 
-GEMM_ROW(g_fhm, "gemm_neon_f32acc_fhm", K_FHM, KB_ISA_NEON_FHM, KB_ACCUM_FP32, gemm_fhm, 0, 0, 0);
-GEMM_ROW(g_cvt, "gemm_neon_f32acc_cvt", K_CVT, KB_ISA_NEON_FP16, KB_ACCUM_FP32, gemm_cvt, 0, 0, 0);
-GEMM_ROW(g_f16, "gemm_neon_f16acc", K_F16, KB_ISA_NEON_FP16, KB_ACCUM_FP16, gemm_f16, 0, 0, 0);
+GEMM_ROW(g_fhm, "gemm_neon_f32acc_fhm", K_FHM, KB_ISA_NEON_FHM, KB_ACCUM_FP32, gemm_fhm, 0, 0, 0,
+         steps_fhm);
+GEMM_ROW(g_cvt, "gemm_neon_f32acc_cvt", K_CVT, KB_ISA_NEON_FP16, KB_ACCUM_FP32, gemm_cvt, 0, 0, 0,
+         steps_cvt);
+GEMM_ROW(g_f16, "gemm_neon_f16acc", K_F16, KB_ISA_NEON_FP16, KB_ACCUM_FP16, gemm_f16, 0, 0, 0,
+         steps_f16);
 GEMM_ROW(g_fhm_s, "gemm_neon_f32acc_fhm_mb16_nb64_kb64", K_FHM, KB_ISA_NEON_FHM, KB_ACCUM_FP32,
-         gemm_fhm_s, 16, 64, 64);
+         gemm_fhm_s, 16, 64, 64, steps_fhm);
 GEMM_ROW(g_fhm_l, "gemm_neon_f32acc_fhm_mb64_nb256_kb256", K_FHM, KB_ISA_NEON_FHM, KB_ACCUM_FP32,
-         gemm_fhm_l, 64, 256, 256);
+         gemm_fhm_l, 64, 256, 256, steps_fhm);
 GEMM_ROW(g_cvt_s, "gemm_neon_f32acc_cvt_mb16_nb64_kb64", K_CVT, KB_ISA_NEON_FP16, KB_ACCUM_FP32,
-         gemm_cvt_s, 16, 64, 64);
+         gemm_cvt_s, 16, 64, 64, steps_cvt);
 GEMM_ROW(g_cvt_l, "gemm_neon_f32acc_cvt_mb64_nb256_kb256", K_CVT, KB_ISA_NEON_FP16, KB_ACCUM_FP32,
-         gemm_cvt_l, 64, 256, 256);
+         gemm_cvt_l, 64, 256, 256, steps_cvt);
 GEMM_ROW(g_f16_s, "gemm_neon_f16acc_mb24_nb64_kb64", K_F16, KB_ISA_NEON_FP16, KB_ACCUM_FP16,
-         gemm_f16_s, 24, 64, 64);
+         gemm_f16_s, 24, 64, 64, steps_f16);
 GEMM_ROW(g_f16_l, "gemm_neon_f16acc_mb96_nb256_kb256", K_F16, KB_ISA_NEON_FP16, KB_ACCUM_FP16,
-         gemm_f16_l, 96, 256, 256);
+         gemm_f16_l, 96, 256, 256, steps_f16);
 
-#define IGEMM(var, nm, kern, isa_, acc, fn)                                                      \
+#define IGEMM(var, nm, kern, isa_, acc, fn, st)                                                  \
     static const kb_conv_impl var = {.name = nm, .backend = KB_BACKEND_NEON, .kernel = kern,    \
                                      .isa = isa_, .accum = acc, .k_per_rounding = 1,            \
-                                     .threaded = 1, .run = fn, .error_model = ERR_MODEL(acc)}
+                                     .threaded = 1, .run = fn, .error_model = ERR_MODEL(acc),   \
+                                     .steps = st}
 #define IM2COL(var, nm, kern, isa_, acc, g)                                                      \
     static const kb_conv_impl var = {.name = nm, .backend = KB_BACKEND_NEON, .kernel = kern,    \
                                      .isa = isa_, .accum = acc, .k_per_rounding = 1,            \
@@ -88,11 +104,14 @@ GEMM_ROW(g_f16_l, "gemm_neon_f16acc_mb96_nb256_kb256", K_F16, KB_ISA_NEON_FP16, 
                                      .error_model = ERR_MODEL(acc)}
 
 IGEMM(c_ind_fhm, "conv2d_igemm_neon_f32acc_fhm",
-      "imatmul_clamp_f16_f16_f16p16x1b_4x16_neon_fhm_mlal", KB_ISA_NEON_FHM, KB_ACCUM_FP32, conv_fhm);
+      "imatmul_clamp_f16_f16_f16p16x1b_4x16_neon_fhm_mlal", KB_ISA_NEON_FHM, KB_ACCUM_FP32, conv_fhm,
+      steps_fhm);
 IGEMM(c_ind_cvt, "conv2d_igemm_neon_f32acc_cvt",
-      "imatmul_clamp_f16_f16_f16p16x1b_4x16_neon_cvt_mla", KB_ISA_NEON_FP16, KB_ACCUM_FP32, conv_cvt);
+      "imatmul_clamp_f16_f16_f16p16x1b_4x16_neon_cvt_mla", KB_ISA_NEON_FP16, KB_ACCUM_FP32, conv_cvt,
+      steps_cvt);
 IGEMM(c_ind_f16, "conv2d_igemm_neon_f16acc",
-      "imatmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla", KB_ISA_NEON_FP16, KB_ACCUM_FP16, conv_f16);
+      "imatmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla", KB_ISA_NEON_FP16, KB_ACCUM_FP16, conv_f16,
+      steps_f16);
 IM2COL(c_i2c_fhm, "conv2d_im2col_gemm_neon_f32acc_fhm",
        "im2col_f16+" K_FHM, KB_ISA_NEON_FHM, KB_ACCUM_FP32, g_fhm);
 IM2COL(c_i2c_cvt, "conv2d_im2col_gemm_neon_f32acc_cvt",

@@ -196,14 +196,17 @@ size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_n_step(void);
 size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_rhs_packed_stride(size_t k);
 size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_rhs_packed_offset(size_t n_idx, size_t k);
 size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_rhs_packed_size(size_t n, size_t k);
-/* B is K x N FP16 with rhs_stride bytes between rows; bias N values or NULL. */
+/* B is K x N FP16 with rhs_stride bytes between rows; bias N values or NULL;
+ * nr = get_n_step() (the running SVL's: any other nr packs nothing). */
 void kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_run(size_t n, size_t k, size_t nr,
                                                const void *rhs, size_t rhs_stride,
                                                const void *bias, void *rhs_packed);
 
 /* The general RHS packer behind both public ones: B seen through a view, K
- * made of chunk_count chunks of chunk_length rows, each chunk padded to kr
- * (chunk_count = 1 gives the plain layout). */
+ * made of chunk_count (>= 1) chunks of chunk_length rows, each chunk padded
+ * to kr (chunk_count = 1 gives the plain layout); nr the running SVL's, and
+ * the view plain B or panels of a multiple or divisor of nr columns (any
+ * other call packs nothing). */
 void kb_sme_rhs_pack_view(const kb_bview *b, size_t n, size_t chunk_count, size_t chunk_length,
                           size_t nr, void *rhs_packed);
 

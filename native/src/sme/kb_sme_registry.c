@@ -60,6 +60,25 @@ static kb_status conv_sme(const kb_conv_impl *self, const kb_conv_desc *d, size_
                                  ow, input, filter, bias, output, sel, err);
 }
 
+/* A micro-kernel's steps, from its own queries at the running SVL (kbench's
+ * tails follow them); the indirect kernels' K interleave is the layout's. */
+#define STEPS(fn, uk, kr_)                                                                        \
+    static void fn(uint32_t s[3]) {                                                               \
+        s[0] = (uint32_t)uk.get_m_step();                                                         \
+        s[1] = (uint32_t)uk.get_n_step();                                                         \
+        s[2] = (uint32_t)(kr_);                                                                   \
+    }
+STEPS(steps_gemv_sme2, kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot,
+      kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot.get_kr())
+STEPS(steps_gemv_sme, kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla,
+      kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla.get_kr())
+STEPS(steps_mopa_sme2, kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa,
+      kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa.get_kr())
+STEPS(steps_mopa_sme, kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa,
+      kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa.get_kr())
+STEPS(steps_imatmul_sme2, kb_imatmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa, KB_SME_KR)
+STEPS(steps_imatmul_sme, kb_imatmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa, KB_SME_KR)
+
 #define KB_SME_BFORMS (KB_BFORM_PLAIN | KB_BFORM_PORTABLE | KB_BFORM_NATIVE)
 
 static const kb_gemm_impl gemv_sme2_row = {
@@ -74,6 +93,7 @@ static const kb_gemm_impl gemv_sme2_row = {
     .max_m = 1,
     .threaded = 1,
     .run = gemv_sme2,
+    .steps = steps_gemv_sme2,
 };
 
 static const kb_gemm_impl gemv_sme_row = {
@@ -89,6 +109,7 @@ static const kb_gemm_impl gemv_sme_row = {
     .max_m = 1,
     .threaded = 1,
     .run = gemv_sme,
+    .steps = steps_gemv_sme,
 };
 
 static const kb_gemm_impl gemm_sme2_row = {
@@ -104,6 +125,7 @@ static const kb_gemm_impl gemm_sme2_row = {
     .threaded = 1,
     .run = gemm_sme2,
     .describe = kb_sme_describe_default_blocks,
+    .steps = steps_mopa_sme2,
 };
 
 static const kb_gemm_impl gemm_sme2_blocked_row = {
@@ -121,6 +143,7 @@ static const kb_gemm_impl gemm_sme2_blocked_row = {
     .block_m = SME_MB,
     .block_n = SME_NB,
     .block_k = SME_KB,
+    .steps = steps_mopa_sme2,
 };
 
 static const kb_gemm_impl gemm_sme_row = {
@@ -136,6 +159,7 @@ static const kb_gemm_impl gemm_sme_row = {
     .threaded = 1,
     .run = gemm_sme,
     .describe = kb_sme_describe_default_blocks,
+    .steps = steps_mopa_sme,
 };
 
 static const kb_conv_impl conv_sme2_row = {
@@ -150,6 +174,7 @@ static const kb_conv_impl conv_sme2_row = {
     .gemm = NULL,
     .max_groups = 1,
     .describe = kb_sme_describe_default_blocks,
+    .steps = steps_imatmul_sme2,
 };
 
 static const kb_conv_impl conv_sme_row = {
@@ -164,6 +189,7 @@ static const kb_conv_impl conv_sme_row = {
     .gemm = NULL,
     .max_groups = 1,
     .describe = kb_sme_describe_default_blocks,
+    .steps = steps_imatmul_sme,
 };
 
 static const kb_gemm_impl *const gemm_impls[] = {&gemv_sme2_row, &gemv_sme_row, &gemm_sme2_row,

@@ -25,6 +25,7 @@ static size_t kr(void) { return 1; }
 static size_t acc_bytes(void) { return sizeof(float); }
 
 static void run(const kb_neon_tile *t) {
+    KB_ASSUME(t->taps >= 1 && t->tap_len >= 1); /* kb_neon_tile's contract */
     float32x4_t acc[MR][4];
     const kb_f16 *rows[MR];
     if (t->acc_mode & KB_NEON_ACC_LOAD) {
@@ -80,10 +81,7 @@ const kb_neon_ukernel kb_matmul_clamp_f16_f16_f16p16x1b_4x16_neon_cvt_mla = {
 /* Functions kbench's own drivers never call (kbench run --coverage lists them
  * apart, with the reason). */
 #define KB_WHY "the micro-kernel's query: kbench's NEON driver tiles with the family's MR/NR constants"
-KB_NOT_DRIVEN(m_step, KB_WHY);
-KB_NOT_DRIVEN(n_step, KB_WHY);
 KB_NOT_DRIVEN(nr, KB_WHY);
-KB_NOT_DRIVEN(kr, KB_WHY);
 #undef KB_WHY
 
 #endif

@@ -113,7 +113,8 @@ static void run(const kb_neon_tile *t) {
             flags |= F_CLAMP;
         }
     }
-    size_t taps = t->tap_len ? t->taps : 0; /* no products: only the start */
+    size_t taps = t->taps;
+    KB_ASSUME(taps >= 1 && t->tap_len >= 1); /* kb_neon_tile's contract */
     __asm__ volatile(
         /* ---- start: bias, partial sums or zero ---- */
         "cbz %[start], 1f\n"
@@ -273,10 +274,7 @@ const kb_neon_ukernel kb_matmul_clamp_f16_f16_f16p16x1b_6x16_neon_mla = {
 /* Functions kbench's own drivers never call (kbench run --coverage lists them
  * apart, with the reason). */
 #define KB_WHY "the micro-kernel's query: kbench's NEON driver tiles with the family's MR/NR constants"
-KB_NOT_DRIVEN(m_step, KB_WHY);
-KB_NOT_DRIVEN(n_step, KB_WHY);
 KB_NOT_DRIVEN(nr, KB_WHY);
-KB_NOT_DRIVEN(kr, KB_WHY);
 #undef KB_WHY
 
 #endif

@@ -56,15 +56,18 @@ static void pack_rows_full(size_t k, const uint16_t *src, size_t ldb, uint16_t *
  * of B precede src on row 0) is one load pair of those 16 values and two
  * table lookups shifting the row's w values down and zeroing the rest; a
  * row too near the start of B is copied value by value. */
-void kb_neon_pack_narrow(size_t w, size_t k, const kb_f16 *b, size_t ldb, size_t before,
+KB_NOINLINE void kb_neon_pack_narrow(size_t w, size_t k, const kb_f16 *b, size_t ldb, size_t before,
                          kb_f16 *dst) {
     const uint16_t *src = (const uint16_t *)b;
     uint16_t *out = (uint16_t *)dst;
     uint8_t idx[32];
     for (unsigned i = 0; i < 32; i++) idx[i] = i < 2 * w ? (uint8_t)(i + 2 * (NR - w)) : 0xff;
     uint8x16_t lo = vld1q_u8(idx), hi = vld1q_u8(idx + 16);
+    /* the rows too near the start of B: r * ldb + before < NR - w */
+    size_t near = before < NR - w ? (NR - w - before + ldb - 1) / ldb : 0;
+    if (near > k) near = k;
     size_t r = 0;
-    for (; r < k && r * ldb + before < NR - w; r++, out += NR, src += ldb) {
+    for (; r < near; r++, out += NR, src += ldb) {
         uint16_t row[NR];
         memset(row, 0, sizeof row);
         memcpy(row, src, w * sizeof *row);
@@ -83,9 +86,11 @@ void kb_neon_pack_narrow(size_t w, size_t k, const kb_f16 *b, size_t ldb, size_t
 }
 
 /* One block: its bias row when the layout has one (zeros for a NULL bias),
- * then its K rows. */
-static void pack_block(size_t k, size_t w, const uint16_t *src, size_t ldb, size_t before,
-                       int with_bias, const uint16_t *bias, uint16_t *out) {
+ * then its K rows. Inlined into the two layouts' loops below with
+ * with_bias a constant, so each holds only the code its layout runs. */
+static inline __attribute__((always_inline)) void pack_block(size_t k, size_t w,
+        const uint16_t *src, size_t ldb, size_t before, int with_bias, const uint16_t *bias,
+        uint16_t *out) {
     if (with_bias) {
         uint16_t row[NR];
         memset(row, 0, sizeof row);
@@ -99,8 +104,8 @@ static void pack_block(size_t k, size_t w, const uint16_t *src, size_t ldb, size
         kb_neon_pack_narrow(w, k, (const kb_f16 *)src, ldb, before, (kb_f16 *)out);
 }
 
-void kb_neon_pack_panels16(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                           int with_bias, void *dst) {
+static inline __attribute__((always_inline)) void pack_panels(size_t n, size_t k,
+        const kb_f16 *b, size_t ldb, const kb_f16 *bias, int with_bias, void *dst) {
     const uint16_t *src = (const uint16_t *)b, *bs = (const uint16_t *)bias;
     uint16_t *out = (uint16_t *)dst;
     size_t per_block = (k + (with_bias ? 1 : 0)) * NR;
@@ -110,8 +115,12 @@ void kb_neon_pack_panels16(size_t n, size_t k, const kb_f16 *b, size_t ldb, cons
     }
 }
 
+void kb_neon_pack_panels16(size_t n, size_t k, const kb_f16 *b, size_t ldb, void *dst) {
+    pack_panels(n, k, b, ldb, NULL, 0, dst);
+}
+
 void kb_neon_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
                          void *dst) {
-    kb_neon_pack_panels16(n, k, b, ldb, bias, 1, dst);
+    pack_panels(n, k, b, ldb, bias, 1, dst);
 }
 #endif

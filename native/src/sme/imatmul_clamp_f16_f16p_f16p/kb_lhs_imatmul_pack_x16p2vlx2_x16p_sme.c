@@ -22,9 +22,13 @@
 #if defined(__aarch64__)
 #include "../kb_sme_asm.h"
 
+#include <arm_neon.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #define KB_SME_MAX_MR 128 /* SVL 2048 */
+_Static_assert(sizeof(void *) == sizeof(uint64_t), "row pointers are read two to a vector");
 
 typedef struct ptr_args {
     const kb_f16 *const *rows; /* mr row pointers, at the first pair of the range */
@@ -119,7 +123,18 @@ void kb_sme_lhs_imatmul_pack_block(const void *const *ptrs, size_t ptr_offset,
         size_t whole = n - lone;
         const void *const *rp = ptrs + c * mr;
         if (whole) {
-            for (size_t r = 0; r < mr; r++) rows[r] = resolve(rp[r], ptr_offset, pad_ptr) + i * KB_SME_KR;
+            /* four pointers per step (mr is a multiple of 8): p + ptr_offset,
+             * or p where it is pad_ptr, then + the pair's bytes */
+            uint64x2_t pad = vdupq_n_u64((uint64_t)(uintptr_t)pad_ptr);
+            uint64x2_t off = vdupq_n_u64((uint64_t)ptr_offset);
+            uint64x2_t at = vdupq_n_u64((uint64_t)(i * KB_SME_KR * sizeof(kb_f16)));
+            for (size_t r = 0; r < mr; r += 4) {
+                uint64x2_t q[2];
+                memcpy(q, rp + r, sizeof q); /* four pointers, as integers */
+                for (int j = 0; j < 2; j++)
+                    q[j] = vaddq_u64(vaddq_u64(q[j], vbicq_u64(off, vceqq_u64(q[j], pad))), at);
+                memcpy(rows + r, q, sizeof q);
+            }
             ptr_args g = {rows, whole, dst};
             lhs_ptr_pack_core(&g);
         }

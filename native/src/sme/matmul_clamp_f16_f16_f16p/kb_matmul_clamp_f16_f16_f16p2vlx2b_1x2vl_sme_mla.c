@@ -215,10 +215,7 @@ const kb_sme_gemv_ukernel kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla = {
 /* Functions kbench's own drivers never call (kbench run --coverage lists them
  * apart, with the reason). */
 #define KB_WHY "the public micro-kernel interface: kbench's SME driver calls the core with its own blocking and K chunks"
-KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_m_step, KB_WHY);
-KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_n_step, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_mr, KB_WHY);
-KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_kr, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_sr, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_lhs_offset, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme_mla_get_rhs_packed_offset, KB_WHY);

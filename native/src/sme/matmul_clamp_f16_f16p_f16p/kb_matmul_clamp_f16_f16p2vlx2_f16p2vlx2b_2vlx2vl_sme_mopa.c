@@ -512,11 +512,8 @@ const kb_sme_matmul_ukernel kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme
 /* Functions kbench's own drivers never call (kbench run --coverage lists them
  * apart, with the reason). */
 #define KB_WHY "the public micro-kernel interface: kbench's SME driver calls the core with its own blocking and K chunks"
-KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa_get_m_step, KB_WHY);
-KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa_get_n_step, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa_get_mr, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa_get_nr, KB_WHY);
-KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa_get_kr, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa_get_sr, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa_get_lhs_packed_offset, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme_mopa_get_rhs_packed_offset, KB_WHY);

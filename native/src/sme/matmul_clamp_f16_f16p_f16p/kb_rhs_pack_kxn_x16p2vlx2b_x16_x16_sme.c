@@ -15,15 +15,14 @@
  * and scalar layouts' 16 columns at nr = 8 or 16). K may come in chunks (the
  * indirect GEMM's filter taps, each padded to whole k pairs): the chunks
  * follow each other in B's rows. Panels narrower than a block (16 columns at
- * nr = 32 and up) go through the segment packer below. The C loop remains
- * for views neither fits (none of kbench's layouts). */
+ * nr = 32 and up) go through the segment packer below. Those two take every
+ * view kbench makes; nr must be the running SVL's (get_n_step). */
 #include "../kb_sme.h"
 
 #if defined(__aarch64__)
 #include "../kb_sme_asm.h"
 
 #include <stddef.h>
-#include <string.h>
 
 typedef struct rhs_args {
     const kb_f16 *data;     /* B through the view (kb_bview)                  */
@@ -243,57 +242,15 @@ static void rhs_pack_segments_core(const rhs_args *g) {
           KB_SME_CLOBBER_VEC);
 }
 
-#define KB_SME_MAX_NR 128 /* SVL 2048: 2 * 2048 / 32 */
-
-/* The C loop for views the streaming packer does not take. */
-static void rhs_pack_c(const kb_bview *b, size_t n, size_t chunk_count, size_t chunk_length,
-                       size_t nr, void *rhs_packed) {
-    size_t clp = kb_sme_roundup(chunk_length, KB_SME_KR);
-    size_t kpairs = chunk_count * clp / KB_SME_KR;
-    size_t col_off[KB_SME_MAX_NR], bias_off[KB_SME_MAX_NR];
-    kb_f16 *out = (kb_f16 *)rhs_packed;
-    for (size_t n0 = 0; n0 < n; n0 += nr) {
-        size_t w = n - n0 < nr ? n - n0 : nr;
-        for (size_t j = 0; j < w; j++) {
-            size_t col = n0 + j, panel = col / b->panel_cols, in = col % b->panel_cols;
-            col_off[j] = panel * b->panel_stride + in;
-            bias_off[j] = panel * b->bias_panel_stride + in;
-        }
-        for (size_t j = 0; j < nr; j++) out[j] = (b->bias && j < w) ? b->bias[bias_off[j]] : 0;
-        out += nr;
-        for (size_t p = 0; p < kpairs; p++) {
-            size_t kk = p * KB_SME_KR, chunk = kk / clp, i = kk % clp;
-            size_t row = chunk * chunk_length + i;
-            const kb_f16 *r0 = b->data + row * b->row_stride;
-            if (i + 1 < chunk_length) {
-                const kb_f16 *r1 = r0 + b->row_stride;
-                for (size_t j = 0; j < w; j++) {
-                    out[2 * j] = r0[col_off[j]];
-                    out[2 * j + 1] = r1[col_off[j]];
-                }
-            } else {
-                for (size_t j = 0; j < w; j++) {
-                    out[2 * j] = r0[col_off[j]];
-                    out[2 * j + 1] = 0;
-                }
-            }
-            if (w < nr) memset(out + 2 * w, 0, (nr - w) * 2 * sizeof(kb_f16));
-            out += 2 * nr;
-        }
-    }
-}
-
 void kb_sme_rhs_pack_view(const kb_bview *b, size_t n, size_t chunk_count, size_t chunk_length,
                           size_t nr, void *rhs_packed) {
-    if (nr > KB_SME_MAX_NR) return; /* no such vector length */
-    /* streaming: nr = this SVL's, and either every block inside one panel
-     * (plain B, panels of whole blocks) or blocks of whole narrower panels */
+    /* nr is this SVL's (a buffer packed for another SVL is of no use on this
+     * CPU), and either every block lies inside one panel (plain B, panels of
+     * whole blocks) or blocks are made of whole narrower panels: every view
+     * kbench makes. A call outside that contract packs nothing. */
     bool whole = b->panel_cols >= n || b->panel_cols % nr == 0;
     bool segments = !whole && b->panel_cols < nr && nr % b->panel_cols == 0;
-    if (nr != kb_sme_block() || (!whole && !segments) || chunk_count == 0) {
-        rhs_pack_c(b, n, chunk_count, chunk_length, nr, rhs_packed);
-        return;
-    }
+    if (nr != kb_sme_block() || (!whole && !segments) || chunk_count == 0) return;
     size_t clp = kb_sme_roundup(chunk_length, KB_SME_KR);
     rhs_args g = {
         .data = b->data, .panel_cols = b->panel_cols, .panel_bytes = b->panel_stride * sizeof(kb_f16),
