@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from kbench.results.compare import Comparison, GateResult
+    from kbench.results.noise import NoiseFloor
     from kbench.results.runfolder import Run
 
 # the commands import pandas, scipy and the results modules when they run, not at
@@ -347,7 +348,9 @@ def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
     slower, same; not-comparable for emulated times or too few passes);
     instruction counts of emulated targets exactly (more, fewer, same). BASE
     and CAND are run folders, or runs of the history database: an id,
-    latest, latest~N (N runs before the newest) or a commit prefix."""
+    latest, latest~N (N runs before the newest) or a commit prefix.
+    With --history N, a case whose run-to-run spread over the last N runs
+    of this machine exceeds --max-slowdown is held to that spread instead."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
     (b, b_id), (c, c_id) = load_ref(base, "BASE", db=db), load_ref(cand, "CAND", db=db)
     from kbench.results.compare import compare_runs, markdown
@@ -385,6 +388,21 @@ def gate_text(result: GateResult) -> str:
     return "\n".join(lines)
 
 
+def _noise_floor(db: str | None, base: Run, cand: Run, runs: int) -> NoiseFloor:
+    """The --history noise floor for the candidate's machine (usage error when
+    the history cannot be read)."""
+    from kbench.results.history import default_db_path
+    from kbench.results.noise import from_history
+    try:
+        return from_history(resolve_db(db, default_db_path()), str(cand.meta.get("host") or ""),
+                            str(cand.meta.get("cpu_model") or ""), runs,
+                            exclude_dates=(str(base.meta.get("date") or ""),
+                                           str(cand.meta.get("date") or "")))
+    except (HistoryError, *driver_errors()) as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise click.BadParameter(f"history: {text}", param_hint="--history") from None
+
+
 @click.command("gate")
 @_BASE
 @_CAND
@@ -404,12 +422,18 @@ def gate_text(result: GateResult) -> str:
                    "--cand ...`: base and candidate rounds alternating, so machine drift is "
                    "shared by both) instead of comparing the two runs' times; BASE and CAND "
                    "still decide correctness, presence and instruction counts.")
+@click.option("--history", "history_runs", type=click.IntRange(min=3), default=None,
+              metavar="N",
+              help="Widen each case's --max-slowdown to its run-to-run spread over the last N "
+                   "runs of the same host and CPU in the history (--db), where that spread is "
+                   "wider; the output says which cases and by how much.")
 @_JSON
 @_DB
 def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | None,
                  max_count_growth: str | None, config: str | None,
                  markdown_file: str | None, strict: bool = False, as_json: bool = False,
-                 db: str | None = None, ab_dir: str | None = None) -> None:
+                 db: str | None = None, ab_dir: str | None = None,
+                 history_runs: int | None = None) -> None:
     """The regression gate: exit 1 on any correctness failure or error in
     CAND, any case of BASE missing from CAND, an incomplete run, a
     slowdown both above --max-slowdown and significant at --alpha, or (on
@@ -421,7 +445,9 @@ def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | 
     its paired ratio's interval lies wholly beyond 1 + --max-slowdown; one
     too noisy to tell is inconclusive.
     BASE and CAND are run folders, or runs of the history database: an id,
-    latest, latest~N (N runs before the newest) or a commit prefix."""
+    latest, latest~N (N runs before the newest) or a commit prefix.
+    With --history N, a case whose run-to-run spread over the last N runs
+    of this machine exceeds --max-slowdown is held to that spread instead."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
     (b, b_id) = load_ref(base, "BASE", strict=True, db=db)
     (c, c_id) = load_ref(cand, "CAND", strict=True, db=db)
@@ -432,8 +458,17 @@ def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | 
         ab = load_ab(ab_dir) if ab_dir else None
     except AbRunError as exc:
         raise click.BadParameter(str(exc), param_hint="--ab") from None
+    floor = None
+    if history_runs is not None:
+        if ab is not None:
+            raise click.UsageError("--history widens the limits of two runs compared apart; "
+                                   "with --ab speed comes from the interleaved run")
+        floor = _noise_floor(db, b, c, history_runs)
     result = gate(b, c, cfg.alpha, cfg.max_slowdown, cfg.speed_targets, cfg.max_count_growth,
-                  strict=strict, ab=ab)
+                  strict=strict, ab=ab,
+                  noise=floor.limits(cfg.max_slowdown) if floor is not None else None)
+    if floor is not None:
+        result.comparison.warnings.append(floor.describe(cfg.max_slowdown))
     if as_json:
         click.echo(json.dumps(gate_doc(result, (b_id, c_id)), indent=2))
     else:

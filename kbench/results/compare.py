@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -148,6 +148,9 @@ class CaseComparison:
     pass_ratio: float = math.nan  # lower median of per-pass ratios (NaN: one pass)
     passes: int = 1  # candidate passes
     base_passes: int = 1
+    # the slowdown limit this case is held to: --max-slowdown, or its run-to-run
+    # spread over the history where that is wider (--history); NaN: not tested
+    limit: float = math.nan
 
     @property
     def robust_ratio(self) -> float:
@@ -193,7 +196,7 @@ class Comparison:
                  "cand_median_ns": c.cand_median_ns, "base_rounds": c.base_rounds,
                  "cand_rounds": c.cand_rounds, "ratio": c.ratio, "p_slower": c.p_slower,
                  "p_faster": c.p_faster, "pass_ratio": c.pass_ratio, "passes": c.passes,
-                 "verdict": c.verdict, "note": c.note}
+                 "verdict": c.verdict, "note": c.note, "limit": c.limit}
                 for c in self.cases]
         return pd.DataFrame(rows)
 
@@ -285,6 +288,9 @@ def _key(row: Any) -> CaseKey:
             str(row.kind), str(row.realization), int(row.threads))
 
 
+case_key = _key  # a result row's case key (kbench.results.noise)
+
+
 def _index(run: Run) -> dict[CaseKey, _Entry]:
     """Merge rows per key: worst status, all per-round times."""
     groups: dict[CaseKey, list[Any]] = {}
@@ -317,7 +323,8 @@ def _speed_target(target: str, patterns: Iterable[str]) -> bool:
 def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
                  speed_targets: Sequence[str] = ("*",),
                  max_count_growth: float = DEFAULT_LIMIT,
-                 interleaved: bool = False) -> Comparison:
+                 interleaved: bool = False,
+                 noise: Mapping[CaseKey, float] | None = None) -> Comparison:
     """Compare every case of two runs.
 
     Timed cases get the ratio of medians (candidate / base), the pass
@@ -332,7 +339,10 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
     absent from the candidate is "missing", a candidate case absent from
     the base "new", an untimed case in both "untimed". With interleaved
     (the gate's --ab), no time of the two runs is compared: every timed
-    case is "not-comparable", its speed judged from the interleaved run."""
+    case is "not-comparable", its speed judged from the interleaved run.
+    noise (the gate's --history, kbench.results.noise): per case a limit
+    wider than max_slowdown, its run-to-run spread on this machine; a case
+    that moved by less is "same", with a note saying so."""
     if not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
     if max_slowdown < 0:
@@ -391,12 +401,14 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
                                         note=note))
             continue
         p_slower, p_faster = unit_test(unit_medians(b), unit_medians(c))
+        limit = max(max_slowdown, (noise or {}).get(key, 0.0))
         cases.append(CaseComparison(**common, ratio=ratio, p_slower=p_slower,
                                     p_faster=p_faster, verdict=SAME,
                                     pass_ratio=pass_ratio(b, c), passes=len(c.passes),
-                                    base_passes=len(b.passes)))
+                                    base_passes=len(b.passes), limit=limit))
         tested.append(len(cases) - 1)
     cases = _adjusted(cases, tested, alpha)
+    cases = _within_noise(cases, tested, max_slowdown)
     cases, drift = _drift(cases, tested, max_slowdown)
     if drift:
         warnings.append(drift)
@@ -431,6 +443,22 @@ def _adjusted(cases: list[CaseComparison], tested: list[int],
         down = c.ratio < 1 and not c.robust_ratio >= 1
         verdict = SLOWER if ps < alpha and up else FASTER if pf < alpha and down else SAME
         out[i] = replace(c, p_slower=ps, p_faster=pf, verdict=verdict)
+    return out
+
+
+def _within_noise(cases: list[CaseComparison], tested: list[int],
+                  max_slowdown: float) -> list[CaseComparison]:
+    """A slower or faster case whose move stays inside its own run-to-run
+    spread (a limit widened by --history) is "same", with the note why."""
+    out = list(cases)
+    for i in tested:
+        c = out[i]
+        if not c.limit > max_slowdown or c.verdict not in (SLOWER, FASTER):
+            continue
+        moved = c.robust_ratio if c.verdict == SLOWER else 1 / c.robust_ratio
+        if moved <= 1 + c.limit:
+            out[i] = replace(c, verdict=SAME, note=f"{c.verdict} by {moved - 1:.1%}, within "
+                             f"its run-to-run spread {c.limit:.1%} on this machine (--history)")
     return out
 
 
@@ -478,13 +506,15 @@ def _drift(cases: list[CaseComparison], tested: list[int],
 def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
          speed_targets: Sequence[str] = ("*",),
          max_count_growth: float = DEFAULT_LIMIT, strict: bool = False,
-         ab: AbRun | None = None) -> GateResult:
+         ab: AbRun | None = None,
+         noise: Mapping[CaseKey, float] | None = None) -> GateResult:
     """The regression gate: compare_runs plus the failures that fail a change
     (strict: an inconclusive speed verdict fails too). With ab (an
     interleaved `kbench ab` run), speed is judged from it alone
-    (kbench.results.abgate)."""
+    (kbench.results.abgate). noise: per-case limits widened to their
+    run-to-run spread (--history, kbench.results.noise)."""
     comp = compare_runs(base, cand, alpha, max_slowdown, speed_targets, max_count_growth,
-                        interleaved=ab is not None)
+                        interleaved=ab is not None, noise=noise)
     failures: list[GateFailure] = []
     interleaved: list[AbVerdict] = []
     if ab is not None:
@@ -513,14 +543,17 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
         elif case.cand_status == "skip" and case.base_status not in ("", "skip"):
             failures.append(GateFailure("missing", case.label, "ran in the base run, skipped "
                                         f"in the candidate: {entry.message if entry else ''}"))
-        if (case.verdict == SLOWER and case.ratio > 1 + max_slowdown
-                and case.robust_ratio > 1 + max_slowdown):
+        limit = case.limit if case.limit >= max_slowdown else max_slowdown
+        if (case.verdict == SLOWER and case.ratio > 1 + limit
+                and case.robust_ratio > 1 + limit):
             in_passes = ("" if math.isnan(case.pass_ratio) else
                          f", {case.pass_ratio - 1:+.1%} in more than half of "
                          f"{case.passes} passes")
+            why = (f"limit {limit:.1%}: its run-to-run spread (--history), wider than "
+                   f"{max_slowdown:.1%}" if limit > max_slowdown else f"limit {limit:.1%}")
             failures.append(GateFailure(
                 "slowdown", case.label,
-                f"{case.ratio - 1:+.1%} (limit {max_slowdown:.1%}){in_passes}, "
+                f"{case.ratio - 1:+.1%} ({why}){in_passes}, "
                 f"p = {case.p_slower:.2g} < {alpha:g} over {case.base_passes} and "
                 f"{case.passes} passes (Welch t on log pass medians, Holm-adjusted)"))
         if strict and case.verdict == INCONCLUSIVE:

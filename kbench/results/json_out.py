@@ -55,7 +55,8 @@ def _case(c: CaseComparison) -> dict[str, Any]:
             "base_rounds": int(c.base_rounds), "cand_rounds": int(c.cand_rounds),
             "ratio": number(c.ratio), "pass_ratio": number(c.pass_ratio),
             "passes": int(c.passes), "p_slower": number(c.p_slower),
-            "p_faster": number(c.p_faster), "verdict": c.verdict, "note": c.note}
+            "p_faster": number(c.p_faster), "verdict": c.verdict, "note": c.note,
+            "limit": number(c.limit)}
 
 
 def _counts(d: CountDelta, regressions: list[CountDelta]) -> dict[str, Any]:
