@@ -13,7 +13,7 @@
 # The host suites include the remote targets (real ssh on loopback into an
 # emulated aarch64 box, a stand-in adb) and the history on a throwaway
 # PostgreSQL server; the emulated targets run through `kbench run --jobs`.
-# The libFuzzer targets (ci/fuzz.sh) run 10 s each under ASan + UBSan; and a
+# The libFuzzer targets (ci/fuzz.sh) run 7 s each under ASan + UBSan; and a
 # the whole mutation catalog (ci/mutants/) runs, two at a time. The
 # documentation site (mkdocs.yml, docs/) is built with `mkdocs build --strict`;
 # suites/test_docs.py (a host suite) regenerates every generated figure of README.md
@@ -66,8 +66,8 @@ test -s "$site/site/index.html"
 step "contracts under AddressSanitizer + UBSan"
 bash ci/sanitize.sh
 
-step "fuzz targets: the C API and the worker's frame decoder, 10 s each (ASan + UBSan)"
-bash ci/fuzz.sh run 10
+step "fuzz targets: the C API and the worker's frame decoder, 7 s each (ASan + UBSan)"
+bash ci/fuzz.sh run 7
 
 step "perf suite, report and gate, end to end (smoke catalog; no timing is judged)"
 perf="$(mktemp -d)"
