@@ -126,6 +126,54 @@ def test_interleave_alternates_sides_and_records_the_order() -> None:
         assert (b[i], c[i]) == ((first, first + 1) if p[0] == "b" else (first + 1, first))
 
 
+def _stages(rounds: int, ratios: list[float]) -> tuple:
+    """Stage callables for ab.sequential: stage i pairs 1 us with ratios[i]
+    (the last ratio repeats), noise drawn per round; and the decide rule at
+    the run's alpha over 28 cases x 6 looks."""
+    state = {"i": 0}
+
+    def stage() -> tuple[list[float], list[float], str]:
+        i = min(state["i"], len(ratios) - 1)
+        state["i"] += 1
+        base = _noisy(rounds, 1000.0, seed=10 + state["i"], spread=0.002)
+        cand = _noisy(rounds, 1000.0 * ratios[i], seed=50 + state["i"], spread=0.002)
+        return base, cand, "b" * rounds
+
+    settings = ab.AbSettings(rounds=rounds, looks=6, cases=28, budget_s=60)
+    def decide(b: list[float], c: list[float]) -> str:
+        return abstats.paired(b, c, settings.min_effect, settings.alpha,
+                              settings.comparisons).verdict
+    return stage, decide, state
+
+
+def test_sequential_sampling_stops_a_case_once_it_is_decided() -> None:
+    # a clear 10% slowdown: decided at the first look
+    stage, decide, state = _stages(20, [1.10])
+    b, c, order, looks = ab.sequential(stage, decide, 6)
+    assert looks == 1 and len(b) == len(c) == len(order) == 20 and decide(b, c) == "slower"
+    # too few rounds at alpha / (28 x 6) for the first look: it goes on to a second
+    stage, decide, state = _stages(10, [1.10])
+    assert decide(*stage()[:2]) == abstats.TOO_FEW
+    stage, decide, state = _stages(10, [1.10])
+    b, c, _, looks = ab.sequential(stage, decide, 6)
+    assert looks == 2 and len(b) == 20 and decide(b, c) == "slower"
+
+
+def test_sequential_sampling_stops_at_the_looks_or_the_deadline() -> None:
+    # a 2.5% move sits on the limit: never decided, so every look is taken
+    stage, decide, state = _stages(20, [1.025])
+    b, _, _, looks = ab.sequential(stage, decide, 4)
+    assert looks == 4 and len(b) == 80 and decide(b, b) == "same"
+    # the deadline passes after the second stage: no third one
+    ticks = iter([1.0, 10.0, 20.0])
+    stage, decide, state = _stages(20, [1.025])
+    b, _, _, looks = ab.sequential(stage, decide, 6, deadline=5.0, clock=lambda: next(ticks))
+    assert looks == 2 and state["i"] == 2
+    # the judged confidence covers every look of every case
+    s = ab.AbSettings(looks=6, cases=28)
+    assert s.comparisons == 168 and ab.AbSettings().comparisons == 1
+
+
 def test_machine_state_and_quietest_cpu(tmp_path: Path) -> None:
     cpu0 = tmp_path / "cpu0" / "cpufreq"
     cpu0.mkdir(parents=True)
@@ -196,11 +244,38 @@ def test_kbench_ab_run_folder(tmp_path: Path, worker_path: str) -> None:
         base = [float(x) for x in r["base_round_times_ns"].split()]
         cand = [float(x) for x in r["cand_round_times_ns"].split()]
         assert len(base) == len(cand) == 14 == len(r["order"]) == int(r["rounds"])
+        assert r["looks"] == "1"  # no --budget: one stage
         assert set(r["order"]) <= {"b", "c"}
         assert float(r["base_cv"]) == pytest.approx(abstats.cv(base), rel=1e-4)
         assert r["verdict"] in ("same", "slower", "faster", "noisy", "too-few-rounds")
     md = (out / "ab.md").read_text()
     assert md.startswith("## kbench ab: ") and "load" in md and "CV base / cand" in md
+
+
+def test_kbench_ab_with_a_budget_samples_in_stages(tmp_path: Path, worker_path: str) -> None:
+    """--budget: each case takes whole stages of --rounds pairs, at most
+    --max-looks of them, and the run records how many (no speed asserted)."""
+    out = tmp_path / "ab"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    res = subprocess.run([sys.executable, "-m", "kbench.cli", "ab", "--base",
+                          f"worker:{worker_path}", "--cand", "worker:host", "--shapes", "smoke",
+                          "-k", "m7_n8_k15", "--realization", "gemm_scalar_f32acc",
+                          "--rounds", "12", "--min-round-ms", "0.2", "--budget", "30",
+                          "--max-looks", "3", "--out", str(out)],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode in (0, 1), res.stdout + res.stderr
+    assert "stages of 12 interleaved rounds until decided (at most 3, 30 s in all)" in res.stdout
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["settings"]["looks"] == 3 and meta["settings"]["budget_s"] == 30
+    import csv
+    with (out / "ab.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows
+    for r in rows:
+        looks = int(r["looks"])
+        assert 1 <= looks <= 3 and int(r["rounds"]) == 12 * looks == len(r["order"])
+        # judged at alpha over every look of every case
+        assert float(r["confidence"]) == pytest.approx(1 - 0.01 / (len(rows) * 3))
 
 
 def test_ab_refuses_emulated_targets_and_empty_selections(worker_path: str) -> None:

@@ -57,6 +57,15 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.option("--alpha", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
               default=0.01, show_default=True,
               help="Chance of any false verdict in the run (Bonferroni over the cases).")
+@click.option("--budget", "budget_s", type=click.FloatRange(0.0, min_open=True), default=None,
+              metavar="SECONDS",
+              help="Sample sequentially within this time: a case runs stages of --rounds "
+                   "pairs, judged after each, until its verdict is decided (slower, faster, "
+                   "same), --max-looks stages are done or its share of the budget (what is "
+                   "left over the cases left) is spent. Every look is judged at alpha over "
+                   "all the looks the run may take (Bonferroni). [default: one stage]")
+@click.option("--max-looks", type=click.IntRange(2, 50), default=6, show_default=True,
+              help="With --budget: most stages of --rounds pairs a case takes.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Threads per call.")
 @click.option("--seed", type=int, default=0, show_default=True,
@@ -71,7 +80,8 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str) -> float:
 def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[str, ...],
        realizations: tuple[str, ...], case_expr: str, rounds: int, min_round_ms: float,
        min_effect: float, alpha: float, threads: int, seed: int, cpu: int | None,
-       out: str | None, markdown: str | None) -> None:
+       out: str | None, markdown: str | None, budget_s: float | None = None,
+       max_looks: int = 6) -> None:
     """Time a base and a candidate build interleaved (rounds alternate in
     one run) and report, per case, the paired ratio with its confidence
     interval, the ratio of minima, each side's CV and a verdict (slower,
@@ -124,7 +134,8 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
             raise click.UsageError("the filters select no case that both targets can run")
         settings = proto.AbSettings(rounds=rounds, min_round_ns=int(min_round_ms * 1e6),
                                     threads=threads, min_effect=min_effect, alpha=alpha,
-                                    seed=seed)
+                                    seed=seed, looks=max_looks if budget_s else 1,
+                                    budget_s=budget_s or 0.0, cases=len(jobs))
         run_dir = Path(out) if out else Path(str(default_run_dir(Path.cwd() / "runs")) + "-ab")
         run_dir.mkdir(parents=True, exist_ok=True)
         state = machine_state()
@@ -135,8 +146,10 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
                                 "machine_state": {"start": state},
                                 "targets": {k: v.to_dict() for k, v in infos.items()}}
         (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
+        how = (f"stages of {rounds} interleaved rounds until decided (at most {max_looks}, "
+               f"{budget_s:g} s in all)" if budget_s else f"{rounds} interleaved rounds")
         click.echo(f"kbench ab: base {base_spec} vs candidate {cand_spec}, {len(jobs)} case(s) "
-                   f"x {rounds} interleaved rounds -> {run_dir}")
+                   f"x {how} -> {run_dir}")
         click.echo(f"machine: {describe(state)}; both sides pinned to "
                    + (f"CPU {pinned}" if pinned is not None else "no CPU")
                    + ("  (busy: other work competes; interleaving shares it out)"
@@ -148,7 +161,11 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
         for i, (jb, jc) in enumerate(jobs, 1):
             if pinned is not None:  # again: a worker restarted after a crash is a new process
                 proto.pin_together([base, cand], pinned)
-            results.append(proto.run_case(base, cand, jb, jc, settings, rng, cache))
+            deadline = None
+            if budget_s:  # this case's share of what is left
+                left = budget_s - (time.monotonic() - start)
+                deadline = time.monotonic() + max(left, 0.0) / (len(jobs) - i + 1)
+            results.append(proto.run_case(base, cand, jb, jc, settings, rng, cache, deadline))
             r = results[-1]
             head = f"[{i}/{len(jobs)}] {jc.realization.name} {jc.catalog}/{jc.case.name}"
             if r.failure:
@@ -157,7 +174,8 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
                 ratios = [c / b for b, c in zip(r.base_rounds, r.cand_rounds, strict=True)]
                 mid = sorted(ratios)[len(ratios) // 2]
                 click.echo(f"{head}: base {min(r.base_rounds) / 1e3:.1f} us, cand "
-                           f"{min(r.cand_rounds) / 1e3:.1f} us (min), paired ratio ~{mid:.3f}")
+                           f"{min(r.cand_rounds) / 1e3:.1f} us (min), paired ratio ~{mid:.3f}"
+                           + (f", {r.looks} stage(s)" if budget_s else ""))
         proto.judge(results, settings)
         meta["machine_state"]["end"] = machine_state()
         meta["seconds"] = round(time.monotonic() - start, 1)

@@ -16,6 +16,15 @@ Per case and realization:
    always runs into a warm or cold machine first);
 5. judge the paired rounds with kbench.results.abstats.
 
+With a time budget (`kbench ab --budget`), step 4 is sequential: a case
+runs stages of R rounds, judged after each, and stops at the first stage
+whose verdict is decided (slower, faster or same), at --max-looks stages,
+or when its share of the budget is spent (what is left, over the cases
+left). Every look of every case is judged at confidence 1 - alpha / (m L),
+m cases and L looks allowed each: Bonferroni over all the looks the run can
+take, so the chance of any false verdict stays within alpha however early
+the cases stop (conservative; stopping early spends none of it).
+
 Cases run in catalog order; the order of sides within a round is recorded.
 Nothing here asserts speed: the statistics module decides."""
 
@@ -48,6 +57,14 @@ class AbSettings:
     min_effect: float = 0.025
     alpha: float = 0.01
     seed: int = 0
+    looks: int = 1  # stages of `rounds` a case may take (sequential with a budget)
+    budget_s: float = 0.0  # seconds for the whole run's timing, 0 = none (one stage)
+    cases: int = 1  # cases the run times (m of the Bonferroni correction)
+
+    @property
+    def comparisons(self) -> int:
+        """Tests the run may make: every look of every case."""
+        return max(1, self.cases) * max(1, self.looks)
 
 
 @dataclass
@@ -62,6 +79,7 @@ class AbCase:
     cand_rounds: list[float] = field(default_factory=list)
     order: str = ""  # per round: "bc" (base first) or "cb"
     stats: PairedStats | None = None
+    looks: int = 0  # stages of rounds it took
 
     @property
     def timed(self) -> bool:
@@ -83,6 +101,7 @@ class AbCase:
             "base_ran": self.base_verdict.realization, "cand_ran": self.cand_verdict.realization,
             "base_status": self.base_verdict.status, "cand_status": self.cand_verdict.status,
             "failure": self.failure, "reps_per_round": self.reps, "order": self.order,
+            "looks": self.looks,
             "flops": self.job.case.flops,
             "base_round_times_ns": " ".join(f"{t:.10g}" for t in self.base_rounds),
             "cand_round_times_ns": " ".join(f"{t:.10g}" for t in self.cand_rounds),
@@ -139,14 +158,40 @@ def interleave(base: Callable[[], float], cand: Callable[[], float], rounds: int
     return b, c, "".join(order)
 
 
+DECIDED = ("slower", "faster", "same")
+
+
+def sequential(stage: Callable[[], tuple[list[float], list[float], str]],
+               decide: Callable[[list[float], list[float]], str], looks: int,
+               deadline: float | None = None,
+               clock: Callable[[], float] = time.monotonic
+               ) -> tuple[list[float], list[float], str, int]:
+    """Runs stages until one's verdict (decide over all rounds so far) is
+    decided, `looks` stages are done, or the clock passes the deadline;
+    returns (base rounds, candidate rounds, order, stages run)."""
+    b: list[float] = []
+    c: list[float] = []
+    order = ""
+    taken = 0
+    while True:
+        sb, sc, so = stage()
+        b, c, order, taken = b + sb, c + sc, order + so, taken + 1
+        if taken >= looks or decide(b, c) in DECIDED:
+            break
+        if deadline is not None and clock() >= deadline:
+            break
+    return b, c, order, taken
+
+
 def _one_round(prep: Prepared, reps: int) -> Callable[[], float]:
     timing = Timing(warmup=0, rounds=1, min_round_ns=0, max_reps=reps)
     return lambda: float(prep.run(timing).times_ns[0])
 
 
 def run_case(base: Target, cand: Target, job_base: Job, job_cand: Job, s: AbSettings,
-             rng: random.Random, cache: InputCache) -> AbCase:
-    """Verify both sides, then time them interleaved."""
+             rng: random.Random, cache: InputCache, deadline: float | None = None) -> AbCase:
+    """Verify both sides, then time them interleaved (in stages until decided,
+    up to s.looks, while the deadline allows: sequential)."""
     perf = PerfSettings(warmup=s.warmup, rounds=1, min_round_ns=s.min_round_ns,
                         threads=s.threads)
     vb = verify(base, job_base, perf, cache)
@@ -159,13 +204,18 @@ def run_case(base: Target, cand: Target, job_base: Job, job_cand: Job, s: AbSett
     reps = pc.run(Timing(warmup=s.warmup, rounds=1, min_round_ns=s.min_round_ns)).reps_per_round
     pb.run(Timing(warmup=s.warmup, rounds=1, min_round_ns=0, max_reps=reps))  # warm-up
     out.reps = reps
-    out.base_rounds, out.cand_rounds, out.order = interleave(
-        _one_round(pb, reps), _one_round(pc, reps), s.rounds, rng)
+    one_b, one_c = _one_round(pb, reps), _one_round(pc, reps)
+    out.base_rounds, out.cand_rounds, out.order, out.looks = sequential(
+        lambda: interleave(one_b, one_c, s.rounds, rng),
+        lambda b, c: paired(b, c, s.min_effect, s.alpha, s.comparisons).verdict,
+        s.looks, deadline)
     return out
 
 
 def judge(cases: list[AbCase], s: AbSettings) -> None:
-    """Sets each timed case's statistics (Bonferroni over the timed cases)."""
+    """Sets each timed case's statistics (Bonferroni over the timed cases and,
+    sequential, over the looks each may take)."""
     timed = [c for c in cases if c.timed]
+    m = s.comparisons if s.looks > 1 else len(timed)  # as the looks were judged
     for c in timed:
-        c.stats = paired(c.base_rounds, c.cand_rounds, s.min_effect, s.alpha, len(timed))
+        c.stats = paired(c.base_rounds, c.cand_rounds, s.min_effect, s.alpha, m)

@@ -95,7 +95,8 @@ def _times(text: str | None) -> list[float]:
 def judge_ab(ab: AbRun, max_slowdown: float, alpha: float) -> list[AbVerdict]:
     """Every case of the interleaved run, judged at the gate's limit (the
     paired ratio's interval must lie beyond 1 +- max_slowdown) and alpha
-    (Bonferroni over the cases with paired rounds)."""
+    (Bonferroni over the cases with paired rounds, and over the looks each
+    could take where the run was sequential)."""
     timed = []
     out: list[AbVerdict | None] = []
     for r in ab.rows:
@@ -108,8 +109,11 @@ def judge_ab(ab: AbRun, max_slowdown: float, alpha: float) -> list[AbVerdict]:
         else:
             timed.append((len(out), label, base, cand))
             out.append(None)
+    settings = ab.meta.get("settings") or {}
+    looks = int(settings.get("looks") or 1)  # a sequential run (kbench ab --budget)
+    m = max(len(timed), int(settings.get("cases") or 0)) * looks if looks > 1 else len(timed)
     for i, label, base, cand in timed:
-        s = paired(base, cand, min_effect=max_slowdown, alpha=alpha, comparisons=len(timed))
+        s = paired(base, cand, min_effect=max_slowdown, alpha=alpha, comparisons=m)
         verdict = s.verdict if s.verdict in (SLOWER, FASTER, SAME) else INCONCLUSIVE
         why = {NOISY: "the interval is too wide to tell, or the minima disagree",
                TOO_FEW: "too few rounds for the interval"}.get(s.verdict, "")
