@@ -37,7 +37,7 @@ from kbench.judge import oracle
 from kbench.problems.cases import ConvCase, GemmCase
 
 EXACT_LIMIT = 2048  # partial sums stay integers within +-2048
-CLAMP_MAX_BELOW = 0.7  # the share of a column below a fixed clamp_max
+CLAMP_MAX_BELOW = 0.7  # the share of the result below a fixed clamp_max
 SCALES = (1.0 / 16.0, 1.0, 4.0)
 
 
