@@ -477,6 +477,31 @@ def mutmut_scores(*names: str) -> str:
                   "not run (time-boxed)", "kill rate (run)", "recorded"], rows, "lrrrrrrl")
 
 
+def kleidiai_files() -> str:
+    """The KleidiAI files each realization of the recipe compiles, from the recipe's
+    own Makefile (`make list`), and the flags per file family."""
+    res = subprocess.run(["make", "-s", "-C", str(root() / KLEIDIAI_DIR), "list"],
+                         capture_output=True, text=True, check=True)
+    rows, flags = [], {}
+    for line in res.stdout.splitlines():
+        name, *files = line.split()
+        if name.startswith("flags-"):
+            flags[name.removeprefix("flags-")] = " ".join(files)
+            continue
+        rows.append([f"`{name}`", "<br>".join(f"`{f}`" for f in files)])
+    text = table(["realization", "files under `kai/` in your checkout"], rows)
+    return text + (f"\nFlags: every SME file (C and assembly) `{flags['sme']}`; the NEON FP16"
+                   f" files `{flags['neon']}`; the adapter plain `-O2`.\n")
+
+
+def kleidiai_checked() -> str:
+    """When and against which KleidiAI commit the recipe last passed, from its record."""
+    rec = record("kleidiai_recipe")
+    meta = rec["record"]
+    return (f"Last checked on {meta['date']} (commit `{meta['commit']}`): "
+            f"{' '.join(rec['summary'].split())} {' '.join(meta['note'].split())}\n")
+
+
 GENERATORS: dict[str, Callable[..., str]] = {
     "model_catalogs": model_catalogs, "mutant_areas": mutant_areas,
     "run": run,
@@ -485,7 +510,8 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "baseline_gemm_kernels": baseline_gemm_kernels, "baseline_calls": baseline_calls,
     "baseline_convs": baseline_convs, "baseline_summary": baseline_summary,
     "anchor_ratios": anchor_ratios, "output": output, "recorded": recorded,
-    "mutmut_scores": mutmut_scores,
+    "mutmut_scores": mutmut_scores, "kleidiai_files": kleidiai_files,
+    "kleidiai_checked": kleidiai_checked,
 }
 COUNT_BLOCKS = ("baseline_gemm_kernels", "baseline_calls", "baseline_convs", "anchor_ratios")
 
@@ -732,6 +758,67 @@ def record_anchor_counts() -> None:
     (REPO / "docs/records/anchor_counts.toml").write_text("\n".join(lines))
 
 
+# ------------------------------------------------------------------ the KleidiAI recipe
+
+KLEIDIAI_DIR = "examples/plugins/kleidiai"
+KLEIDIAI_BUILD = ("make -s -C examples/plugins/kleidiai KLEIDIAI_SRC=$KLEIDIAI_SRC "
+                  "OUT={out}/build -j2")
+KLEIDIAI_RUN = ("kbench run --suite all --backend plugin --plugin {out}/build/libkbkleidiai.so "
+                "--target qemu:svl=128 --target qemu:svl=512 --jobs 2 --no-history --no-report "
+                "--out {out}/run")
+KLEIDIAI_TARGETS = ("qemu:svl=128", "qemu:svl=512")
+
+
+def record_kleidiai_recipe() -> None:
+    """Build the recipe against $KLEIDIAI_SRC (a KleidiAI checkout), run every suite on
+    SVL 128 and 512, and record the verdicts per realization and the checkout's commit."""
+    src = os.environ.get("KLEIDIAI_SRC")
+    if not src or not (Path(src) / "kai" / "kai_common.h").is_file():
+        sys.exit("record kleidiai_recipe: set KLEIDIAI_SRC to a KleidiAI checkout")
+    described = _git_in(src, "describe", "--tags", "--always")
+    sha = _git_in(src, "rev-parse", "HEAD")
+    with tempfile.TemporaryDirectory() as tmp:
+        build = KLEIDIAI_BUILD.format(out=tmp)
+        subprocess.run(["bash", "-c", build], cwd=REPO, check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "KLEIDIAI_SRC": src})
+        run = KLEIDIAI_RUN.format(out=tmp)
+        print(f"+ {run}", file=sys.stderr, flush=True)
+        status = subprocess.run(shlex.split(run), cwd=REPO, stdout=subprocess.DEVNULL).returncode
+        with (Path(tmp) / "run" / "results.csv").open(newline="") as fh:
+            results = list(csv.DictReader(fh))
+        commands = [build.replace(tmp, "RUN"), run.replace(tmp, "RUN")]
+    kernels: dict[str, str] = {}
+    tally: dict[tuple[str, str], list[int]] = {}
+    for r in results:
+        kernels.setdefault(r["realization"], r["kernel"])
+        t = tally.setdefault((r["realization"], r["target"]), [0, 0])
+        t[0] += r["status"] == "pass"
+        t[1] += 1
+    rows = [[f"`{real}`", f"`{kern}`",
+             *(f"{tally.get((real, tg), [0, 0])[0]:,} of {tally.get((real, tg), [0, 0])[1]:,}"
+               for tg in KLEIDIAI_TARGETS)]
+            for real, kern in kernels.items()]
+    total = sum(t[1] for t in tally.values())
+    passed = sum(t[0] for t in tally.values())
+    summary = (f"`kbench run --suite all` of the recipe's plugin, built against KleidiAI "
+               f"{described}, on `qemu:svl=128` and `qemu:svl=512` (the default catalogs): "
+               f"exit status {status}; {passed:,} of {total:,} verdicts passed.")
+    lines = [HEADER.format(name="kleidiai_recipe"),
+             f"summary = {_toml_str(summary)}", "",
+             *_meta_lines(commands, f"KleidiAI checkout {described} ({sha})."),
+             "[table]",
+             "columns = [\"realization\", \"KleidiAI micro-kernel\", \"passed at SVL 128\", "
+             "\"passed at SVL 512\"]",
+             "align = \"llrr\"",
+             "rows = [", *(f"  [{', '.join(_toml_str(c) for c in row)}]," for row in rows), "]", ""]
+    (REPO / "docs/records/kleidiai_recipe.toml").write_text("\n".join(lines))
+
+
+def _git_in(path: str, *args: str) -> str:
+    res = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True)
+    return res.stdout.strip() or "unknown"
+
+
 def run_rows(run: Path) -> list[dict[str, Any]]:
     """The counted rows of a run folder (one per target x case x realization)."""
     with (run / "results.csv").open(newline="") as fh:
@@ -780,7 +867,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("check", help="exit 1 if a generated block differs from its generator")
     r = sub.add_parser("record", help="re-measure a record")
     r.add_argument("name", choices=(*OUTPUT_RECORDS, "anchor_counts", "command_times",
-                                    "eta_accuracy"))
+                                    "eta_accuracy", "kleidiai_recipe"))
     c = sub.add_parser("check-counts", help="the count tables against runs' counts")
     c.add_argument("runs", nargs="+", type=Path)
     args = p.parse_args(argv)
@@ -796,6 +883,8 @@ def main(argv: list[str] | None = None) -> int:
             record_command_times()
         elif args.name == "eta_accuracy":
             record_eta_accuracy()
+        elif args.name == "kleidiai_recipe":
+            record_kleidiai_recipe()
         else:
             record_output(args.name)
         return 0
