@@ -49,6 +49,9 @@ def _copy_tree(dst: Path) -> Path:
     shutil.copytree(REPO / "docs", dst / "docs", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "reference", dst / "reference")
     shutil.copytree(REPO / "ci" / "mutants", dst / "ci" / "mutants")  # the mutant catalog
+    recipe = REPO / "examples" / "plugins" / "kleidiai"  # its Makefile lists the recipe's files
+    shutil.copytree(recipe, dst / "examples" / "plugins" / "kleidiai",
+                    ignore=shutil.ignore_patterns("build"))
     return dst
 
 
