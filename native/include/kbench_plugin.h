@@ -30,10 +30,10 @@
  *   KB_PLUGIN_MICRO_KERNEL  a KleidiAI-style micro-kernel and its packers:
  *                           `matmul` (GEMM) or `imatmul` (convolution as an
  *                           indirect GEMM). kbench supplies the loops (a GEMM
- *                           calls run_matmul once per m_step band of rows over
- *                           all of N, or over ranges of whole n_step blocks
- *                           when threads outnumber the bands; a convolution
- *                           per m_step x n_step block), the packing calls, scratch
+ *                           calls run_matmul, a convolution run_imatmul, once
+ *                           per m_step band of rows over all of N, or over
+ *                           ranges of whole n_step blocks when threads
+ *                           outnumber the bands), the packing calls, scratch
  *                           and threads. Every field has the signature of the
  *                           corresponding KleidiAI function, so a KleidiAI
  *                           micro-kernel and its packers are assigned as they

@@ -11,11 +11,12 @@
  * micro-kernel. GEMM: pack B with the RHS packer (bias inside; zeros when the
  * call has none) unless the call brings B packed for this realization, pack
  * all of A with the LHS packer (or read it in place for a plain-LHS kernel),
- * then run the kernel on every m_step x n_step block of C at the offsets the
- * kernel's own query functions give (blocks spread over threads when the
- * plugin is thread safe). Convolution: build the pointer table of an
- * indirect GEMM (a zero row for padding taps), pack it and the filters, run
- * the blocks. A B packed by kbench for this form is a kbench header (owner,
+ * then run the kernel once per m_step band of rows of C over all of N (over
+ * ranges of whole n_step blocks when a thread-safe plugin gets more threads
+ * than there are bands) at the offsets the kernel's own query functions
+ * give. Convolution: build the pointer table of an indirect GEMM (a zero row
+ * for padding taps), pack it and the filters, and run the kernel the same
+ * way, per m_step band of output pixels. A B packed by kbench for this form is a kbench header (owner,
  * vector length at pack time, N, K, block width, sizes, FNV-1a checksums)
  * followed by the packer's bytes; each call checks the header (O(1), as for
  * our own packed B: the payload checksum is written, not hashed per call)
@@ -472,15 +473,18 @@ typedef struct iblock_job {
     const kb_plugin_imatmul_ukernel *u;
     const unsigned char *lhs, *rhs;
     unsigned char *dst;
-    size_t M, N, kcc, kcl, m_step, n_step, nblocks_n, dst_stride;
+    size_t M, N, kcc, kcl, m_step, nranges, range_cols, dst_stride;
     float lo, hi;
 } iblock_job;
 
+/* One task: an m_step band of output pixels over one range of channels (all
+ * of N unless the bands are fewer than the threads), in one call of the
+ * kernel, as the GEMM loop above calls run_matmul. */
 static void iblock_task(void *ctx, size_t task) {
     const iblock_job *j = ctx;
-    size_t m0 = task / j->nblocks_n * j->m_step, n0 = task % j->nblocks_n * j->n_step;
+    size_t m0 = task / j->nranges * j->m_step, n0 = task % j->nranges * j->range_cols;
     size_t m = j->M - m0 < j->m_step ? j->M - m0 : j->m_step;
-    size_t n = j->N - n0 < j->n_step ? j->N - n0 : j->n_step;
+    size_t n = j->N - n0 < j->range_cols ? j->N - n0 : j->range_cols;
     const unsigned char *lhs = j->lhs + j->u->get_lhs_packed_offset(m0, j->kcc, j->kcl);
     const unsigned char *rhs = j->rhs + j->u->get_rhs_packed_offset(n0, j->kcc, j->kcl);
     unsigned char *dst = j->dst + j->u->get_dst_offset(m0, n0, j->dst_stride);
@@ -561,9 +565,17 @@ static kb_status ukernel_conv(const kb_plugin_conv_impl *p, const kb_conv_desc *
         u->lhs_pack(M, kcc, kcl, (const void *const *)ptrs, 0, pad, lhs);
         u->rhs_pack(N, kcc, kcl, N * sizeof(kb_f16), filter, bias, rhs);
     }
-    iblock_job j = {u, lhs, rhs, (unsigned char *)output, M, N, kcc, kcl, m_step, n_step, kb_ceil_div(N, n_step),
-                    N * sizeof(kb_f16), d->clamp_min, d->clamp_max};
-    kb_parallel_for(kb_ceil_div(M, m_step) * j.nblocks_n, threads, iblock_task, &j);
+    size_t bands = kb_ceil_div(M, m_step), nblocks_n = kb_ceil_div(N, n_step);
+    size_t nranges = 1; /* more ranges only to give every thread work */
+    if (threads > 1 && bands < (size_t)threads) {
+        nranges = kb_ceil_div((size_t)threads, bands);
+        if (nranges > nblocks_n) nranges = nblocks_n;
+    }
+    size_t range_blocks = kb_ceil_div(nblocks_n, nranges);
+    nranges = kb_ceil_div(nblocks_n, range_blocks);
+    iblock_job j = {u, lhs, rhs, (unsigned char *)output, M, N, kcc, kcl, m_step, nranges,
+                    range_blocks * n_step, N * sizeof(kb_f16), d->clamp_min, d->clamp_max};
+    kb_parallel_for(bands * nranges, threads, iblock_task, &j);
     return KB_OK;
 }
 

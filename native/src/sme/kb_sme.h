@@ -274,9 +274,19 @@ void kb_rhs_imatmul_pack_kxn_x16p2vlx2b_x16_x16_sme_run(size_t n, size_t k_chunk
 typedef void (*kb_sme_lhs_pack_fn)(const void *ctx, void *task_extra, size_t m0, size_t rows,
                                    size_t p0, size_t pc, kb_f16 *dst);
 
+typedef void (*kb_sme_run_matmul_fn)(size_t m, size_t n, size_t k, const void *lhs_packed,
+                                     const void *rhs_packed, void *dst, size_t dst_stride_row,
+                                     size_t dst_stride_col, float clamp_min, float clamp_max);
+
 typedef struct kb_sme_mopa_plan {
     /* filled by the caller */
     kb_sme_mopa_core_fn core;
+    /* the micro-kernel's public run_matmul, or NULL: when K fits one chunk each
+     * block is run through it (what a KleidiAI-style caller, and kbench's plugin
+     * loop, calls: the same instructions), else through the core with the
+     * chunk's partial sums; K is the GEMM's K for it */
+    kb_sme_run_matmul_fn run;
+    size_t K;
     size_t M, N, kpairs;        /* kpairs of the packed K                   */
     const unsigned char *rhs;   /* packed RHS, kpairs pairs per block       */
     kb_f16 *C;

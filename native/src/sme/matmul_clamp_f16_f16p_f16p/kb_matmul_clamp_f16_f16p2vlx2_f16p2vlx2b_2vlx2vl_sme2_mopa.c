@@ -444,7 +444,7 @@ const kb_sme_matmul_ukernel kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme
 
 /* Functions kbench's own drivers never call (kbench run --coverage lists them
  * apart, with the reason). */
-#define KB_WHY "the public micro-kernel interface: kbench's SME driver calls the core with its own blocking and K chunks; examples/plugins/sme_ukernel runs it through the plugin ABI"
+#define KB_WHY "the public micro-kernel interface: kbench's SME driver runs each block through run_matmul (the core directly when K takes several chunks) with its own blocking; examples/plugins/sme_ukernel runs it through the plugin ABI"
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_mr, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_nr, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_sr, KB_WHY);
@@ -452,7 +452,6 @@ KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_lhs
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_rhs_packed_offset, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_dst_offset, KB_WHY);
 KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_dst_size, KB_WHY);
-KB_NOT_DRIVEN(kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul, KB_WHY);
 #undef KB_WHY
 
 #endif /* __aarch64__ */
