@@ -11,6 +11,8 @@ static kb_status run(const kb_conv_impl *self, const kb_conv_desc *d, size_t oh,
                      kb_f16 *output, const kb_selector *sel, kb_error *err) {
     (void)self; (void)sel; (void)err;
     size_t cg = d->c_in / d->groups, og = d->c_out / d->groups;
+    size_t kh = d->kh, kw = d->kw; /* read once: the stores to the output cannot change them */
+    KB_ASSUME(kh > 0 && kw > 0 && cg > 0 && og > 0); /* a valid descriptor (kb_conv.c) */
     for (size_t n = 0; n < d->n; n++) {
         const kb_f16 *img = input + n * d->h * d->w * d->c_in;
         for (size_t oy = 0; oy < oh; oy++) {
@@ -19,13 +21,13 @@ static kb_status run(const kb_conv_impl *self, const kb_conv_desc *d, size_t oh,
                 for (size_t co = 0; co < d->c_out; co++) {
                     size_t g = co / og;
                     float acc = 0.0f;
-                    for (size_t ky = 0; ky < d->kh; ky++) {
+                    for (size_t ky = 0; ky < kh; ky++) {
                         size_t iy_p = oy * d->stride_h + ky * d->dil_h;
                         bool yin = iy_p >= d->pad_top && iy_p - d->pad_top < d->h;
-                        for (size_t kx = 0; kx < d->kw; kx++) {
+                        for (size_t kx = 0; kx < kw; kx++) {
                             size_t ix_p = ox * d->stride_w + kx * d->dil_w;
                             bool xin = ix_p >= d->pad_left && ix_p - d->pad_left < d->w;
-                            const kb_f16 *wrow = filter + ((ky * d->kw + kx) * cg) * d->c_out + co;
+                            const kb_f16 *wrow = filter + ((ky * kw + kx) * cg) * d->c_out + co;
                             if (yin && xin) {
                                 const kb_f16 *x = img + ((iy_p - d->pad_top) * d->w + (ix_p - d->pad_left)) * d->c_in + g * cg;
                                 for (size_t ci = 0; ci < cg; ci++)

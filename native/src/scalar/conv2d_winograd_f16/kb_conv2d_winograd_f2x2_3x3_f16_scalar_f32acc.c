@@ -69,6 +69,7 @@ static kb_status run(const kb_conv_impl *self, const kb_conv_desc *d, size_t oh,
                      kb_f16 *output, const kb_selector *sel, kb_error *err) {
     (void)self; (void)sel;
     size_t cg = d->c_in / d->groups, og = d->c_out / d->groups;
+    KB_ASSUME(cg > 0 && og > 0 && oh > 0 && ow > 0 && d->n > 0); /* a valid descriptor (kb_conv.c) */
     size_t ucount, ubytes, vbytes;
     if (!kb_mul_ok(d->c_out, cg, &ucount) || !kb_mul_ok(ucount, 16 * sizeof(float), &ubytes) ||
         !kb_mul_ok(cg, 16 * sizeof(float), &vbytes) || !kb_add_ok(ubytes, vbytes, &vbytes))

@@ -16,16 +16,18 @@
 
 static kb_status run(const kb_gemm_call *c, kb_error *err) {
     (void)err;
+    size_t M = c->M, N = c->N, K = c->K; /* read once: the stores to C cannot change them */
+    KB_ASSUME(M > 0 && N > 0 && K > 0);  /* the API refuses empty dimensions */
     kb_bview v;
     kb_bview_from_call(c, &v);
-    for (size_t m = 0; m < c->M; m++) {
+    for (size_t m = 0; m < M; m++) {
         const kb_f16 *a = c->A + m * c->lda;
         kb_f16 *out = c->C + m * c->ldc;
-        for (size_t n = 0; n < c->N; n++) {
+        for (size_t n = 0; n < N; n++) {
             size_t panel = n / v.panel_cols, col = n % v.panel_cols;
             const kb_f16 *b = v.data + panel * v.panel_stride + col;
             float acc = 0.0f;
-            for (size_t k = 0; k < c->K; k++)
+            for (size_t k = 0; k < K; k++)
                 acc = acc + kb_h2f(a[k]) * kb_h2f(b[k * v.row_stride]);
             if (v.bias) acc = acc + kb_h2f(v.bias[panel * v.bias_panel_stride + col]);
             out[n] = kb_store_f16(acc, c->clamp_min, c->clamp_max);
