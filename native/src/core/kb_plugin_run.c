@@ -229,6 +229,22 @@ static void lhs_pack(const kb_plugin_matmul_ukernel *u, size_t m, size_t k, cons
     u->lhs_pack(m, k, mr, kr, sr, 0, a, lda * sizeof(kb_f16), dst);
 }
 
+/* How a micro-kernel loop splits N: one range (all of N) per m_step band, or,
+ * when a thread-safe plugin gets more threads than there are bands, enough
+ * ranges of whole n_step blocks to give every thread work. Returns the
+ * number of ranges; *range_cols is the columns of each (the last may be
+ * short). */
+static size_t n_ranges(size_t bands, size_t N, size_t n_step, int threads, size_t *range_cols) {
+    size_t nblocks_n = kb_ceil_div(N, n_step), nranges = 1;
+    if (threads > 1 && bands < (size_t)threads) {
+        nranges = kb_ceil_div((size_t)threads, bands);
+        if (nranges > nblocks_n) nranges = nblocks_n;
+    }
+    size_t range_blocks = kb_ceil_div(nblocks_n, nranges);
+    *range_cols = range_blocks * n_step;
+    return kb_ceil_div(nblocks_n, range_blocks);
+}
+
 typedef struct block_job {
     const kb_plugin_matmul_ukernel *u;
     const kb_gemm_call *c;
@@ -329,15 +345,9 @@ static kb_status ukernel_gemm(const kb_plugin_gemm_impl *g, const kb_gemm_call *
         rhs = rp;
     }
     int threads = g->base.threaded ? c->threads : 1;
-    size_t bands = kb_ceil_div(c->M, m_step), nblocks_n = kb_ceil_div(c->N, n_step);
-    size_t nranges = 1; /* more ranges only to give every thread work */
-    if (threads > 1 && bands < (size_t)threads) {
-        nranges = kb_ceil_div((size_t)threads, bands);
-        if (nranges > nblocks_n) nranges = nblocks_n;
-    }
-    size_t range_blocks = kb_ceil_div(nblocks_n, nranges);
-    nranges = kb_ceil_div(nblocks_n, range_blocks);
-    block_job j = {u, c, (const unsigned char *)c->A, rhs, m_step, n_step, nranges, range_blocks * n_step};
+    size_t bands = kb_ceil_div(c->M, m_step), range_cols;
+    size_t nranges = n_ranges(bands, c->N, n_step, threads, &range_cols);
+    block_job j = {u, c, (const unsigned char *)c->A, rhs, m_step, n_step, nranges, range_cols};
     if (u->run_matmul) {
         lhs_pack(u, c->M, c->K, c->A, c->lda, lp);
         j.lhs = lp;
@@ -565,16 +575,10 @@ static kb_status ukernel_conv(const kb_plugin_conv_impl *p, const kb_conv_desc *
         u->lhs_pack(M, kcc, kcl, (const void *const *)ptrs, 0, pad, lhs);
         u->rhs_pack(N, kcc, kcl, N * sizeof(kb_f16), filter, bias, rhs);
     }
-    size_t bands = kb_ceil_div(M, m_step), nblocks_n = kb_ceil_div(N, n_step);
-    size_t nranges = 1; /* more ranges only to give every thread work */
-    if (threads > 1 && bands < (size_t)threads) {
-        nranges = kb_ceil_div((size_t)threads, bands);
-        if (nranges > nblocks_n) nranges = nblocks_n;
-    }
-    size_t range_blocks = kb_ceil_div(nblocks_n, nranges);
-    nranges = kb_ceil_div(nblocks_n, range_blocks);
-    iblock_job j = {u, lhs, rhs, (unsigned char *)output, M, N, kcc, kcl, m_step, nranges,
-                    range_blocks * n_step, N * sizeof(kb_f16), d->clamp_min, d->clamp_max};
+    size_t bands = kb_ceil_div(M, m_step), range_cols;
+    size_t nranges = n_ranges(bands, N, n_step, threads, &range_cols);
+    iblock_job j = {u, lhs, rhs, (unsigned char *)output, M, N, kcc, kcl, m_step, nranges, range_cols,
+                    N * sizeof(kb_f16), d->clamp_min, d->clamp_max};
     kb_parallel_for(bands * nranges, threads, iblock_task, &j);
     return KB_OK;
 }
