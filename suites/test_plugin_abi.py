@@ -277,6 +277,28 @@ def test_packing_with_a_plugin_is_timed(host, hworker):
             assert res.reps_per_round == 2
 
 
+def test_a_plugin_call_that_comes_first_finds_its_plugin():
+    # the plugins load in the host worker when it starts: a first call that is a plugin's
+    # packing (no info() before it, as in a fresh xdist process) must start it, not refuse
+    b = np.ones((64, 80), np.float16)
+    for spec in ("host", "worker:host"):
+        t = parse_target(spec, [lib("exwhole")])
+        try:
+            packed = t.engine.pack_plugin("exwhole.gemm_f32acc", 80, 64, b, 80)
+            assert packed.size > 0
+            res = t.engine.time_pack_plugin("exwhole.gemm_f32acc", 80, 64, b, 80, None,
+                                            Timing(warmup=0, rounds=2, max_reps=1))
+            assert len(res.times_ns) == 2
+        finally:
+            t.close()
+    t = parse_target("host", [lib("exwhole")])
+    try:
+        assert t.engine.input_guards("exwhole.gemm_f32acc")
+        assert not t.engine.input_guards("gemm_scalar_f32acc")
+    finally:
+        t.close()
+
+
 def test_a_fingerprint_that_contradicts_the_declared_model_is_reported(host):
     reals = {r.name: r for r in host.info().realizations}
     case = GemmCase("pl_fp", 16, 40, 300, bias=True)

@@ -68,7 +68,13 @@ class IsolatedHostEngine:
         """The worker when the call is a plugin's (forced, or a dispatch table
         that names a plugin realization), else None (the call runs here)."""
         w = self.worker
-        if w is None or selector is None or not self.plugins.loaded:
+        if w is None or selector is None:
+            return None
+        try:
+            w.start()  # the plugins load in the worker: what it owns is known once it runs
+        except KbenchError:
+            return None  # no plugin realization here; info() reports why
+        if not self.plugins.loaded:
             return None
         if selector.force is not None:
             return w if self.plugins.owner(selector.force) is not None else None
@@ -100,7 +106,10 @@ class IsolatedHostEngine:
 
     def input_guards(self, realization: str) -> bool:
         """Inputs against guard pages: for the plugin calls the worker runs."""
-        return self.worker is not None and self.plugins.owner(realization) is not None
+        if self.worker is None:
+            return False
+        self.worker.start()
+        return self.plugins.owner(realization) is not None
 
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None,
@@ -130,6 +139,8 @@ class IsolatedHostEngine:
         return self.local.time_pack(backend, n, k, b, ldb, bias, timing, selector)
 
     def _plugin_worker(self, realization: str) -> WorkerEngine:
+        if self.worker is not None:
+            self.worker.start()  # a first call may come before info(): load the plugins
         if self.worker is None or self.plugins.owner(realization) is None:
             from kbench.errors import InvalidArgument
             raise InvalidArgument(f"realization: {realization!r} is not a loaded plugin "

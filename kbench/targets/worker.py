@@ -422,6 +422,11 @@ class WorkerEngine:
             write_process_map(Path(self.spec.coverage_dir), self.proc.pid, binary,
                               self.code_map())
 
+    def start(self) -> None:
+        """Starts the worker (and loads the spec's plugins) unless it runs."""
+        if self.proc is None:
+            self._start()
+
     def _spawn(self) -> None:
         self._table = None  # a fresh worker has no table loaded
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
