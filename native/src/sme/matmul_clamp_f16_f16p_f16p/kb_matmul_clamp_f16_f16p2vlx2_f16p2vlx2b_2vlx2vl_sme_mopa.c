@@ -9,24 +9,27 @@
  *     za1 = rows [0, VL32)     x columns [VL32, 2*VL32)
  *     za2 = rows [VL32, 2VL32) x columns [0, VL32)
  *     za3 = rows [VL32, 2VL32) x columns [VL32, 2*VL32)
- * Each k pair is four widening FMOPAs (FP16 pairs into FP32): the 32-bit
+ * A k pair is up to four widening FMOPAs (FP16 pairs into FP32): the 32-bit
  * container i of an LHS vector holds (a[i][k], a[i][k+1]), container j of an
  * RHS vector holds (b[k][j], b[k+1][j]), so one FMOPA adds
- * a[i][k]*b[k][j] + a[i][k+1]*b[k+1][j] to every element of a tile.
+ * a[i][k]*b[k][j] + a[i][k+1]*b[k+1][j] to every element of a tile. Edge
+ * blocks use only the tiles that hold their rows and columns (see the block
+ * variants below): the FMOPA count of a call is ceil(M / VL32) x
+ * ceil(N / VL32) per k pair, nothing for the bias.
  *
- * The k loop takes eight k pairs per step (sixteen single-vector loads of
- * each operand at immediate offsets around one base), then four, two and
- * one pair as the pair count's bits say; the store moves four tile rows
- * per step. Registers: z16-z23 k-loop operands, z0-z7 store rows, z12/z13
- * bias, z29 the pairs (1.0, 0), z30/z31 the clamp bounds.
+ * The k loop takes eight k pairs per step (single-vector loads at immediate
+ * offsets around one base, only the vectors the block's tiles read), then
+ * four, two and one pair as the pair count's bits say; the store moves four
+ * tile rows per step. Registers: z16-z23 k-loop operands, z0-z7 store rows,
+ * z12/z13 bias, z28 +0, z30/z31 the clamp bounds.
  *
- * Accumulation: the tiles start from the bias, loaded by one FMOPA per tile
- * of the pair (1.0, 0) with the pair (bias[j], 0) (which also turns a -0 bias
- * into +0, as the scalar reference's +0 start does); then one FMOPA per k
- * pair, each a fused 2-way dot product added to the FP32 tile. The store
- * clamps in FP32 (FMAX then FMIN, exact for these accumulators; compare/
- * select when clamp_max is -0: see kb_sme_asm.h) and rounds once to FP16. At most K + 1 FP32 roundings lie on
- * any chain, the "fp32, k_per_rounding = 1" model.
+ * Accumulation: the tiles start from the bias (ADDHA of the bias widened to
+ * FP32, a -0 bias made +0, as the scalar reference's +0 start does); then one
+ * FMOPA per k pair in increasing k, each a fused 2-way dot product added to
+ * the FP32 tile. The store clamps in FP32 (FMAX then FMIN, exact for these
+ * accumulators; compare/select when clamp_max is -0: see kb_sme_asm.h) and
+ * rounds once to FP16. At most K FP32 roundings lie on any chain, the "fp32,
+ * k_per_rounding = 1" model.
  *
  * The kernel enters streaming mode and enables ZA itself (SMSTART) and
  * leaves both off (SMSTOP) before it returns. */
@@ -36,6 +39,113 @@
 #include "../kb_sme_asm.h"
 
 #include <stddef.h>
+
+/* ---- block variants ------------------------------------------------------
+ * A block of C is computed only in the tiles that hold its rows and columns:
+ * all four when it has more than VL32 rows and more than VL32 columns (22),
+ * za0/za1 for at most VL32 rows (12), za0/za2 for at most VL32 columns (21),
+ * za0 alone for both (11), each loading only the operand vectors its tiles
+ * read. Over a whole call that is ceil(M / VL32) x ceil(N / VL32) FMOPAs per
+ * k pair, the floor of the 1-VL32 granularity the packed layouts have (their
+ * blocks of 2 VL32 rows and columns split into halves). A block that starts
+ * from partial sums (KB_SME_ACC_LOAD) always takes all four tiles: the
+ * partial sums of the padding are in the buffer and nothing of them reaches
+ * the output.
+ *
+ * One k pair at vector offsets o0 (rows or columns [0, VL32)) and o1 ([VL32,
+ * 2VL32)) from x23 (LHS) and x24 (RHS): A0, A1, B0, B1 its operands. */
+#define KB_MOPA(t, a, b) "fmopa za" #t ".s, p0/m, p0/m, " a ".h, " b ".h\n"
+#define KB_LD(z, x, o) "ld1h {" z ".h}, p0/z, [" x ", #" o ", mul vl]\n"
+#define KB_P22(o0, o1, a0, a1, b0, b1)                                             \
+        KB_LD(a0, "x23", o0) KB_LD(a1, "x23", o1) KB_LD(b0, "x24", o0) KB_LD(b1, "x24", o1) \
+        KB_MOPA(0, a0, b0) KB_MOPA(1, a0, b1) KB_MOPA(2, a1, b0) KB_MOPA(3, a1, b1)
+#define KB_P12(o0, o1, a0, a1, b0, b1)                                             \
+        KB_LD(a0, "x23", o0) KB_LD(b0, "x24", o0) KB_LD(b1, "x24", o1)            \
+        KB_MOPA(0, a0, b0) KB_MOPA(1, a0, b1)
+#define KB_P21(o0, o1, a0, a1, b0, b1)                                             \
+        KB_LD(a0, "x23", o0) KB_LD(a1, "x23", o1) KB_LD(b0, "x24", o0)            \
+        KB_MOPA(0, a0, b0) KB_MOPA(2, a1, b0)
+#define KB_P11(o0, o1, a0, a1, b0, b1)                                             \
+        KB_LD(a0, "x23", o0) KB_LD(b0, "x24", o0) KB_MOPA(0, a0, b0)
+
+/* The k loop of one variant: eight k pairs per step (loads at immediate
+ * offsets -8 .. 7 VL around one base), then four, two and one pair as the
+ * pair count's bits say. */
+#define KB_KLOOP(P)                                                                \
+        "mov x23, x1\n"                                                            \
+        "add x24, x19, x5\n"                                                       \
+        "lsr x25, x8, #3\n"                                                        \
+        "cbz x25, 52f\n"                                                           \
+        "addvl x23, x23, #8\n"                                                     \
+        "addvl x24, x24, #8\n"                                                     \
+        "51:\n"                                   /* eight pairs per step   */     \
+        P("-8", "-7", "z16", "z17", "z18", "z19") P("-6", "-5", "z20", "z21", "z22", "z23") \
+        P("-4", "-3", "z16", "z17", "z18", "z19") P("-2", "-1", "z20", "z21", "z22", "z23") \
+        P("0", "1", "z16", "z17", "z18", "z19") P("2", "3", "z20", "z21", "z22", "z23")     \
+        P("4", "5", "z16", "z17", "z18", "z19") P("6", "7", "z20", "z21", "z22", "z23")     \
+        "addvl x23, x23, #16\n"                                                    \
+        "addvl x24, x24, #16\n"                                                    \
+        "subs x25, x25, #1\n"                                                      \
+        "b.ne 51b\n"                                                               \
+        "addvl x23, x23, #-8\n"                                                    \
+        "addvl x24, x24, #-8\n"                                                    \
+        "52:\n"                                                                    \
+        "tbz x8, #2, 53f\n"                       /* four pairs             */     \
+        P("0", "1", "z16", "z17", "z18", "z19") P("2", "3", "z20", "z21", "z22", "z23")     \
+        P("4", "5", "z16", "z17", "z18", "z19") P("6", "7", "z20", "z21", "z22", "z23")     \
+        "addvl x23, x23, #8\n"                                                     \
+        "addvl x24, x24, #8\n"                                                     \
+        "53:\n"                                                                    \
+        "tbz x8, #1, 54f\n"                       /* two pairs              */     \
+        P("0", "1", "z16", "z17", "z18", "z19") P("2", "3", "z20", "z21", "z22", "z23")     \
+        "addvl x23, x23, #4\n"                                                     \
+        "addvl x24, x24, #4\n"                                                     \
+        "54:\n"                                                                    \
+        "tbz x8, #0, 55f\n"                       /* one pair               */     \
+        P("0", "1", "z16", "z17", "z18", "z19")                                    \
+        "55:\n"
+
+/* The tiles start from the bias: ZA zeroed, the block's bias (FP16, one per
+ * 32-bit container) widened to FP32, a -0 made +0 (+0 added, as the scalar
+ * reference's +0 start does), then added to every row of a tile by ADDHA, an
+ * integer add onto +0 that writes the FP32 value's bits: no outer product. */
+#define KB_BIAS1                                                                   \
+        "zero {za}\n"                                                              \
+        "ld1h {z12.s}, p0/z, [x19]\n"             /* bias[j] in container j */     \
+        "fcvt z12.s, p0/m, z12.h\n"                                                \
+        "fadd z12.s, z12.s, z28.s\n"
+#define KB_BIAS2                                                                   \
+        KB_BIAS1                                                                   \
+        "ld1h {z13.s}, p0/z, [x19, #1, mul vl]\n"                                  \
+        "fcvt z13.s, p0/m, z13.h\n"                                                \
+        "fadd z13.s, z13.s, z28.s\n"
+#define KB_ADDHA(t, z) "addha za" #t ".s, p0/m, p0/m, " z ".s\n"
+
+/* Store the rows of one tile (rows in x28, from row w12 = 0) of a block of at
+ * most VL32 columns (p4): four rows per step, then single rows. */
+#define KB_ROW1(t, z, i)                                                           \
+        "mova " z ".s, p0/m, za" #t "h.s[w12, " #i "]\n"                           \
+        KB_SME_CLAMP_MAXMIN(z)                                                     \
+        "fcvt " z ".h, p0/m, " z ".s\n"                                            \
+        "st1h {" z ".s}, p4, [x27]\n"                                              \
+        "add x27, x27, x10\n"
+#define KB_STORE_TILE1(t, L4, L4E, L1, L1E)                                        \
+        "lsr x25, x28, #2\n"                      /* groups of four rows    */     \
+        "and x28, x28, #3\n"                                                       \
+        "cbz x25, " L4E "f\n"                                                      \
+        L4 ":\n"                                                                   \
+        KB_ROW1(t, "z0", 0) KB_ROW1(t, "z1", 1) KB_ROW1(t, "z2", 2) KB_ROW1(t, "z3", 3) \
+        "add w12, w12, #4\n"                                                       \
+        "subs x25, x25, #1\n"                                                      \
+        "b.ne " L4 "b\n"                                                           \
+        L4E ":\n"                                                                  \
+        "cbz x28, " L1E "f\n"                                                      \
+        L1 ":\n"                                  /* single rows            */     \
+        KB_ROW1(t, "z0", 0)                                                        \
+        "add w12, w12, #1\n"                                                       \
+        "subs x28, x28, #1\n"                                                      \
+        "b.ne " L1 "b\n"                                                           \
+        L1E ":\n"
 
 /* out of line: the driver and the public run entry point share one copy */
 KB_NOINLINE static void kb_sme_mopa_core(const kb_sme_mopa_args *args) {
@@ -61,7 +171,7 @@ KB_NOINLINE static void kb_sme_mopa_core(const kb_sme_mopa_args *args) {
         "ldr x15, [%x[args], %[o_fl]]\n"
         "ld1rw {z30.s}, p0/z, [%x[args], %[o_lo]]\n"
         "ld1rw {z31.s}, p0/z, [%x[args], %[o_hi]]\n"
-        "mov z29.s, #0x3c00\n"                    /* FP16 pairs (1.0, +0)   */
+        "mov z28.s, #0\n"                         /* +0: -0 + +0 is +0      */
 
         "1:\n"                                    /* ---- block row ----    */
         "cmp x6, x13\n"
@@ -73,14 +183,13 @@ KB_NOINLINE static void kb_sme_mopa_core(const kb_sme_mopa_args *args) {
 
         "2:\n"                                    /* ---- block ----        */
         "tbnz x15, #0, 3f\n"
-        "zero {za}\n"
-        "ld1h {z12.s}, p0/z, [x19]\n"             /* (bias[j], 0) pairs     */
-        "ld1h {z13.s}, p0/z, [x19, #1, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z29.h, z12.h\n"
-        "fmopa za1.s, p0/m, p0/m, z29.h, z13.h\n"
-        "fmopa za2.s, p0/m, p0/m, z29.h, z12.h\n"
-        "fmopa za3.s, p0/m, p0/m, z29.h, z13.h\n"
-        "b 5f\n"
+        "cmp x20, x16\n"                          /* more than VL32 columns */
+        "ccmp x26, x16, #4, gt\n"                 /* and rows: all tiles    */
+        "b.le 20f\n"
+        KB_BIAS2 KB_ADDHA(0, "z12") KB_ADDHA(1, "z13") KB_ADDHA(2, "z12") KB_ADDHA(3, "z13")
+        "29:\n"
+        KB_KLOOP(KB_P22)
+        "b 40f\n"
         "3:\n"                                    /* start from partial sums */
         "mov w12, #0\n"
         "mov x27, x22\n"
@@ -95,153 +204,39 @@ KB_NOINLINE static void kb_sme_mopa_core(const kb_sme_mopa_args *args) {
         "add w12, w12, #1\n"
         "cmp w12, w16\n"
         "b.lt 4b\n"
+        "b 29b\n"
+        "20:\n"                                   /* ---- edge blocks ----  */
+        "cmp x20, x16\n"
+        "b.le 24f\n"
+        KB_BIAS2 KB_ADDHA(0, "z12") KB_ADDHA(1, "z13")   /* <= VL32 rows */
+        KB_KLOOP(KB_P12)
+        "b 40f\n"
+        "24:\n"
+        "cmp x26, x16\n"
+        "b.le 26f\n"
+        KB_BIAS1 KB_ADDHA(0, "z12") KB_ADDHA(2, "z12")   /* <= VL32 columns */
+        KB_KLOOP(KB_P21)
+        "b 45f\n"
+        "26:\n"
+        KB_BIAS1 KB_ADDHA(0, "z12")                      /* <= VL32 of both */
+        KB_KLOOP(KB_P11)
+        "45:\n"                   /* ---- store, at most VL32 columns ----   */
+        "tbnz x15, #1, 9f\n"
+        "whilelt p4.s, xzr, x20\n"
+        "whilelt p5.s, x16, x20\n"                 /* none (compare/select) */
+        "mov x27, x21\n"
+        "mov w12, #0\n"
+        "cmp x26, x16\n"
+        "csel x28, x26, x16, lo\n"                /* rows in za0            */
+        "tbnz x15, #2, 8f\n"
+        KB_STORE_TILE1(0, "64", "65", "67", "66")
+        "subs x28, x26, x16\n"                    /* rows in za2            */
+        "b.le 10f\n"
+        "mov w12, #0\n"
+        KB_STORE_TILE1(2, "74", "75", "77", "76")
+        "b 10f\n"
 
-        "5:\n"                                    /* ---- k pairs ----      */
-        "mov x23, x1\n"
-        "add x24, x19, x5\n"
-        "lsr x25, x8, #3\n"
-        "cbz x25, 52f\n"
-        "addvl x23, x23, #8\n"                    /* loads at -8 .. 7 VL    */
-        "addvl x24, x24, #8\n"
-        "51:\n"                                   /* eight pairs per step   */
-        "ld1h {z16.h}, p0/z, [x23, #-8, mul vl]\n"
-        "ld1h {z17.h}, p0/z, [x23, #-7, mul vl]\n"
-        "ld1h {z18.h}, p0/z, [x24, #-8, mul vl]\n"
-        "ld1h {z19.h}, p0/z, [x24, #-7, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
-        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
-        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
-        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
-        "ld1h {z20.h}, p0/z, [x23, #-6, mul vl]\n"
-        "ld1h {z21.h}, p0/z, [x23, #-5, mul vl]\n"
-        "ld1h {z22.h}, p0/z, [x24, #-6, mul vl]\n"
-        "ld1h {z23.h}, p0/z, [x24, #-5, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
-        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
-        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
-        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
-        "ld1h {z16.h}, p0/z, [x23, #-4, mul vl]\n"
-        "ld1h {z17.h}, p0/z, [x23, #-3, mul vl]\n"
-        "ld1h {z18.h}, p0/z, [x24, #-4, mul vl]\n"
-        "ld1h {z19.h}, p0/z, [x24, #-3, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
-        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
-        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
-        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
-        "ld1h {z20.h}, p0/z, [x23, #-2, mul vl]\n"
-        "ld1h {z21.h}, p0/z, [x23, #-1, mul vl]\n"
-        "ld1h {z22.h}, p0/z, [x24, #-2, mul vl]\n"
-        "ld1h {z23.h}, p0/z, [x24, #-1, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
-        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
-        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
-        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
-        "ld1h {z16.h}, p0/z, [x23]\n"
-        "ld1h {z17.h}, p0/z, [x23, #1, mul vl]\n"
-        "ld1h {z18.h}, p0/z, [x24]\n"
-        "ld1h {z19.h}, p0/z, [x24, #1, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
-        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
-        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
-        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
-        "ld1h {z20.h}, p0/z, [x23, #2, mul vl]\n"
-        "ld1h {z21.h}, p0/z, [x23, #3, mul vl]\n"
-        "ld1h {z22.h}, p0/z, [x24, #2, mul vl]\n"
-        "ld1h {z23.h}, p0/z, [x24, #3, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
-        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
-        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
-        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
-        "ld1h {z16.h}, p0/z, [x23, #4, mul vl]\n"
-        "ld1h {z17.h}, p0/z, [x23, #5, mul vl]\n"
-        "ld1h {z18.h}, p0/z, [x24, #4, mul vl]\n"
-        "ld1h {z19.h}, p0/z, [x24, #5, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
-        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
-        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
-        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
-        "ld1h {z20.h}, p0/z, [x23, #6, mul vl]\n"
-        "ld1h {z21.h}, p0/z, [x23, #7, mul vl]\n"
-        "ld1h {z22.h}, p0/z, [x24, #6, mul vl]\n"
-        "ld1h {z23.h}, p0/z, [x24, #7, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
-        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
-        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
-        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
-        "addvl x23, x23, #16\n"
-        "addvl x24, x24, #16\n"
-        "subs x25, x25, #1\n"
-        "b.ne 51b\n"
-        "addvl x23, x23, #-8\n"
-        "addvl x24, x24, #-8\n"
-        "52:\n"
-        "tbz x8, #2, 53f\n"                       /* four pairs             */
-        "ld1h {z16.h}, p0/z, [x23]\n"
-        "ld1h {z17.h}, p0/z, [x23, #1, mul vl]\n"
-        "ld1h {z18.h}, p0/z, [x24]\n"
-        "ld1h {z19.h}, p0/z, [x24, #1, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
-        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
-        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
-        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
-        "ld1h {z20.h}, p0/z, [x23, #2, mul vl]\n"
-        "ld1h {z21.h}, p0/z, [x23, #3, mul vl]\n"
-        "ld1h {z22.h}, p0/z, [x24, #2, mul vl]\n"
-        "ld1h {z23.h}, p0/z, [x24, #3, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
-        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
-        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
-        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
-        "ld1h {z16.h}, p0/z, [x23, #4, mul vl]\n"
-        "ld1h {z17.h}, p0/z, [x23, #5, mul vl]\n"
-        "ld1h {z18.h}, p0/z, [x24, #4, mul vl]\n"
-        "ld1h {z19.h}, p0/z, [x24, #5, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
-        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
-        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
-        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
-        "ld1h {z20.h}, p0/z, [x23, #6, mul vl]\n"
-        "ld1h {z21.h}, p0/z, [x23, #7, mul vl]\n"
-        "ld1h {z22.h}, p0/z, [x24, #6, mul vl]\n"
-        "ld1h {z23.h}, p0/z, [x24, #7, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
-        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
-        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
-        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
-        "addvl x23, x23, #8\n"
-        "addvl x24, x24, #8\n"
-        "53:\n"
-        "tbz x8, #1, 54f\n"                       /* two pairs              */
-        "ld1h {z16.h}, p0/z, [x23]\n"
-        "ld1h {z17.h}, p0/z, [x23, #1, mul vl]\n"
-        "ld1h {z18.h}, p0/z, [x24]\n"
-        "ld1h {z19.h}, p0/z, [x24, #1, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
-        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
-        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
-        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
-        "ld1h {z20.h}, p0/z, [x23, #2, mul vl]\n"
-        "ld1h {z21.h}, p0/z, [x23, #3, mul vl]\n"
-        "ld1h {z22.h}, p0/z, [x24, #2, mul vl]\n"
-        "ld1h {z23.h}, p0/z, [x24, #3, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z20.h, z22.h\n"
-        "fmopa za1.s, p0/m, p0/m, z20.h, z23.h\n"
-        "fmopa za2.s, p0/m, p0/m, z21.h, z22.h\n"
-        "fmopa za3.s, p0/m, p0/m, z21.h, z23.h\n"
-        "addvl x23, x23, #4\n"
-        "addvl x24, x24, #4\n"
-        "54:\n"
-        "tbz x8, #0, 55f\n"                       /* one pair               */
-        "ld1h {z16.h}, p0/z, [x23]\n"
-        "ld1h {z17.h}, p0/z, [x23, #1, mul vl]\n"
-        "ld1h {z18.h}, p0/z, [x24]\n"
-        "ld1h {z19.h}, p0/z, [x24, #1, mul vl]\n"
-        "fmopa za0.s, p0/m, p0/m, z16.h, z18.h\n"
-        "fmopa za1.s, p0/m, p0/m, z16.h, z19.h\n"
-        "fmopa za2.s, p0/m, p0/m, z17.h, z18.h\n"
-        "fmopa za3.s, p0/m, p0/m, z17.h, z19.h\n"
-        "55:\n"
-
+        "40:\n"                   /* ---- store, more than VL32 columns ---- */
         "tbnz x15, #1, 9f\n"
         /* ---- clamp, FP16, store rows < rows and columns < cols ---- */
         "cmp x20, x13\n"
