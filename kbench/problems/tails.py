@@ -138,7 +138,8 @@ def gemm_tails(steps: Steps, bforms: tuple[str, ...], max_m: int = 0,
     more) with each bias/clamp pair and each B form, every K class, and a
     crossing of each cache block, and a clamp whose upper bound is -0
     (kernels whose FMAX/FMIN clamp would turn its -0 into +0 switch to a
-    compare/select path there) in each B form. With sample=True the subset smoke runs
+    compare/select path there) in each B form, and once over 4 n_step + 1
+    columns (kernels that take several blocks at a time). With sample=True the subset smoke runs
     (always a subset of the full set, so that a reproducer naming the
     catalog "tails" reruns a sampled case): for a NEON-class step every N
     residue, above it the boundary residues 0, 1 and n_step-1; each
@@ -169,6 +170,9 @@ def gemm_tails(steps: Steps, bforms: tuple[str, ...], max_m: int = 0,
     for i, form in enumerate(forms):  # clamp_max -0: the clamp that must keep a zero's sign
         out.append((_gemm(m_edge, ns + 1, small[i % len(small)], (True, True), form,
                           "clamp_max -0", clamp_max=-0.0), i == 0))
+    # and over four whole steps and one (kernels that take several blocks at a time)
+    out.append((_gemm(m_edge, 4 * ns + 1, small[-1], (True, True), forms[-1], "clamp_max -0",
+                      clamp_max=-0.0), False))
     for i, k in enumerate(ks):
         keep = (0 < bk < MAX_BLOCK_CROSSING and k in (bk, bk + 1)) or (
             not steps.neon_class and k <= 17)

@@ -36,12 +36,23 @@ class BaselineError(KbenchError):
     """The baseline or its configuration is malformed (the message names it)."""
 
 
+SWEEP_CSV = REFERENCE / "sweep.csv"
+SWEEP_CONFIG = REFERENCE / "sweep.toml"
+
+
 @dataclass(frozen=True)
 class BaselineConfig:
     catalog: str
     targets: tuple[str, ...]
     backends: tuple[str, ...]
     limit: float = DEFAULT_LIMIT
+    realizations: tuple[str, ...] = ()  # when given: these realizations, not the backends
+
+    def selection_args(self) -> list[str]:
+        """The kbench run options that select what the baseline counts."""
+        if self.realizations:
+            return [a for r in self.realizations for a in ("--realization", r)]
+        return [a for b in self.backends for a in ("--backend", b)]
 
 
 def parse_limit(value: Any) -> float:
@@ -67,20 +78,25 @@ def load_config(path: str | Path = DEFAULT_CONFIG) -> BaselineConfig:
         raise BaselineError(f"{p}: {exc}", "baseline") from exc
     if not isinstance(table, dict):
         raise BaselineError(f"{p}: needs a [baseline] table", "baseline")
-    for key in ("targets", "backends"):
+    for key in ("targets", "backends", "realizations"):
         v = table.get(key)
+        if key == "backends" and v is None and "realizations" in table:
+            continue
+        if key == "realizations" and v is None:
+            continue
         if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
             raise BaselineError(f"{p}: [baseline] {key} must be a non-empty list of strings",
                                 key)
     if not isinstance(table.get("catalog"), str):
         raise BaselineError(f"{p}: [baseline] catalog must be a catalog name", "catalog")
-    unknown = set(table) - {"catalog", "targets", "backends", "limit"}
+    unknown = set(table) - {"catalog", "targets", "backends", "realizations", "limit"}
     if unknown:
         raise BaselineError(f"{p}: unknown [baseline] key(s) {', '.join(sorted(unknown))}",
                             "baseline")
     return BaselineConfig(table["catalog"], tuple(canonical_target(t) for t in table["targets"]),
-                          tuple(table["backends"]),
-                          parse_limit(table.get("limit", DEFAULT_LIMIT)))
+                          tuple(table.get("backends", ())),
+                          parse_limit(table.get("limit", DEFAULT_LIMIT)),
+                          tuple(table.get("realizations", ())))
 
 
 def read_baseline(path: str | Path = DEFAULT_CSV) -> list[dict[str, Any]]:
@@ -160,8 +176,8 @@ def header_lines(qemu: str) -> list[str]:
     return [
         "kbench instruction-count baseline: exact dynamic instructions of one single-threaded "
         "call per phase,",
-        "on emulated Arm (qemu-aarch64), for the catalog and targets of baseline.toml. "
-        "Do not edit by hand:",
+        "on emulated Arm (qemu-aarch64), for the catalog and targets of its .toml "
+        "configuration. Do not edit by hand:",
         "`kbench baseline update` regenerates it; CI runs `kbench baseline check` "
         "(kbench.results.baseline).",
         f"Counted with qemu-aarch64 {qemu or 'unknown'}.",
