@@ -104,28 +104,42 @@ whl="$(mktemp -d)"
   > "$whl/run.log" && tail -n 2 "$whl/run.log" && test -s "$whl/run/results.csv" \
   && test -s "$whl/run/report/report.html")
 
-step "instruction counts on emulated Arm: the committed baseline at SVL 128 and 512, KleidiAI anchors at 512"
+step "instruction counts on emulated Arm: the committed baselines (SVL 128 and 512; the KleidiAI comparison sweep at 128, 256 and 512), KleidiAI anchors"
 cnt="$(mktemp -d)"
 count_run() {  # one SVL: every SME and NEON realization on the count catalog
   kbench run --suite perf --shapes counts --target "qemu:cpu=max:svl=$1" --backend sme \
     --backend neon --rounds 1 --min-round-ms 0 --warmup 0 --no-history --out "$cnt/svl$1" \
     > "$cnt/svl$1.log" 2>&1
 }
-count_run 128 & pid_128=$!
-count_run 512 & pid_512=$!
+sweep_run() {  # one SVL: the SME2 MOPA GEMM on the comparison sweep
+  kbench run --suite perf --shapes kleidiai_sweep --target "qemu:cpu=max:svl=$1" \
+    --realization gemm_sme2_mopa_f32acc --rounds 1 --min-round-ms 0 --warmup 0 --no-history \
+    --no-report --out "$cnt/sweep$1" > "$cnt/sweep$1.log" 2>&1
+}
+pids=()
+count_run 128 & pids+=($!)
+count_run 512 & pids+=($!)
+for s in 128 256 512; do sweep_run "$s" & pids+=($!); done
 status=0
-wait "$pid_128" || status=1
-wait "$pid_512" || status=1
+for p in "${pids[@]}"; do wait "$p" || status=1; done
 counts_summary() { sed -n '/kbench instruction counts/,/^-\{20\}/p' "$1" | grep -v '^-\{20\}'; }
 for s in 128 512; do counts_summary "$cnt/svl$s.log"; done
 if [ "$status" -ne 0 ]; then
-  tail -n 40 "$cnt/svl128.log" "$cnt/svl512.log"
+  tail -n 40 "$cnt"/svl*.log "$cnt"/sweep*.log
   echo "instruction counts: a perf run FAILED (logs in $cnt)"
   exit 1
 fi
 kbench baseline check "$cnt/svl128" "$cnt/svl512" --markdown "$cnt/baseline.md" \
   > "$cnt/check.txt" || { cat "$cnt/check.txt"; exit 1; }
 tail -n 2 "$cnt/check.txt"
+# the sweep: its own baseline, and against the best KleidiAI anchor per shape (ours at most
+# 1.0x on every shape, FMOPAs at most 1.01x the floor)
+kbench baseline check "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512" \
+  --config reference/counts/sweep.toml --csv reference/counts/sweep.csv \
+  > "$cnt/sweep-check.txt" || { cat "$cnt/sweep-check.txt"; exit 1; }
+tail -n 1 "$cnt/sweep-check.txt"
+kbench anchors "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512" --best --limit 1.0 \
+  --outer-limit 1.01 | tail -n 5
 kbench report "$cnt/svl512" --out "$cnt/svl512-report" | sed -n 1p  # shows the baseline diff
 kbench run --suite perf --shapes kleidiai_anchors --target qemu:cpu=max:svl=512 \
   --realization gemm_sme2_mopa_f32acc --realization gemm_sme_mopa_f32acc \
@@ -142,7 +156,8 @@ kbench anchors "$cnt/anchors-gemv"
 # the count tables of README.md and docs/, rendered from today's counts, must be the
 # committed ones (a count that moved, even down, needs `kbench baseline update` or
 # `python docs/gen/kbdocs.py record anchor_counts`, then `python docs/gen/kbdocs.py regen`)
-"$PY" docs/gen/kbdocs.py check-counts "$cnt/svl128" "$cnt/svl512" "$cnt/anchors" "$cnt/anchors-gemv"
+"$PY" docs/gen/kbdocs.py check-counts "$cnt/svl128" "$cnt/svl512" "$cnt/anchors" "$cnt/anchors-gemv" \
+  "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512"
 
 step "in-process path on emulated Arm64 (qemu-python): ours, and onnxruntime with KleidiAI on/off"
 pyt="$(mktemp -d)"

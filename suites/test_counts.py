@@ -398,9 +398,9 @@ def test_phases_add_up_and_land_where_the_code_is(
     assert native["count_pack_b"] > native["count_pack_b_checksum"] > 0
     assert native["count_pack_lhs"] > 0 and native["count_pack_rhs"] == 0
     mix = parse_mix(native["count_mix"])
-    # 37x53x45 at SVL 512: 2 x 2 output blocks of 32 x 32, each 4 tiles x (23 k pairs + the
-    # bias), against a floor of 3 x 4 tiles x 23 k pairs
-    assert mix["kernel"]["outer"] == 2 * 2 * 4 * (23 + 1)
+    # 37x53x45 at SVL 512: 2 x 2 output blocks of 32 x 32 computed only in the tiles that
+    # hold their rows and columns, the bias by ADDHA: the floor, 3 x 4 tiles x 23 k pairs
+    assert mix["kernel"]["outer"] == 3 * 4 * 23
     assert native["count_floor"] == 3 * 4 * 23
     # plain B: nothing to validate, B packed in the call (the NEON tail panel)
     assert plain["count_validate"] == 0 and plain["count_pack_rhs"] > 0
@@ -810,6 +810,105 @@ def test_anchors_command(tmp_path: Path) -> None:
     assert "Arm KleidiAI v1.30" in res.output and "ours/theirs 1.306" in res.output
     none = runner.invoke(anchors_cli, [str(tmp_path / "none")])
     assert none.exit_code == 1 and "no counted case matches" in none.output
+
+
+def test_sweep_anchor_table_is_data_with_its_source_commit_and_flags() -> None:
+    """The sweep table holds KleidiAI's v1.30 and newer SME2 kernels on every shape of
+    the comparison sweep at SVL 128, 256 and 512, with their outer products, the source
+    commit and the compile flags; its GEMVs on the GEMV anchor shape."""
+    import re
+    import tomllib
+    table = anc.load_anchors(anc.SWEEP_TABLE)
+    assert re.fullmatch(r"[0-9a-f]{40}", table.commit), table.commit
+    assert "-O2" in table.flags and "-fno-fast-math" in table.flags and table.date
+    with (bl.REFERENCE.parent / "kleidiai_sweep.toml").open("rb") as fh:
+        sweep = tomllib.load(fh)["gemm"]
+    assert len(sweep) == 14
+    for case in sweep:
+        shape = {"m": case["m"], "n": case["n"], "k": case["k"]}
+        here = [a for a in table.anchors if dict(a.shape) == shape]
+        assert {a.kernel.split("_")[-3] for a in here} == {"2vlx2vl", "8vsx8vs"}, shape
+        for a in here:
+            assert set(a.counts) == {128, 256, 512} and set(a.outer) == {128, 256, 512}
+            assert a.ours == ("gemm_sme2_mopa_f32acc",)
+            # their FMOPAs never go below the floor of the 1-VL32 granularity
+            for svl, n_outer in a.outer.items():
+                vl32 = svl // 32
+                assert n_outer >= (-(-case["m"] // vl32) * -(-case["n"] // vl32)
+                                   * -(-case["k"] // 2))
+    gemv = [a for a in table.anchors if a.shape.get("m") == 1]
+    assert {a.kernel.split("_")[-3] for a in gemv} == {"1x16vl", "1x32vs"}
+
+
+def _sweep_row(case: str, m: int, n: int, k: int, kernel: float, outer: float,
+               floor_: float, svl: int = 512) -> Verdict:
+    v = _row(case, "gemm_sme2_mopa_f32acc", _counts(kernel), target=f"qemu:cpu=max:svl={svl}")
+    v.m, v.n, v.k, v.shape, v.vector_bits = m, n, k, f"m{m}n{n}k{k}", svl
+    v.count_mix = f'{{"kernel":{{"outer":{int(outer)},"load":10}}}}'
+    v.count_floor = floor_
+    return v
+
+
+def test_best_anchor_per_shape_and_the_anchor_gate(tmp_path: Path) -> None:
+    from kbench.cli.count import anchors as anchors_cli
+    table = anc.load_anchors(anc.SWEEP_TABLE)
+    mine = [a for a in table.anchors if dict(a.shape) == {"m": 37, "n": 53, "k": 45}]
+    best = min(a.counts[512] for a in mine)
+    floor_ = 3 * 4 * 23  # ceil(37/16) * ceil(53/16) * ceil(45/2) FMOPAs at SVL 512
+    runner = CliRunner()
+    args = ["--table", str(anc.SWEEP_TABLE), "--best", "--limit", "1.0", "--outer-limit", "1.01"]
+
+    def gate_with(kernel: float, outer: float, name: str) -> Any:
+        _write(tmp_path / name, [_sweep_row("sweep_m37_n53_k45", 37, 53, 45, kernel, outer,
+                                            floor_)])
+        return runner.invoke(anchors_cli, [str(tmp_path / name), *args])
+    ok = gate_with(best - 1, floor_, "ok")
+    assert ok.exit_code == 0, ok.output
+    assert f"{(best - 1) / best:6.3f}" in ok.output and "1.000" in ok.output
+    assert "anchors: PASSED (1 shapes)" in ok.output
+    assert "source " + table.commit[:12] in ok.output
+    slow = gate_with(best + 1, floor_, "slow")
+    assert slow.exit_code == 1 and "the best anchor" in slow.output, slow.output
+    wasted = gate_with(best - 1, floor_ + 6, "wasted")  # 1.022x the floor
+    assert wasted.exit_code == 1
+    assert f"outer products {(floor_ + 6) / floor_:.3f}x the floor" in wasted.output
+    # best_matches keeps, per counted case, the anchor with the fewest instructions
+    rows = [_sweep_row("sweep_m37_n53_k45", 37, 53, 45, best, floor_, floor_).__dict__]
+    matches = anc.match_tables([table], rows)
+    assert len(matches) == len(mine) >= 2
+    (chosen,) = anc.best_matches(matches)
+    assert chosen.theirs == best and chosen.ratio == pytest.approx(1.0)
+    assert anc.geomean([0.5, 2.0]) == pytest.approx(1.0)
+    usage = runner.invoke(anchors_cli, [str(tmp_path / "ok"), "--limit", "1.0"])
+    assert usage.exit_code == 2 and "--best" in usage.output
+
+
+def test_baseline_config_may_name_realizations(tmp_path: Path) -> None:
+    cfg = bl.load_config(bl.SWEEP_CONFIG)
+    assert cfg.catalog == "kleidiai_sweep" and cfg.realizations == ("gemm_sme2_mopa_f32acc",)
+    assert cfg.selection_args() == ["--realization", "gemm_sme2_mopa_f32acc"]
+    assert len(cfg.targets) == 3
+    assert bl.load_config().selection_args() == ["--backend", "sme", "--backend", "neon"]
+    bad = tmp_path / "b.toml"
+    bad.write_text('[baseline]\ncatalog = "x"\ntargets = ["qemu:svl=128"]\nrealizations = []\n')
+    with pytest.raises(bl.BaselineError, match="realizations"):
+        bl.load_config(bad)
+    rows = bl.read_baseline(bl.SWEEP_CSV)
+    assert {r["catalog"] for r in rows} == {"kleidiai-sweep"} and len(rows) == 42
+    assert all(r["count_kernel_outer"] == r["count_floor"] for r in rows)
+
+
+@needs_qemu
+def test_count_anchors_prints_the_best_anchor_per_shape() -> None:
+    from kbench.cli.count import count as count_cli
+    res = CliRunner().invoke(count_cli, ["--anchors", "--target", "qemu:svl=512",
+                                         "--case", "sweep_m7_n9_k13"])
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if "sweep_m7_n9_k13" in x)
+    committed = next(r for r in bl.read_baseline(bl.SWEEP_CSV)
+                     if r["case"] == "sweep_m7_n9_k13" and r["target"].endswith("svl=512"))
+    assert f"{committed['count_kernel']:,.0f}" in line and "1.000" in line
+    assert "geometric mean" in res.output
 
 
 def test_bad_anchor_table_names_the_field(tmp_path: Path) -> None:

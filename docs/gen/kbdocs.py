@@ -153,6 +153,9 @@ def ci_step(step: str) -> str:
 
 BASELINE = Path("reference/counts/baseline.csv")
 ANCHORS = Path("reference/counts/kleidiai_v1.30.toml")
+SWEEP = Path("reference/counts/sweep.csv")
+SWEEP_ANCHORS = Path("reference/counts/kleidiai_sweep.toml")
+SWEEP_CATALOG = Path("reference/kleidiai_sweep.toml")
 KEY = ("target", "catalog", "case", "realization")
 
 # check-counts sets this: rows of a run that replace the committed ones with the same key
@@ -173,6 +176,10 @@ def baseline_rows() -> list[dict[str, Any]]:
 
 def anchor_table() -> anchors_mod.AnchorTable:
     return anchors_mod.load_anchors(root() / ANCHORS)
+
+
+def sweep_rows() -> list[dict[str, Any]]:
+    return _with_override(baseline_mod.read_baseline(root() / SWEEP))
 
 
 def anchor_count_rows() -> list[dict[str, Any]]:
@@ -364,6 +371,62 @@ def anchor_ratios() -> str:
         f"{' '.join(tab.note.split())}*\n")
 
 
+def _as_match_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A baseline row as the results row the anchor matching reads."""
+    dims = {p[0]: int(p[1:]) for p in str(row["case"]).split("_")
+            if p[:1] in "mnk" and p[1:].isdigit()}
+    return {**row, "op": "gemm", **dims, "shape": "m{m}n{n}k{k}".format(**dims),
+            "vector_bits": _svl(str(row["target"]))}
+
+
+def _short(a: anchors_mod.Anchor) -> str:
+    return "8vsx8vs" if "8vsx8vs" in a.kernel else "1x32vs" if "1x32vs" in a.kernel else (
+        "1x16vl" if "1x16vl" in a.kernel else "2vlx2vl")
+
+
+def sweep_ratios() -> str:
+    """The comparison sweep (reference/counts/sweep.csv) and the GEMV anchor shape
+    against the best KleidiAI anchor per shape and SVL: ours / best = ratio, the best
+    anchor's kernel, and our outer (or dot) products / the floor."""
+    tables = [anchors_mod.load_anchors(root() / ANCHORS),
+              anchors_mod.load_anchors(root() / SWEEP_ANCHORS)]
+    rows = [_as_match_row(r) for r in sweep_rows()]
+    gemv = [r for r in anchor_count_rows() if r["realization"] == "gemv_sme2_dot_f32acc"]
+    best = anchors_mod.best_matches(anchors_mod.match_tables(tables, [*rows, *gemv]))
+    svls = sorted({m.svl for m in best})
+    with (root() / SWEEP_CATALOG).open("rb") as fh:
+        order = [c["name"] for c in tomllib.load(fh)["gemm"]]
+    cases = [c for c in dict.fromkeys([*order, *(m.case for m in best)])
+             if any(m.case == c for m in best)]
+    out, per_svl = [], {svl: [] for svl in svls}
+    outer = {(r["case"], _svl(str(r["target"]))): r.get("count_kernel_outer", math.nan)
+             / r["count_floor"] for r in [*rows, *gemv] if r.get("count_floor", 0) > 0}
+    for case in cases:
+        cells = []
+        for svl in svls:
+            m = next((m for m in best if m.case == case and m.svl == svl), None)
+            if m is None:
+                cells.append("")
+                continue
+            per_svl[svl].append(m.ratio)
+            cells.append(f"{num(m.ours)} / {num(m.theirs)} `{_short(m.anchor)}` = "
+                         f"**{m.ratio:.3f}**")
+        opf = [v for (c, _), v in outer.items() if c == case and v == v]
+        out.append((_shape(case), *cells, f"{max(opf):.3f}" if opf else ""))
+    out.append(("geometric mean (worst)", *(
+        f"**{anchors_mod.geomean(per_svl[svl]):.3f}** ({max(per_svl[svl]):.3f})"
+        for svl in svls), ""))
+    src = tables[1]
+    return table(["M×N×K", *(f"SVL {svl}: ours / best anchor" for svl in svls),
+                  "outer / floor"], out, "l" + "r" * (len(svls) + 1)) + "\n" + (
+        f"*Ours: `gemm_sme2_mopa_f32acc` (GEMV: `gemv_sme2_dot_f32acc`), kernel phase. Anchors: "
+        f"{src.name} (commit {src.commit[:12]}, built with `{src.flags}`, measured "
+        f"{src.date}): `2vlx2vl` v1.30's kernel, `8vsx8vs` the newer one with its edge "
+        f"variants, `1x16vl`/`1x32vs` the GEMVs; the best of them and of {tables[0].name}'s "
+        "table per shape. outer / floor: our FMOPAs (FDOTs) over the floor, the worst "
+        "SVL.*\n")
+
+
 def output(name: str) -> str:
     """A command and its recorded output."""
     rec = record(name)
@@ -509,11 +572,13 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "ci_total": ci_total, "ci_steps": ci_steps, "ci_step": ci_step,
     "baseline_gemm_kernels": baseline_gemm_kernels, "baseline_calls": baseline_calls,
     "baseline_convs": baseline_convs, "baseline_summary": baseline_summary,
-    "anchor_ratios": anchor_ratios, "output": output, "recorded": recorded,
+    "anchor_ratios": anchor_ratios, "sweep_ratios": sweep_ratios,
+    "output": output, "recorded": recorded,
     "mutmut_scores": mutmut_scores, "kleidiai_files": kleidiai_files,
     "kleidiai_checked": kleidiai_checked,
 }
-COUNT_BLOCKS = ("baseline_gemm_kernels", "baseline_calls", "baseline_convs", "anchor_ratios")
+COUNT_BLOCKS = ("baseline_gemm_kernels", "baseline_calls", "baseline_convs", "anchor_ratios",
+                "sweep_ratios")
 
 
 def out(name: str, *args: Any) -> None:
@@ -833,7 +898,7 @@ def check_counts(runs: list[Path]) -> int:
     and compare: every figure the docs show for a case the runs counted must be
     what was counted today."""
     committed = {name: GENERATORS[name]() for name in COUNT_BLOCKS}
-    known = {_key(r) for r in (*baseline_rows(), *anchor_count_rows())}
+    known = {_key(r) for r in (*baseline_rows(), *anchor_count_rows(), *sweep_rows())}
     new = [r for run in runs for r in run_rows(run)]
     matched = [r for r in new if _key(r) in known]
     if not matched:

@@ -106,23 +106,50 @@ def count_text(job: Job, fields: dict[str, Any], verdict: str) -> str:
     return "\n".join(lines)
 
 
+def _anchor_row(job: Job, fields: dict[str, Any]) -> dict[str, Any]:
+    """One count as a results row, for matching it against the anchor tables."""
+    case = job.case
+    return {"op": case.op, "realization": job.realization.name, "target": job.target,
+            "case": case.name, "shape": case.shape_str(),
+            "m": getattr(case, "m", 0), "n": getattr(case, "n", 0), "k": getattr(case, "k", 0),
+            "vector_bits": job.realization.vector_bits, **fields}
+
+
+def best_lines(tables: list[anc.AnchorTable], best: list[anc.AnchorMatch]) -> list[str]:
+    """The per-shape comparison with the best anchor, and the geometric mean
+    of the ratios per target and realization."""
+    lines = [f"anchors: {t.name} ({t.path.split('/')[-1]}"
+             + (f"; source {t.commit[:12]}, built with {t.flags}" if t.commit else "") + ")"
+             for t in tables]
+    lines.append(f"{'target':22s} {'realization':28s} {'case':26s} {'ours':>11s} "
+                 f"{'best anchor':>11s}  {'ratio':>6s}  {'outer/floor':>11s}  anchor")
+    groups: dict[tuple[str, str], list[anc.AnchorMatch]] = {}
+    for m in best:
+        groups.setdefault((m.target, m.realization), []).append(m)
+        opf = m.outer_per_floor
+        lines.append(f"{m.target:22s} {m.realization:28s} {m.case:26s} {m.ours:>11,.0f} "
+                     f"{m.theirs:>11,d}  {m.ratio:6.3f}  "
+                     f"{'' if opf != opf else f'{opf:.3f}':>11s}  {m.anchor.label}")
+    for (target, real), ms in groups.items():
+        worst = max(ms, key=lambda m: m.ratio)
+        lines.append(f"{target} {real}: geometric mean {anc.geomean(m.ratio for m in ms):.3f}"
+                     f" over {len(ms)} shape(s); worst {worst.ratio:.3f} ({worst.case})")
+    return lines
+
+
 def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
     try:
-        table = anc.load_anchors()
+        tables = anc.load_tables()
     except anc.AnchorError as exc:
         return [f"anchors: {exc}"]
-    case = job.case
-    row = {"op": case.op, "realization": job.realization.name, "target": job.target,
-           "case": case.name, "shape": case.shape_str(),
-           "m": getattr(case, "m", 0), "n": getattr(case, "n", 0), "k": getattr(case, "k", 0),
-           "vector_bits": job.realization.vector_bits, **fields}
+    row = _anchor_row(job, fields)
     out = []
-    for m in anc.match_anchors(table, [row]):
+    for m in anc.match_tables(tables, [row]):
         extra = ""
         if m.ours_without_checksum == m.ours_without_checksum:
             extra = (f"; without our checksum {m.ours_without_checksum:,.0f} "
                      f"({m.ours_without_checksum / m.theirs:.3f}x)")
-        out.append(f"{table.name} {m.anchor.label} ({m.anchor.phase}, "
+        out.append(f"{m.source} {m.anchor.label} ({m.anchor.phase}, "
                    f"{m.anchor.shape_str()}): theirs {m.theirs:,}, ours {m.ours:,.0f} "
                    f"-> {m.ratio:.3f}x{extra}")
     return out
@@ -159,10 +186,15 @@ def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
               help="The counted calls verify the packed B's payload checksum (the selector's "
                    "verify_payload): validate then holds the full-payload check.")
 @click.option("--json", "as_json", is_flag=True, help="Print the count fields as JSON.")
+@click.option("--anchors", "vs_anchors", is_flag=True,
+              help="Per shape: ours, the best KleidiAI anchor, the ratio and our outer "
+                   "products against the floor, then the geometric mean (by default the "
+                   "comparison sweep, reference/kleidiai_sweep.toml, with "
+                   "gemm_sme2_mopa_f32acc).")
 def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, ...],
           against: tuple[str, ...], shape: str | None, b_form: str, bias: bool,
           shapes: str | None, case_names: tuple[str, ...], method: str, verify: bool,
-          verify_payload: bool, as_json: bool) -> None:
+          verify_payload: bool, as_json: bool, vs_anchors: bool) -> None:
     """Count the exact dynamic instructions of one single-threaded call of a
     realization, per phase (validate, checksum, pack_lhs, pack_rhs, kernel,
     other; and pack_b), with the instruction mix, the floor and efficiency,
@@ -172,6 +204,10 @@ def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, .
     if not countable(target_spec):
         raise click.BadParameter(f"{target_spec!r}: counts need a qemu: worker target",
                                  param_hint="--target")
+    if vs_anchors and not shape and not shapes:
+        shapes = "kleidiai_sweep"
+    if vs_anchors and not realizations and not plugins:
+        realizations = ("gemm_sme2_mopa_f32acc",)
     if not realizations and not plugins:
         raise click.UsageError("give --realization NAME (or --plugin PATH)")
     cases = _cases(shape or (None if shapes else "256x256x256"), shapes, case_names, b_form,
@@ -232,6 +268,8 @@ def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, .
                                 "realization": name, "target": target_spec,
                                 "verified": verdict, **fields,
                                 **({"ratios": ratios} if ratios else {})})
+                elif vs_anchors:
+                    out.append(_anchor_row(job, fields))
                 else:
                     click.echo(count_text(job, fields, verdict))
                     for line in anchor_lines(job, fields):
@@ -243,6 +281,16 @@ def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, .
         target.close()
     if as_json:
         click.echo(json.dumps(out, indent=2))
+    elif vs_anchors:
+        try:
+            tables = anc.load_tables()
+        except anc.AnchorError as exc:
+            raise click.ClickException(str(exc)) from exc
+        best = anc.best_matches(anc.match_tables(tables, out))
+        if not best:
+            raise click.ClickException("no counted case matches an anchor of "
+                                       + ", ".join(t.path for t in tables))
+        click.echo("\n".join(best_lines(tables, best)))
 
 
 RATIO_PHASES = ("call", "validate", "pack_lhs", "pack_rhs", "kernel", "other", "pack_b")
@@ -344,8 +392,7 @@ def baseline_update(csv_path: Path, config_path: Path, keep: Path | None) -> Non
                "--out", str(out)]
         for t in cfg.targets:
             cmd += ["--target", t]
-        for b in cfg.backends:
-            cmd += ["--backend", b]
+        cmd += cfg.selection_args()
         click.echo("baseline: " + " ".join(cmd[2:]))
         if subprocess.run(cmd).returncode != 0:
             raise click.ClickException(f"the perf run failed (see above; run folder {out})")
@@ -424,14 +471,27 @@ def baseline_check(run_dirs: tuple[Path, ...], csv_path: Path, config_path: Path
 @click.command("anchors")
 @click.argument("run_dirs", metavar="RUN...", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--table", "table_path", type=click.Path(exists=True, dir_okay=False,
-              path_type=Path), default=anc.DEFAULT_TABLE, show_default=True,
-              help="The peer anchor table.")
-def anchors(run_dirs: tuple[Path, ...], table_path: Path) -> None:
-    """Our counts against the peer anchor table (KleidiAI v1.30's measured
-    counts) on the shapes both cover; exit 1 if no counted case matches."""
+@click.option("--table", "table_paths", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A peer anchor table; repeatable [default: "
+                   "reference/counts/kleidiai_v1.30.toml and kleidiai_sweep.toml].")
+@click.option("--best", is_flag=True,
+              help="Per counted shape only the best anchor (the fewest instructions), with "
+                   "our outer products against the floor and the geometric mean.")
+@click.option("--limit", type=float, default=None,
+              help="With --best: exit 1 when a shape's ratio to its best anchor exceeds this.")
+@click.option("--outer-limit", type=float, default=None,
+              help="With --best: exit 1 when our outer (or dot) products exceed this "
+                   "multiple of the floor on a shape.")
+def anchors(run_dirs: tuple[Path, ...], table_paths: tuple[Path, ...], best: bool,
+            limit: float | None, outer_limit: float | None) -> None:
+    """Our counts against the peer anchor tables (KleidiAI's measured counts)
+    on the shapes both cover; exit 1 if no counted case matches (or, with
+    --best, a limit is passed)."""
+    if (limit is not None or outer_limit is not None) and not best:
+        raise click.UsageError("--limit and --outer-limit go with --best")
     try:
-        table = anc.load_anchors(table_path)
+        tables = [anc.load_anchors(p) for p in table_paths] or anc.load_tables()
     except anc.AnchorError as exc:
         raise click.BadParameter(str(exc), param_hint="--table") from exc
     rows: list[dict[str, Any]] = []
@@ -440,15 +500,36 @@ def anchors(run_dirs: tuple[Path, ...], table_path: Path) -> None:
             rows += load_run(run_dir).results.to_dict("records")
         except RunFolderError as exc:
             raise click.BadParameter(str(exc), param_hint="RUN") from exc
-    matches = anc.match_anchors(table, rows)
-    click.echo(f"{table.name}: {table.what}\nmethod: {' '.join(table.method.split())}")
-    for m in matches:
-        extra = ""
-        if m.ours_without_checksum == m.ours_without_checksum:
-            extra = f" (without our checksum {m.ours_without_checksum / m.theirs:.3f})"
-        click.echo(f"{m.anchor.label:30s} {m.anchor.phase:8s} {m.anchor.shape_str():22s} "
-                   f"SVL {m.svl or 'any':>4} {m.realization:40s} ours {m.ours:>11,.0f} "
-                   f"theirs {m.theirs:>11,d}  ours/theirs {m.ratio:.3f}{extra}")
+    matches = anc.match_tables(tables, rows)
     if not matches:
         raise click.ClickException("no counted case matches an anchor (count the shapes of "
-                                   "reference/kleidiai_anchors*.toml with native B)")
+                                   "reference/kleidiai_anchors*.toml or kleidiai_sweep.toml "
+                                   "with native B)")
+    if best:
+        chosen = anc.best_matches(matches)
+        click.echo("\n".join(best_lines(tables, chosen)))
+        failures = []
+        for m in chosen:
+            if limit is not None and m.ratio > limit:
+                failures.append(f"{m.target} {m.realization} {m.case}: {m.ratio:.3f}x the "
+                                f"best anchor ({m.anchor.label}), limit {limit:g}")
+            opf = m.outer_per_floor
+            if outer_limit is not None and not opf <= outer_limit:
+                failures.append(f"{m.target} {m.realization} {m.case}: outer products "
+                                f"{opf:.3f}x the floor, limit {outer_limit:g}")
+        for f in failures:
+            click.echo(f"FAIL {f}")
+        if limit is not None or outer_limit is not None:
+            click.echo(f"anchors: {'FAILED' if failures else 'PASSED'} ({len(chosen)} shapes)")
+        if failures:
+            raise SystemExit(1)
+        return
+    for table in tables:
+        click.echo(f"{table.name}: {table.what}\nmethod: {' '.join(table.method.split())}")
+        for m in (m for m in matches if m.source == table.name):
+            extra = ""
+            if m.ours_without_checksum == m.ours_without_checksum:
+                extra = f" (without our checksum {m.ours_without_checksum / m.theirs:.3f})"
+            click.echo(f"{m.anchor.label:30s} {m.anchor.phase:8s} {m.anchor.shape_str():22s} "
+                       f"SVL {m.svl or 'any':>4} {m.realization:40s} ours {m.ours:>11,.0f} "
+                       f"theirs {m.theirs:>11,d}  ours/theirs {m.ratio:.3f}{extra}")

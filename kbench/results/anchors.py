@@ -1,7 +1,10 @@
 """Peer anchor tables: instruction counts another library's kernels were
-measured at (reference/counts/kleidiai_v1.30.toml: Arm KleidiAI v1.30, with
-how they were measured), and the ratio of our counts to them on the shapes
-both cover. The numbers are the peer's, never credited as ours."""
+measured at (reference/counts/kleidiai_v1.30.toml: Arm KleidiAI v1.30;
+reference/counts/kleidiai_sweep.toml: KleidiAI's v1.30 and newer SME2
+kernels on the comparison sweep, with the source commit and build flags),
+and the ratio of our counts to them on the shapes both cover; per shape the
+best anchor (the fewest instructions) and our outer products against their
+floor. The numbers are the peer's, never credited as ours."""
 
 from __future__ import annotations
 
@@ -9,15 +12,18 @@ import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kbench.errors import KbenchError
 from kbench.resources import resource_dir
+from kbench.results.counts import parse_mix
 
 # in the checkout reference/counts/, in an installed package kbench/reference/counts/
 DEFAULT_TABLE = resource_dir("reference") / "counts" / "kleidiai_v1.30.toml"
+SWEEP_TABLE = resource_dir("reference") / "counts" / "kleidiai_sweep.toml"
+DEFAULT_TABLES = (DEFAULT_TABLE, SWEEP_TABLE)
 PHASES = {"kernel": "count_kernel", "pack_lhs": "count_pack_lhs", "pack_b": "count_pack_b"}
 ANY_SVL = 0
 
@@ -34,6 +40,7 @@ class Anchor:
     shape: Mapping[str, int]  # some of m, n, k
     ours: tuple[str, ...]
     counts: Mapping[int, int]  # SVL bits (ANY_SVL for any) -> instructions
+    outer: Mapping[int, int] = field(default_factory=dict)  # SVL -> their outer/dot products
 
     def count_at(self, svl_bits: int) -> int | None:
         return self.counts.get(ANY_SVL, self.counts.get(svl_bits))
@@ -51,6 +58,9 @@ class AnchorTable:
     note: str
     anchors: tuple[Anchor, ...]
     path: str
+    commit: str = ""  # the peer's source commit, when the table records it
+    flags: str = ""  # the peer's compile flags, when the table records them
+    date: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,10 +75,17 @@ class AnchorMatch:
     ours: float
     theirs: int
     ours_without_checksum: float = math.nan  # pack_b only: the packer without sealing
+    source: str = ""  # the table's name
+    ours_outer: float = math.nan  # our outer (FMOPA) and dot (FDOT) products in the phase
+    floor: float = math.nan  # their floor for the shape (the count engine's)
 
     @property
     def ratio(self) -> float:
         return self.ours / self.theirs if self.theirs else math.nan
+
+    @property
+    def outer_per_floor(self) -> float:
+        return self.ours_outer / self.floor if self.floor > 0 else math.nan
 
 
 def load_anchors(path: str | Path = DEFAULT_TABLE) -> AnchorTable:
@@ -94,21 +111,31 @@ def load_anchors(path: str | Path = DEFAULT_TABLE) -> AnchorTable:
             raise AnchorError(f"{where}: ours must be a non-empty list of realization names",
                               "ours")
         counts: dict[int, int] = {}
+        outer: dict[int, int] = {}
         for key, value in a.items():
-            m = re.fullmatch(r"svl(\d+)", key)
+            m = re.fullmatch(r"(outer_)?svl(\d+)", key)
             if m or key == "any_svl":
                 if type(value) is not int or value <= 0:
                     raise AnchorError(f"{where}: {key} must be a positive integer", key)
-                counts[int(m.group(1)) if m else ANY_SVL] = value
+                if m and m.group(1):
+                    outer[int(m.group(2))] = value
+                else:
+                    counts[int(m.group(2)) if m else ANY_SVL] = value
         if not counts:
             raise AnchorError(f"{where}: no counts (svlNNN = ... or any_svl = ...)", "counts")
         shape = {d: a[d] for d in ("m", "n", "k") if d in a}
         if any(type(v) is not int or v < 1 for v in shape.values()):
             raise AnchorError(f"{where}: m, n, k must be positive integers", "shape")
         anchors.append(Anchor(str(a.get("label", a.get("kernel", ""))), str(a.get("kernel", "")),
-                              phase, shape, tuple(ours), counts))
+                              phase, shape, tuple(ours), counts, outer))
     return AnchorTable(src["name"], src["what"], src["method"], str(src.get("note", "")),
-                       tuple(anchors), str(p))
+                       tuple(anchors), str(p), str(src.get("commit", "")),
+                       str(src.get("flags", "")), str(src.get("date", "")))
+
+
+def load_tables(paths: Iterable[str | Path] = DEFAULT_TABLES) -> list[AnchorTable]:
+    """The anchor tables at `paths` (the default ones that exist)."""
+    return [load_anchors(p) for p in paths if Path(p).exists()]
 
 
 def _get(row: Mapping[str, Any] | Any, name: str) -> Any:
@@ -154,5 +181,35 @@ def match_anchors(table: AnchorTable, rows: Iterable[Mapping[str, Any] | Any]
             if a.phase == "pack_b":
                 extra = ours - _num(_get(row, "count_pack_b_checksum"))
             out.append(AnchorMatch(a, str(_get(row, "target")), str(_get(row, "realization")),
-                                   str(_get(row, "case")), svl, ours, theirs, extra))
+                                   str(_get(row, "case")), svl, ours, theirs, extra,
+                                   table.name, _outer(row, a.phase),
+                                   _num(_get(row, "count_floor"))))
     return out
+
+
+def _outer(row: Mapping[str, Any] | Any, phase: str) -> float:
+    """Outer (FMOPA) plus dot (FDOT) products of `phase` in the row's mix."""
+    mix = parse_mix(_get(row, "count_mix")).get(phase, {})
+    return float(mix.get("outer", 0) + mix.get("dot", 0)) if mix else math.nan
+
+
+def match_tables(tables: Iterable[AnchorTable], rows: Iterable[Mapping[str, Any] | Any]
+                 ) -> list[AnchorMatch]:
+    rows = list(rows)
+    return [m for t in tables for m in match_anchors(t, rows)]
+
+
+def best_matches(matches: Iterable[AnchorMatch]) -> list[AnchorMatch]:
+    """Per counted case (target, realization, case, phase, SVL) the match with
+    the best anchor: the peer kernel with the fewest instructions."""
+    best: dict[tuple[str, str, str, str, int], AnchorMatch] = {}
+    for m in matches:
+        key = (m.target, m.realization, m.case, m.anchor.phase, m.svl)
+        if key not in best or m.theirs < best[key].theirs:
+            best[key] = m
+    return list(best.values())
+
+
+def geomean(values: Iterable[float]) -> float:
+    vals = [v for v in values if v > 0]
+    return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else math.nan

@@ -22,14 +22,16 @@ from typing import Any
 from kbench.errors import KbenchError
 from kbench.resources import resource_dir
 from kbench.results.count_compare import DEFAULT_LIMIT, canonical_target
-from kbench.results.counts import COLUMNS
+from kbench.results.counts import COLUMNS, parse_mix
 
 # in the checkout reference/counts/, in an installed package kbench/reference/counts/
 REFERENCE = resource_dir("reference") / "counts"
 DEFAULT_CSV = REFERENCE / "baseline.csv"
 DEFAULT_CONFIG = REFERENCE / "baseline.toml"
 KEY_COLUMNS = ("target", "catalog", "case", "realization")
-FIELDS = (*KEY_COLUMNS, *(c.removeprefix("count_") for c in COLUMNS), "floor")
+# kernel_outer: the kernel phase's outer (FMOPA) and dot (FDOT) products, from the mix
+FIELDS = (*KEY_COLUMNS, *(c.removeprefix("count_") for c in COLUMNS), "floor", "kernel_outer")
+OPTIONAL_FIELDS = {"kernel_outer"}  # absent in a baseline written before it was kept
 
 
 class BaselineError(KbenchError):
@@ -107,7 +109,7 @@ def read_baseline(path: str | Path = DEFAULT_CSV) -> list[dict[str, Any]]:
         return []
     lines = [line for line in p.read_text().splitlines() if not line.startswith("#")]
     reader = csv.DictReader(io.StringIO("\n".join(lines)))
-    missing = set(FIELDS) - set(reader.fieldnames or [])
+    missing = set(FIELDS) - OPTIONAL_FIELDS - set(reader.fieldnames or [])
     if missing:
         raise BaselineError(f"{p}: missing column(s) {', '.join(sorted(missing))}", "baseline")
     rows = []
@@ -122,6 +124,8 @@ def read_baseline(path: str | Path = DEFAULT_CSV) -> list[dict[str, Any]]:
                 raise BaselineError(f"{p}: line {i}: {col.removeprefix('count_')} = {text!r} "
                                     "is not a number", col) from None
         row["count_floor"] = float(raw["floor"]) if raw["floor"].strip() else math.nan
+        outer = (raw.get("kernel_outer") or "").strip()
+        row["count_kernel_outer"] = float(outer) if outer else math.nan
         rows.append(row)
     return rows
 
@@ -143,6 +147,9 @@ def counted_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 row[col] = float(r.get(col, math.nan))
             except (TypeError, ValueError):
                 row[col] = math.nan
+        kernel = parse_mix(r.get("count_mix")).get("kernel")
+        row["count_kernel_outer"] = (float(kernel.get("outer", 0) + kernel.get("dot", 0))
+                                     if kernel else math.nan)
         out.setdefault(tuple(row[k] for k in KEY_COLUMNS), row)
     return list(out.values())
 
@@ -159,7 +166,8 @@ def render(rows: Iterable[Mapping[str, Any]], header: Iterable[str]) -> str:
     w.writerow(FIELDS)
     for r in sorted(rows, key=lambda r: tuple(r[k] for k in KEY_COLUMNS)):
         w.writerow([*(r[k] for k in KEY_COLUMNS),
-                    *(_cell(r[c]) for c in COLUMNS), _cell(r.get("count_floor", math.nan))])
+                    *(_cell(r[c]) for c in COLUMNS), _cell(r.get("count_floor", math.nan)),
+                    _cell(r.get("count_kernel_outer", math.nan))])
     return buf.getvalue()
 
 

@@ -26,9 +26,9 @@ COUNT_TABLE = ["target", "count_cpu", "catalog", "case", "shape", "realization",
 MIX_TABLE = ["target", "catalog", "case", "realization", "phase", *CLASSES, "total"]
 DELTA_TABLE = ["target", "catalog", "case", "realization", "base_call", "call",
                "call_ratio", "kernel_ratio", "pack_b_ratio", "grew", "verdict"]
-ANCHOR_TABLE = ["anchor", "peer_kernel", "phase", "anchor_shape", "svl", "target",
-                "realization", "case", "ours", "peer", "ratio", "ours_without_checksum",
-                "ratio_without_checksum"]
+ANCHOR_TABLE = ["anchor", "peer_kernel", "source", "phase", "anchor_shape", "svl", "target",
+                "realization", "case", "ours", "peer", "ratio", "best",
+                "ours_outer_per_floor", "ours_without_checksum", "ratio_without_checksum"]
 
 
 def counted(run: Run) -> pd.DataFrame:
@@ -103,17 +103,23 @@ def vs_committed(run: Run, path: Path = bl.DEFAULT_CSV) -> pd.DataFrame:
     return delta_table(compare_counts(committed, rows))
 
 
-def anchor_table(run: Run, path: Path = anc.DEFAULT_TABLE) -> pd.DataFrame:
-    """Our counts against the peer anchor table, on the shapes both cover."""
-    table = anc.load_anchors(path)
+def anchor_table(run: Run, paths: tuple[Path, ...] = anc.DEFAULT_TABLES) -> pd.DataFrame:
+    """Our counts against the peer anchor tables, on the shapes both cover:
+    every anchor of a shape, the best one (the fewest instructions) marked,
+    and our outer products against the floor."""
+    tables = anc.load_tables(paths)
+    matches = anc.match_tables(tables, counted(run).to_dict("records"))
+    best = {id(m) for m in anc.best_matches(matches)}
     rows = []
-    for m in anc.match_anchors(table, counted(run).to_dict("records")):
+    for m in matches:
         wo = m.ours_without_checksum
         rows.append({"anchor": m.anchor.label, "peer_kernel": m.anchor.kernel,
+                     "source": m.source,
                      "phase": m.anchor.phase, "anchor_shape": m.anchor.shape_str(),
                      "svl": m.svl or "any", "target": m.target, "realization": m.realization,
                      "case": m.case, "ours": m.ours, "peer": float(m.theirs),
-                     "ratio": m.ratio,
+                     "ratio": m.ratio, "best": "best" if id(m) in best else "",
+                     "ours_outer_per_floor": m.outer_per_floor,
                      "ours_without_checksum": wo,
                      "ratio_without_checksum": wo / m.theirs if wo == wo else math.nan})
     return pd.DataFrame(rows, columns=ANCHOR_TABLE)
@@ -156,9 +162,9 @@ def html_context(run: Run, tables: Any, html_table: Callable[..., Any]) -> dict[
                                        DELTA_TABLE),
         })
     anchors = tables.count_anchors
-    info = anc.load_anchors(anc.DEFAULT_TABLE)
+    infos = anc.load_tables()
     return {"count_targets": per_target, "count_summary": summary(run),
             "n_counted": len(counts),
             "count_anchors": html_table(anchors, ANCHOR_TABLE),
-            "n_count_anchors": len(anchors), "anchor_info": info,
+            "n_count_anchors": len(anchors), "anchor_infos": infos,
             "committed_baseline": str(bl.DEFAULT_CSV.relative_to(bl.DEFAULT_CSV.parents[2]))}
