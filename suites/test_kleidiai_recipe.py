@@ -112,3 +112,39 @@ def test_the_record_of_the_last_run_against_a_checkout_passed_everything() -> No
             assert passed == total > 0, row
     assert re.search(r"KleidiAI checkout v\d+\.\d+\.\d+\S* \([0-9a-f]{40}\)",
                      rec["record"]["note"])
+
+
+BUILT = RECIPE / "build" / "aarch64" / "libkbkleidiai.so"
+SIDE_BY_SIDE = [(37, 53, 45), (65, 7, 31), (4, 4096, 64), (129, 255, 63), (7, 9, 13),
+                (17, 31, 9), (100, 100, 100), (33, 1000, 32), (200, 33, 30), (1, 77, 19)]
+
+
+@pytest.mark.skipif(not BUILT.exists(), reason="the recipe's plugin is not built (make -C "
+                    "examples/plugins/kleidiai KLEIDIAI_SRC=...)")
+@pytest.mark.parametrize("svl", [128, 512])
+def test_our_sme2_mopa_is_bit_identical_to_kleidiais_kernel_of_the_same_layout(svl: int) -> None:
+    """Side by side with a built recipe plugin: our SME2 MOPA GEMM and KleidiAI's
+    2vlx2vl SME2 kernel (the packed layouts are the same) give the same bits on
+    ragged and small-M shapes, bias included (CI has no checkout: it skips)."""
+    import numpy as np
+
+    from kbench.native import api
+    from kbench.targets.spec import parse_target
+    t = parse_target(f"qemu:svl={svl}", [str(BUILT)])
+    rng = np.random.default_rng(svl)
+    try:
+        for m, n, k in SIDE_BY_SIDE:
+            a = rng.standard_normal((m, k)).astype(np.float16)
+            b = rng.standard_normal((k, n)).astype(np.float16)
+            bias = rng.standard_normal(n).astype(np.float16)
+            outs = []
+            for real in ("gemm_sme2_mopa_f32acc", "kleidiai.gemm_sme2_mopa"):
+                c = np.zeros((m, n), np.float16)
+                t.engine.gemm_raw(m, n, k, [api.RawProblem(a=a, lda=k, b=b, ldb=n, c=c, ldc=n,
+                                                           bias=bias)],
+                                  api.Selector(force=real))
+                outs.append(c.view(np.uint16).copy())
+            assert np.count_nonzero(outs[0] != outs[1]) == 0, (m, n, k)
+            assert np.count_nonzero(outs[0]) > 0
+    finally:
+        t.close()

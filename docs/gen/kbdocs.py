@@ -187,7 +187,7 @@ def anchor_count_rows() -> list[dict[str, Any]]:
     for r in record("anchor_counts")["row"]:
         row = dict(r)
         row["target"] = baseline_mod.canonical_target(row["target"])
-        for col in (*COLUMNS, "count_floor"):
+        for col in (*COLUMNS, "count_floor", "count_kernel_outer"):
             row[col] = float(row[col]) if col in row else math.nan
         rows.append(row)
     return _with_override(rows)
@@ -818,7 +818,8 @@ def record_anchor_counts() -> None:
     for r in rows:
         lines.append("[[row]]")
         lines += [f"{f} = {_toml_str(str(r[f]))}" for f in RECORD_FIELDS]
-        lines += [f"{c} = {int(r[c])}" for c in (*COLUMNS, "count_floor") if r[c] == r[c]]
+        lines += [f"{c} = {int(r[c])}" for c in (*COLUMNS, "count_floor", "count_kernel_outer")
+                  if r.get(c, math.nan) == r.get(c, math.nan)]
         lines.append("")
     (REPO / "docs/records/anchor_counts.toml").write_text("\n".join(lines))
 
