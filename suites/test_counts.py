@@ -879,6 +879,13 @@ def test_best_anchor_per_shape_and_the_anchor_gate(tmp_path: Path) -> None:
     (chosen,) = anc.best_matches(matches)
     assert chosen.theirs == best and chosen.ratio == pytest.approx(1.0)
     assert anc.geomean([0.5, 2.0]) == pytest.approx(1.0)
+    # packing anchors of the same shape (v1.30's table) are not a kernel's best anchor:
+    # --best and its limits compare kernels only
+    sq = _sweep_row("sweep_m256_n256_k256", 256, 256, 256, 50_000, 32768, 32768)
+    _write(tmp_path / "square", [sq])  # pack_b 900,000: far above KleidiAI's RHS packer
+    res = runner.invoke(anchors_cli, [str(tmp_path / "square"), "--best", "--limit", "1.0"])
+    assert res.exit_code == 0, res.output
+    assert "packing" not in res.output and "over 1 shape(s)" in res.output
     usage = runner.invoke(anchors_cli, [str(tmp_path / "ok"), "--limit", "1.0"])
     assert usage.exit_code == 2 and "--best" in usage.output
 

@@ -190,7 +190,9 @@ def match_anchors(table: AnchorTable, rows: Iterable[Mapping[str, Any] | Any]
 def _outer(row: Mapping[str, Any] | Any, phase: str) -> float:
     """Outer (FMOPA) plus dot (FDOT) products of `phase` in the row's mix."""
     mix = parse_mix(_get(row, "count_mix")).get(phase, {})
-    return float(mix.get("outer", 0) + mix.get("dot", 0)) if mix else math.nan
+    if "outer" not in mix and "dot" not in mix:
+        return math.nan  # a phase without outer or dot products (packing, NEON)
+    return float(mix.get("outer", 0) + mix.get("dot", 0))
 
 
 def match_tables(tables: Iterable[AnchorTable], rows: Iterable[Mapping[str, Any] | Any]
@@ -199,11 +201,15 @@ def match_tables(tables: Iterable[AnchorTable], rows: Iterable[Mapping[str, Any]
     return [m for t in tables for m in match_anchors(t, rows)]
 
 
-def best_matches(matches: Iterable[AnchorMatch]) -> list[AnchorMatch]:
+def best_matches(matches: Iterable[AnchorMatch], phase: str | None = "kernel"
+                 ) -> list[AnchorMatch]:
     """Per counted case (target, realization, case, phase, SVL) the match with
-    the best anchor: the peer kernel with the fewest instructions."""
+    the best anchor: the peer kernel with the fewest instructions; only the
+    matches of `phase` (the kernel's by default; None: every phase)."""
     best: dict[tuple[str, str, str, str, int], AnchorMatch] = {}
     for m in matches:
+        if phase is not None and m.anchor.phase != phase:
+            continue
         key = (m.target, m.realization, m.case, m.anchor.phase, m.svl)
         if key not in best or m.theirs < best[key].theirs:
             best[key] = m

@@ -109,7 +109,7 @@ def anchor_table(run: Run, paths: tuple[Path, ...] = anc.DEFAULT_TABLES) -> pd.D
     and our outer products against the floor."""
     tables = anc.load_tables(paths)
     matches = anc.match_tables(tables, counted(run).to_dict("records"))
-    best = {id(m) for m in anc.best_matches(matches)}
+    best = {id(m) for m in anc.best_matches(matches, phase=None)}
     rows = []
     for m in matches:
         wo = m.ours_without_checksum
