@@ -105,9 +105,9 @@ TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI 
                               "(reference/counts/baseline.csv): regenerate it, write it from a "
                               "run, or check a run against it."),
                  "anchors": ("kbench.cli.count:anchors",
-                             "Our counts against the peer anchor table (KleidiAI v1.30's "
-                             "measured counts) on the shapes both cover; exit 1 if no counted "
-                             "case matches."),
+                             "Our counts against the peer anchor tables (KleidiAI's measured "
+                             "counts) on the shapes both cover; exit 1 if no counted case "
+                             "matches (or, with --best, a limit is passed)."),
                  "mutate": ("kbench.cli.mutate:mutate",
                             "Apply each mutant of the catalog in a scratch copy of the "
                             "repository, rebuild exactly what it touches (host module, host and "
