@@ -85,16 +85,19 @@ def test_a_hello_without_the_trailing_steps_is_read_as_an_older_worker(target, m
     n = len(full.realizations)
     assert struct.unpack("<I", payload[-4 - 12 * n:-12 * n])[0] == n
     old = payload[:-4 - 12 * n]
-    monkeypatch.setattr(target.engine, "call", lambda *a, **k: worker.Reader(old))
-    info = target.engine.info("older")
-    assert [r.name for r in info.realizations] == [r.name for r in full.realizations]
-    assert all((r.m_step, r.n_step, r.kr) == (0, 0, 0) for r in info.realizations)
-    if full.arch == "aarch64":
-        assert all(r.n_step for r in full.realizations if r.backend in ("neon", "sme"))
-    bad = old + struct.pack("<I", n + 1) + b"\0" * 12 * (n + 1)
-    monkeypatch.setattr(target.engine, "call", lambda *a, **k: worker.Reader(bad))
-    with pytest.raises(worker.ProtocolError, match="steps of"):
-        target.engine.info("bad")
+    # the patch is undone before the target's teardown, whose SHUTDOWN must reach the
+    # real worker (a patched call sends nothing: the worker would be waited for 10 s)
+    with monkeypatch.context() as mp:
+        mp.setattr(target.engine, "call", lambda *a, **k: worker.Reader(old))
+        info = target.engine.info("older")
+        assert [r.name for r in info.realizations] == [r.name for r in full.realizations]
+        assert all((r.m_step, r.n_step, r.kr) == (0, 0, 0) for r in info.realizations)
+        if full.arch == "aarch64":
+            assert all(r.n_step for r in full.realizations if r.backend in ("neon", "sme"))
+        bad = old + struct.pack("<I", n + 1) + b"\0" * 12 * (n + 1)
+        mp.setattr(target.engine, "call", lambda *a, **k: worker.Reader(bad))
+        with pytest.raises(worker.ProtocolError, match="steps of"):
+            target.engine.info("bad")
 
 
 @pytest.mark.parametrize("bad", ["magic", "oversized", "truncated_header", "truncated_payload"])
