@@ -60,7 +60,11 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
     """`nan_clamp` is the realization's declared NaN rule (api.NAN_CLAMPS):
     with "to_min" / "to_max" an element whose exact value is NaN must hold
     that clamp bound instead of NaN (and one where an overflowing accumulator
-    may make a NaN may hold it too); every other check is unchanged."""
+    may make a NaN may hold it too); every other check is unchanged. Any
+    other rule is an error: it would be judged as some rule it is not."""
+    if nan_clamp not in NAN_RULES:
+        raise ValueError(f"unknown NaN rule {nan_clamp!r}: expected one of "
+                         f"{', '.join(NAN_RULES)}")
     impl = out.astype(np.float64)
     c = ref.exact
     total = c.size
@@ -129,7 +133,7 @@ def judge(out: np.ndarray, ref: Reference, model: AccumModel, k: int, has_bias: 
     if violations and not detail:
         idx = np.unravel_index(int(np.argmax(~ok)), c.shape)
         detail = (f"{violations} element(s) outside the bound; first at {tuple(map(int, idx))}: "
-                  f"got {impl[idx]!r}, exact {c[idx]!r}, bound {bound[idx]:.3g}")
+                  f"got {float(impl[idx])!r}, exact {float(c[idx])!r}, bound {bound[idx]:.3g}")
 
     # A case that cannot tell a right kernel from a wrong one is mistrusted.
     r16 = ref.rounded
@@ -162,7 +166,7 @@ def _nan_rule_detail(bad_nan: np.ndarray, impl: np.ndarray, ref: Reference,
     if not bad_nan.any():
         return ""
     got = impl[bad_nan]
-    declared = NAN_RULES.get(nan_clamp, NAN_RULES["propagate"])[0]
+    declared = NAN_RULES[nan_clamp][0]
     found = None
     if nan_clamp != "propagate" and np.isnan(got).all():
         found = ("are NaN", "propagate")
