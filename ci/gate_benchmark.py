@@ -80,6 +80,8 @@ class Outcome:
     other_failures: list[str] = field(default_factory=list)  # correctness, missing, ...
     load: float = math.nan  # highest 1-minute load average at the start of its two runs
     cases_noisy: int = 0  # ab: cases reported noisy (undecided), not flagged
+    gate_flagged: bool = False  # ab: `kbench gate --ab` at ci/gate.toml's limit fails it
+    gate_cases: int = 0  # ab: cases that gate judges slower
 
 
 @dataclass
@@ -105,6 +107,7 @@ class Settings:
     protocol: str = "runs"  # runs: two kbench runs gated; ab: one interleaved kbench ab run
     hog: int = 0  # busy-looping processes pinned to CPUs 0..hog-1 during the benchmark
     ab_args: list[str] = field(default_factory=list)  # more options for kbench ab
+    base_checkout: Path | None = None  # ab: the base worker built in this checkout
 
 
 def ci_table() -> dict[str, Any]:
@@ -258,10 +261,11 @@ def ab_run(s: Settings, out: Path, realization: str, slowdown: float, seed: int
 
     from kbench.targets.crossbuild import build
     worker = str(build("host"))
+    base = base_worker(s) or worker
     cand = (f"worker:env KBENCH_TEST_SLOWDOWN={realization}={slowdown:g} {shlex.quote(worker)}"
             if slowdown > 0 else f"worker:{worker}")
     if not (s.reuse and (out / "ab.csv").exists()):
-        cmd = [*s.command, "ab", "--base", f"worker:{worker}", "--cand", cand, "--out", str(out),
+        cmd = [*s.command, "ab", "--base", f"worker:{base}", "--cand", cand, "--out", str(out),
                "--seed", str(seed)]
         for shapes in s.shapes:
             cmd += ["--shapes", shapes]
@@ -275,6 +279,32 @@ def ab_run(s: Settings, out: Path, realization: str, slowdown: float, seed: int
                      f"\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     with (out / "ab.csv").open() as f:
         return list(csv.DictReader(f))
+
+
+def base_worker(s: Settings) -> str | None:
+    """The base build's worker when --base-checkout names one: built there as
+    the CI workflow builds the base commit's (a second build, not a copy)."""
+    if s.base_checkout is None:
+        return None
+    exe = s.base_checkout / "build" / "worker" / "host" / "kb_worker"
+    proc = subprocess.run([sys.executable, "-m", "kbench.targets.crossbuild", "--arch", "host"],
+                          cwd=s.base_checkout, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(s.base_checkout)})
+    if proc.returncode != 0 or not exe.exists():
+        sys.exit(f"gate_benchmark: cannot build the base worker in {s.base_checkout}:\n"
+                 f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return str(exe)
+
+
+def gate_judged(folder: Path, s: Settings, realization: str, fraction: float
+                ) -> tuple[bool, int]:
+    """The run as `kbench gate BASE CAND --ab FOLDER` judges its speed (the
+    limit and alpha of ci/gate.toml): (flagged, cases judged slower)."""
+    from kbench.results.abgate import judge_ab as gate_ab
+    from kbench.results.abgate import load_ab
+    slow = [v for v in gate_ab(load_ab(folder), s.max_slowdown, s.alpha) if v.verdict == SLOWER]
+    mine = [v for v in slow if v.label.split(" ")[0] == realization]
+    return (bool(slow) if fraction == 0 else bool(mine)), len(slow)
 
 
 def judge_ab(trial: int, cond: Condition, realization: str,
@@ -307,12 +337,14 @@ def run_ab(s: Settings) -> tuple[str, list[Outcome]]:
             rng.shuffle(conds)
             for cond in conds:
                 load = wait_for_quiet(s)
-                rows = ab_run(s, folder / cond.name.replace("/", "").replace(" ", "-"),
-                              realization, cond.fraction, seed=trial)
+                where = folder / cond.name.replace("/", "").replace(" ", "-")
+                rows = ab_run(s, where, realization, cond.fraction, seed=trial)
                 o = judge_ab(trial, cond, realization, rows)
+                o.gate_flagged, o.gate_cases = gate_judged(where, s, realization, cond.fraction)
                 o.load = load
                 outcomes.append(o)
             flags = " ".join(f"{o.condition}:{'F' if o.flagged else '.'}"
+                             f"{'G' if o.gate_flagged else '.'}"
                              for o in outcomes[-len(conds):])
             print(f"trial {trial}/{s.trials} ({time.monotonic() - started:.0f} s): {flags}",
                   file=sys.stderr)
@@ -335,16 +367,19 @@ def table_ab(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[
         f"commit {str(meta.get('git_commit') or '')[:12]}",
         f"- {s.hog} CPU hog process(es) pinned to CPU 0..{max(0, s.hog - 1)} throughout"
         if s.hog else "- no CPU hog",
-        f"- `kbench ab` on the host worker vs itself, catalogs {', '.join(s.shapes)}, "
-        f"realization `{realization}`"
+        "- `kbench ab`: base the host worker "
+        + (f"built in a second checkout ({s.base_checkout})" if s.base_checkout else "itself")
+        + f", candidate this checkout's host worker; catalogs {', '.join(s.shapes)}, "
+        + (f"every realization, `{realization}` slowed" if s.all_realizations
+           else f"realization `{realization}`")
         + (f", `{shlex.join(s.ab_args)}`" if s.ab_args else "")
         + f"; {s.trials} trials per condition, {seconds / 60:.1f} min",
         f"- 1-minute load average at the start of the runs: median {statistics.median(loads):.2f}"
         f", max {max(loads):.2f}" if loads else "- load: –",
         "",
         "| condition | trials | flagged | flag rate (95% CI) | cases slower | cases noisy "
-        "| median paired ratio |",
-        "|---|---:|---:|---|---:|---:|---:|",
+        f"| median paired ratio | gate failed ({s.max_slowdown:.0%} limit) | gate cases slower |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for cond in s.conditions:
         rows = [o for o in outcomes if o.condition == cond.name]
@@ -355,10 +390,14 @@ def table_ab(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[
         ratio = f"{statistics.median(ratios):.3f}" if ratios else "–"
         lines.append(f"| {cond.name} | {n} | {k} | {k / n if n else 0:.0%} ({lo:.0%}–{hi:.0%}) "
                      f"| {sum(o.cases_flagged for o in rows)}/{compared} "
-                     f"| {sum(o.cases_noisy for o in rows)}/{compared} | {ratio} |")
+                     f"| {sum(o.cases_noisy for o in rows)}/{compared} | {ratio} "
+                     f"| {sum(o.gate_flagged for o in rows)}/{n} "
+                     f"| {sum(o.gate_cases for o in rows)}/{compared} |")
     lines += ["", "A/A counts a trial as flagged if `kbench ab` calls any case slower; a slowed "
               "condition, if it calls a case of the slowed realization slower. Noisy cases are "
-              "undecided, never flagged.", ""]
+              "undecided, never flagged. \"Gate failed\": the same run judged as `kbench gate "
+              "--ab` judges it (ci/gate.toml's limit and alpha) fails for a slowdown — for A/A "
+              "on any case, for a slowed condition on a case of the slowed realization.", ""]
     return "\n".join(lines)
 
 
@@ -442,6 +481,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                         "`kbench ab` run per condition [runs]")
     p.add_argument("--hog", type=int, default=0,
                    help="busy-looping processes pinned to CPUs 0..N-1 during the benchmark [0]")
+    p.add_argument("--base-checkout", type=Path, default=None,
+                   help="--protocol ab: build the base worker in this checkout (e.g. a clone of "
+                        "the same commit: two builds, as the CI workflow has) [this checkout's]")
     p.add_argument("--ab-args", default="",
                    help='more options for kbench ab, e.g. "--rounds 40 --min-effect 2%%"')
     ci_passes = ci_table().get("passes", 1)
@@ -466,7 +508,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                  all_realizations=a.all_realizations, seed=a.seed,
                  run_args=shlex.split(a.run_args), max_load=a.max_load, max_wait=a.max_wait,
                  reuse=a.reuse, keep_runs=a.keep or a.reuse, passes=a.passes,
-                 protocol=a.protocol, hog=a.hog, ab_args=shlex.split(a.ab_args))
+                 protocol=a.protocol, hog=a.hog, ab_args=shlex.split(a.ab_args),
+                 base_checkout=a.base_checkout.resolve() if a.base_checkout else None)
     return s, a
 
 

@@ -66,6 +66,11 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str) -> float:
                    "all the looks the run may take (Bonferroni). [default: one stage]")
 @click.option("--max-looks", type=click.IntRange(2, 50), default=6, show_default=True,
               help="With --budget: most stages of --rounds pairs a case takes.")
+@click.option("--processes", type=click.IntRange(1, 64), default=3, show_default=True,
+              help="Blocks of each case's rounds, each in a fresh pair of worker processes "
+                   "(a process keeps one memory layout for its life: layout is then "
+                   "variance the statistics see, not a bias); a slower or faster verdict "
+                   "needs every block to agree. In-process targets cannot be restarted.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Threads per call.")
 @click.option("--seed", type=int, default=0, show_default=True,
@@ -81,7 +86,7 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
        realizations: tuple[str, ...], case_expr: str, rounds: int, min_round_ms: float,
        min_effect: float, alpha: float, threads: int, seed: int, cpu: int | None,
        out: str | None, markdown: str | None, budget_s: float | None = None,
-       max_looks: int = 6) -> None:
+       max_looks: int = 6, processes: int = 3) -> None:
     """Time a base and a candidate build interleaved (rounds alternate in
     one run) and report, per case, the paired ratio with its confidence
     interval, the ratio of minima, each side's CV and a verdict (slower,
@@ -95,6 +100,7 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
     from kbench.results.machine import busy, describe, machine_state
     from kbench.results.store import default_run_dir, machine_metadata
     from kbench.targets.spec import parse_target
+    from kbench.targets.worker import WorkerEngine
 
     keep = None
     if case_expr:
@@ -135,7 +141,8 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
         settings = proto.AbSettings(rounds=rounds, min_round_ns=int(min_round_ms * 1e6),
                                     threads=threads, min_effect=min_effect, alpha=alpha,
                                     seed=seed, looks=max_looks if budget_s else 1,
-                                    budget_s=budget_s or 0.0, cases=len(jobs))
+                                    budget_s=budget_s or 0.0, cases=len(jobs),
+                                    processes=processes)
         run_dir = Path(out) if out else Path(str(default_run_dir(Path.cwd() / "runs")) + "-ab")
         run_dir.mkdir(parents=True, exist_ok=True)
         state = machine_state()
@@ -148,12 +155,24 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
         (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
         how = (f"stages of {rounds} interleaved rounds until decided (at most {max_looks}, "
                f"{budget_s:g} s in all)" if budget_s else f"{rounds} interleaved rounds")
+        if processes > 1:
+            how += f" in {len(proto.block_sizes(rounds, processes))} blocks of fresh processes"
         click.echo(f"kbench ab: base {base_spec} vs candidate {cand_spec}, {len(jobs)} case(s) "
                    f"x {how} -> {run_dir}")
         click.echo(f"machine: {describe(state)}; both sides pinned to "
                    + (f"CPU {pinned}" if pinned is not None else "no CPU")
                    + ("  (busy: other work competes; interleaving shares it out)"
                       if busy(state) else ""))
+        fixed = [spec for spec, t in ((base_spec, base), (cand_spec, cand))
+                 if not isinstance(t.engine, WorkerEngine)]
+        if processes > 1 and fixed:
+            click.echo(f"note: {', '.join(fixed)} runs in this process: its blocks of rounds "
+                       "share one process (use worker: targets for fresh processes)")
+
+        def fresh() -> None:  # both sides in new processes, pinned as before
+            proto.restart([base, cand])
+            if pinned is not None:
+                proto.pin_together([base, cand], pinned)
         rng = random.Random(seed)
         cache = InputCache()
         results: list[proto.AbCase] = []
@@ -165,7 +184,8 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
             if budget_s:  # this case's share of what is left
                 left = budget_s - (time.monotonic() - start)
                 deadline = time.monotonic() + max(left, 0.0) / (len(jobs) - i + 1)
-            results.append(proto.run_case(base, cand, jb, jc, settings, rng, cache, deadline))
+            results.append(proto.run_case(base, cand, jb, jc, settings, rng, cache, deadline,
+                                          fresh if processes > 1 else None))
             r = results[-1]
             head = f"[{i}/{len(jobs)}] {jc.realization.name} {jc.catalog}/{jc.case.name}"
             if r.failure:
@@ -236,10 +256,16 @@ def summary_markdown(meta: dict[str, Any], results: list[Any], settings: Any) ->
     st = meta.get("machine_state", {})
     lines = [f"## kbench ab: {mark}", "",
              f"- base `{meta['base']}`, candidate `{meta['cand']}`",
-             f"- {settings.rounds} interleaved round pairs per case; verdict on the median "
+             f"- {settings.rounds} interleaved round pairs per case"
+             + (f" in {getattr(settings, 'processes', 1)} blocks of fresh processes, each "
+                "round's buffers at a random place"
+                if getattr(settings, "processes", 1) > 1 else "")
+             + "; verdict on the median "
              f"paired ratio (candidate/base) with its sign-test confidence interval at "
              f"1 - {settings.alpha:g}/cases (Bonferroni), limit ±{settings.min_effect:.1%}, "
-             "and the ratio of per-round minima",
+             "and the ratio of per-round minima"
+             + (" (a slower or faster verdict needs every block to agree)"
+                if getattr(settings, "processes", 1) > 1 else ""),
              f"- machine at start: {describe(st.get('start', {}))}; both sides pinned to "
              + (f"CPU {meta['pinned_cpu']}" if meta.get("pinned_cpu") is not None else "no CPU"),
              *([f"- machine at end: {describe(st['end'])}"] if st.get("end") else []),

@@ -13,8 +13,15 @@ Per case and realization:
    use that count for both sides (the same work per round);
 4. warm both up, then for each of R rounds run one round on each side, in
    an order drawn per round (base first or candidate first: neither side
-   always runs into a warm or cold machine first);
-5. judge the paired rounds with kbench.results.abstats.
+   always runs into a warm or cold machine first); each round copies its
+   operands to a random place first (kbench.harness.placement);
+5. with P processes per side (`--processes`, worker targets), the R rounds
+   run as P blocks, each in a fresh pair of worker processes (both
+   restarted, re-pinned and prepared again before it): a process fixes one
+   memory layout — code, heap, the library's scratch — for its life, so one
+   pair of processes alone could carry a layout bias through all rounds;
+6. judge the paired rounds with kbench.results.abstats (a slower or faster
+   verdict needs every block to agree).
 
 With a time budget (`kbench ab --budget`), step 4 is sequential: a case
 runs stages of R rounds, judged after each, and stops at the first stage
@@ -38,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbench.harness.perf import PerfSettings, Prepared, prepare, process_id, verify
+from kbench.harness.placement import Placement
 from kbench.harness.runner import InputCache, Job
 from kbench.judge.verdict import MISTRUSTED, PASS, Verdict
 from kbench.native.calls import Timing
@@ -60,6 +68,7 @@ class AbSettings:
     looks: int = 1  # stages of `rounds` a case may take (sequential with a budget)
     budget_s: float = 0.0  # seconds for the whole run's timing, 0 = none (one stage)
     cases: int = 1  # cases the run times (m of the Bonferroni correction)
+    processes: int = 1  # blocks of rounds per stage, each in fresh worker processes
 
     @property
     def comparisons(self) -> int:
@@ -80,6 +89,7 @@ class AbCase:
     order: str = ""  # per round: "bc" (base first) or "cb"
     stats: PairedStats | None = None
     looks: int = 0  # stages of rounds it took
+    blocks: list[int] = field(default_factory=list)  # rounds per block of fresh processes
 
     @property
     def timed(self) -> bool:
@@ -101,7 +111,7 @@ class AbCase:
             "base_ran": self.base_verdict.realization, "cand_ran": self.cand_verdict.realization,
             "base_status": self.base_verdict.status, "cand_status": self.cand_verdict.status,
             "failure": self.failure, "reps_per_round": self.reps, "order": self.order,
-            "looks": self.looks,
+            "looks": self.looks, "blocks": " ".join(str(b) for b in self.blocks),
             "flops": self.job.case.flops,
             "base_round_times_ns": " ".join(f"{t:.10g}" for t in self.base_rounds),
             "cand_round_times_ns": " ".join(f"{t:.10g}" for t in self.cand_rounds),
@@ -188,10 +198,34 @@ def _one_round(prep: Prepared, reps: int) -> Callable[[], float]:
     return lambda: float(prep.run(timing).times_ns[0])
 
 
+def block_sizes(rounds: int, processes: int) -> list[int]:
+    """Rounds per block: `rounds` split as evenly as it goes over at most
+    `processes` blocks (the first ones take the remainder)."""
+    p = max(1, min(processes, rounds))
+    return [rounds // p + (1 if i < rounds % p else 0) for i in range(p)]
+
+
+def restart(targets: list[Target]) -> bool:
+    """Starts every worker target afresh (a new process: a new memory
+    layout); True if each one could be (in-process targets cannot)."""
+    from kbench.targets.worker import WorkerEngine
+    fresh = True
+    for t in targets:
+        if isinstance(t.engine, WorkerEngine):
+            t.engine.close()
+            t.engine.start()
+        else:
+            fresh = False
+    return fresh
+
+
 def run_case(base: Target, cand: Target, job_base: Job, job_cand: Job, s: AbSettings,
-             rng: random.Random, cache: InputCache, deadline: float | None = None) -> AbCase:
+             rng: random.Random, cache: InputCache, deadline: float | None = None,
+             fresh: Callable[[], object] | None = None) -> AbCase:
     """Verify both sides, then time them interleaved (in stages until decided,
-    up to s.looks, while the deadline allows: sequential)."""
+    up to s.looks, while the deadline allows: sequential). Each stage runs
+    its rounds in s.processes blocks; before each block `fresh` (if given)
+    gives both sides new processes, and both are prepared again."""
     perf = PerfSettings(warmup=s.warmup, rounds=1, min_round_ns=s.min_round_ns,
                         threads=s.threads)
     vb = verify(base, job_base, perf, cache)
@@ -199,15 +233,34 @@ def run_case(base: Target, cand: Target, job_base: Job, job_cand: Job, s: AbSett
     out = AbCase(job_cand, vb, vc)
     if out.failure:
         return out
-    pb = prepare(base, job_base, perf, cache)
-    pc = prepare(cand, job_cand, perf, cache)
-    reps = pc.run(Timing(warmup=s.warmup, rounds=1, min_round_ns=s.min_round_ns)).reps_per_round
-    pb.run(Timing(warmup=s.warmup, rounds=1, min_round_ns=0, max_reps=reps))  # warm-up
-    out.reps = reps
-    one_b, one_c = _one_round(pb, reps), _one_round(pc, reps)
+
+    def block(rounds: int) -> tuple[list[float], list[float], str]:
+        if fresh is not None:
+            fresh()
+        # each side draws its own buffer placement per round (kbench.harness.placement)
+        pb = prepare(base, job_base, perf, cache, Placement(random.Random(rng.random())))
+        pc = prepare(cand, job_cand, perf, cache, Placement(random.Random(rng.random())))
+        if not out.reps:  # calls per round: calibrated once, on the candidate
+            out.reps = pc.run(Timing(warmup=s.warmup, rounds=1,
+                                     min_round_ns=s.min_round_ns)).reps_per_round
+        else:
+            pc.run(Timing(warmup=s.warmup, rounds=1, min_round_ns=0, max_reps=out.reps))
+        pb.run(Timing(warmup=s.warmup, rounds=1, min_round_ns=0, max_reps=out.reps))  # warm-up
+        out.blocks.append(rounds)
+        return interleave(_one_round(pb, out.reps), _one_round(pc, out.reps), rounds, rng)
+
+    def stage() -> tuple[list[float], list[float], str]:
+        b: list[float] = []
+        c: list[float] = []
+        order = ""
+        for n in block_sizes(s.rounds, s.processes):
+            sb, sc, so = block(n)
+            b, c, order = b + sb, c + sc, order + so
+        return b, c, order
+
     out.base_rounds, out.cand_rounds, out.order, out.looks = sequential(
-        lambda: interleave(one_b, one_c, s.rounds, rng),
-        lambda b, c: paired(b, c, s.min_effect, s.alpha, s.comparisons).verdict,
+        stage,
+        lambda b, c: paired(b, c, s.min_effect, s.alpha, s.comparisons, out.blocks).verdict,
         s.looks, deadline)
     return out
 
@@ -218,4 +271,4 @@ def judge(cases: list[AbCase], s: AbSettings) -> None:
     timed = [c for c in cases if c.timed]
     m = s.comparisons if s.looks > 1 else len(timed)  # as the looks were judged
     for c in timed:
-        c.stats = paired(c.base_rounds, c.cand_rounds, s.min_effect, s.alpha, m)
+        c.stats = paired(c.base_rounds, c.cand_rounds, s.min_effect, s.alpha, m, c.blocks)

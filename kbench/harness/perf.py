@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from kbench.harness.placement import Placement
 from kbench.harness.runner import InputCache, Job, run_job
 from kbench.judge.verdict import MISTRUSTED, PASS, Verdict
 from kbench.native import api
@@ -99,7 +100,10 @@ class Prepared:
 
 
 def prepare(target: Target, job: Job, settings: PerfSettings,
-            cache: InputCache | None = None) -> Prepared:
+            cache: InputCache | None = None, placement: Placement | None = None) -> Prepared:
+    """With a placement, every run() copies the operands and outputs to a new
+    random place first (kbench.harness.placement): each timed call draws its
+    own buffer layout."""
     case, name = job.case, job.realization.name
     sel = target._forced(api.Selector(threads=settings.threads), name)
     if isinstance(case, GemmCase):
@@ -112,7 +116,8 @@ def prepare(target: Target, job: Job, settings: PerfSettings,
             packing = target.time_packing(case, inp, job.realization, settings.timing(), sel)
 
         def run_gemm(timing: Timing) -> CallResult:
-            return target.engine.gemm_raw(case.m, case.n, case.k, problems, sel, timing)
+            placed = placement.problems(problems) if placement else problems
+            return target.engine.gemm_raw(case.m, case.n, case.k, placed, sel, timing)
         return Prepared(run_gemm, packing)
     cinp = cache.get(case, job.kind) if cache else inputs.conv_inputs(case, job.kind)
     assert isinstance(cinp, inputs.ConvInputs) and isinstance(case, ConvCase)
@@ -122,7 +127,12 @@ def prepare(target: Target, job: Job, settings: PerfSettings,
     x, w = np.ascontiguousarray(cinp.x), np.ascontiguousarray(cinp.w)
 
     def run_conv(timing: Timing) -> CallResult:
-        return target.engine.conv_raw(desc, x, w, cinp.bias, out, sel, timing)
+        if placement is None:
+            return target.engine.conv_raw(desc, x, w, cinp.bias, out, sel, timing)
+        placement.new_round()
+        return target.engine.conv_raw(desc, placement.place(x), placement.place(w),
+                                      placement.place(cinp.bias), placement.place(out), sel,
+                                      timing)
     return Prepared(run_conv, None)
 
 

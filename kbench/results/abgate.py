@@ -92,6 +92,18 @@ def _times(text: str | None) -> list[float]:
         return []
 
 
+def _blocks(text: str | None) -> list[int] | None:
+    """A row's rounds per block of fresh processes (None: one block, or a
+    run that did not record them); a malformed entry is none at all: []."""
+    if not text or not text.strip():
+        return None
+    try:
+        out = [int(x) for x in text.split()]
+    except ValueError:
+        return []
+    return out if all(b > 0 for b in out) else []
+
+
 def judge_ab(ab: AbRun, max_slowdown: float, alpha: float) -> list[AbVerdict]:
     """Every case of the interleaved run, judged at the gate's limit (the
     paired ratio's interval must lie beyond 1 +- max_slowdown) and alpha
@@ -106,15 +118,25 @@ def judge_ab(ab: AbRun, max_slowdown: float, alpha: float) -> list[AbVerdict]:
             out.append(AbVerdict(label, FAILED, None, r.get("failure") or "failed to verify"))
         elif not base or len(base) != len(cand):
             out.append(AbVerdict(label, UNTIMED, None, "no paired rounds"))
+        elif (blocks := _blocks(r.get("blocks"))) is not None and sum(blocks) != len(base):
+            out.append(AbVerdict(label, UNTIMED, None,
+                                 f"its blocks ({r.get('blocks')}) do not add up to its "
+                                 f"{len(base)} rounds"))
         else:
-            timed.append((len(out), label, base, cand))
+            timed.append((len(out), label, base, cand, blocks))
             out.append(None)
     settings = ab.meta.get("settings") or {}
     looks = int(settings.get("looks") or 1)  # a sequential run (kbench ab --budget)
     m = max(len(timed), int(settings.get("cases") or 0)) * looks if looks > 1 else len(timed)
-    for i, label, base, cand in timed:
-        s = paired(base, cand, min_effect=max_slowdown, alpha=alpha, comparisons=m)
+    for i, label, base, cand, blocks in timed:
+        s = paired(base, cand, min_effect=max_slowdown, alpha=alpha, comparisons=m,
+                   blocks=blocks)
         verdict = s.verdict if s.verdict in (SLOWER, FASTER, SAME) else INCONCLUSIVE
+        if s.verdict == NOISY and s.block_ratios and (s.ci_low > 1 + max_slowdown
+                                                     or s.ci_high < 1 - max_slowdown):
+            why = "its blocks of fresh processes disagree: a layout effect, not the build"
+            out[i] = AbVerdict(label, verdict, s, f"{s.describe(max_slowdown)} ({why})")
+            continue
         why = {NOISY: "the interval is too wide to tell, or the minima disagree",
                TOO_FEW: "too few rounds for the interval"}.get(s.verdict, "")
         out[i] = AbVerdict(label, verdict, s, s.describe(max_slowdown)

@@ -17,8 +17,12 @@ Per case:
 
 Verdict, with `min_effect` the smallest change worth reporting:
 
-- "slower": the interval lies above 1 + min_effect and the min ratio
-  exceeds 1 + min_effect / 2;
+- "slower": the interval lies above 1 + min_effect, the min ratio
+  exceeds 1 + min_effect / 2 and, when the rounds ran in blocks of fresh
+  processes (`blocks`), every block's median paired ratio exceeds
+  1 + min_effect / 2 as well — a process keeps one memory layout for its
+  life, so a shift that only some process pairs show is layout, not the
+  build (such a case is "noisy");
 - "faster": the mirror image;
 - "same": the interval lies within [1 - min_effect, 1 + min_effect];
 - "noisy": anything else (the interval is too wide to tell, or the minima
@@ -94,6 +98,7 @@ class PairedStats:
     base_cv: float
     cand_cv: float
     verdict: str
+    block_ratios: tuple[float, ...] = ()  # median paired ratio per block of processes
 
     @property
     def noise(self) -> float:
@@ -105,14 +110,32 @@ class PairedStats:
               else "[–]")
         return (f"{self.verdict}: paired ratio {self.median_ratio:.3f} "
                 f"({self.confidence:.2%} CI {ci}), min ratio {self.min_ratio:.3f}, "
-                f"CV base {self.base_cv:.1%} cand {self.cand_cv:.1%}, {self.rounds} rounds, "
-                f"limit ±{min_effect:.1%}")
+                f"CV base {self.base_cv:.1%} cand {self.cand_cv:.1%}, {self.rounds} rounds"
+                + (f" in {len(self.block_ratios)} blocks (ratios "
+                   + " ".join(f"{r:.3f}" for r in self.block_ratios) + ")"
+                   if self.block_ratios else "")
+                + f", limit ±{min_effect:.1%}")
+
+
+def block_medians(ratios: Sequence[float], blocks: Sequence[int]) -> tuple[float, ...]:
+    """The median of each block of consecutive paired ratios (blocks: their
+    lengths, summing to len(ratios))."""
+    if any(b < 1 for b in blocks) or sum(blocks) != len(ratios):
+        raise ValueError(f"blocks {list(blocks)} do not split {len(ratios)} rounds")
+    out, at = [], 0
+    for b in blocks:
+        out.append(statistics.median(ratios[at:at + b]))
+        at += b
+    return tuple(out)
 
 
 def paired(base: Sequence[float], cand: Sequence[float], min_effect: float = 0.025,
-           alpha: float = 0.01, comparisons: int = 1) -> PairedStats:
+           alpha: float = 0.01, comparisons: int = 1,
+           blocks: Sequence[int] | None = None) -> PairedStats:
     """Statistics and verdict of one case from its interleaved rounds
-    (base[i] and cand[i] are a pair; per-call times)."""
+    (base[i] and cand[i] are a pair; per-call times). blocks: the lengths
+    of the consecutive runs of rounds taken by one pair of processes each
+    (None or one block: a single pair)."""
     if len(base) != len(cand):
         raise ValueError(f"paired rounds: {len(base)} base vs {len(cand)} candidate")
     if not 0 < alpha < 1:
@@ -125,7 +148,9 @@ def paired(base: Sequence[float], cand: Sequence[float], min_effect: float = 0.0
         nan = math.nan
         return PairedStats(n, nan, nan, nan, nan, nan, nan, nan, confidence, nan, nan, nan,
                            TOO_FEW)
-    ratios = sorted(c / b for b, c in zip(base, cand, strict=True))
+    in_order = [c / b for b, c in zip(base, cand, strict=True)]
+    per_block = block_medians(in_order, blocks) if blocks and len(blocks) > 1 else ()
+    ratios = sorted(in_order)
     med = statistics.median(ratios)
     ranks = median_ci_ranks(n, confidence)
     lo, hi = (ratios[ranks[0] - 1], ratios[ranks[1] - 1]) if ranks else (math.nan, math.nan)
@@ -133,9 +158,11 @@ def paired(base: Sequence[float], cand: Sequence[float], min_effect: float = 0.0
     up, down = 1.0 + min_effect, 1.0 - min_effect
     if ranks is None:
         verdict = TOO_FEW
-    elif lo > up and min_ratio > 1.0 + min_effect / 2:
+    elif (lo > up and min_ratio > 1.0 + min_effect / 2
+          and all(r > 1.0 + min_effect / 2 for r in per_block)):
         verdict = SLOWER
-    elif hi < down and min_ratio < 1.0 - min_effect / 2:
+    elif (hi < down and min_ratio < 1.0 - min_effect / 2
+          and all(r < 1.0 - min_effect / 2 for r in per_block)):
         verdict = FASTER
     elif lo >= down and hi <= up:
         verdict = SAME
@@ -143,4 +170,4 @@ def paired(base: Sequence[float], cand: Sequence[float], min_effect: float = 0.0
         verdict = NOISY
     return PairedStats(n, statistics.median(base), statistics.median(cand), min(base),
                        min(cand), med, lo, hi, confidence, min_ratio, cv(base), cv(cand),
-                       verdict)
+                       verdict, per_block)
