@@ -215,6 +215,23 @@ def test_pin_together_puts_both_workers_on_one_cpu(worker_path: str) -> None:
         b.close()
 
 
+def test_restart_gives_each_worker_target_a_new_process(worker_path: str) -> None:
+    a, b = parse_target(f"worker:{worker_path}"), parse_target("worker:host")
+    try:
+        a.info()
+        b.info()
+        before = {ab.process_id(a), ab.process_id(b)}
+        assert ab.restart([a, b]) is True
+        after = {ab.process_id(a), ab.process_id(b)}
+        assert None not in after and not before & after
+        a.info()  # the new processes answer
+    finally:
+        a.close()
+        b.close()
+    host = parse_target("host")
+    assert ab.restart([host]) is False  # in-process: cannot be restarted
+
+
 def test_kbench_ab_run_folder(tmp_path: Path, worker_path: str) -> None:
     """Mechanics end to end on two smoke cases: verdicts, paired rounds and
     their order, machine state and CV recorded (no speed asserted)."""
@@ -245,6 +262,7 @@ def test_kbench_ab_run_folder(tmp_path: Path, worker_path: str) -> None:
         cand = [float(x) for x in r["cand_round_times_ns"].split()]
         assert len(base) == len(cand) == 14 == len(r["order"]) == int(r["rounds"])
         assert r["looks"] == "1"  # no --budget: one stage
+        assert r["blocks"] == "5 5 4"  # --processes 3 (default): 14 rounds in three blocks
         assert set(r["order"]) <= {"b", "c"}
         assert float(r["base_cv"]) == pytest.approx(abstats.cv(base), rel=1e-4)
         assert r["verdict"] in ("same", "slower", "faster", "noisy", "too-few-rounds")

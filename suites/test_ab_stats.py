@@ -200,3 +200,66 @@ def test_paired_slower_needs_both_bounds_strictly_beyond_the_limit() -> None:
                           min_effect=0.5).verdict == abstats.SLOWER
     faster = abstats.paired(base, [750.0] * 30, min_effect=0.25)
     assert faster.ci_high == 0.75 and faster.verdict != abstats.FASTER
+
+
+def _layout_case(block_ratios: list[float], per_block: int = 15
+                 ) -> tuple[list[float], list[float], list[int]]:
+    """Rounds in blocks of fresh processes: within block i every pair has the
+    candidate at block_ratios[i] x the base; the last block ran under load
+    (both sides 2x slower), so the per-round minima come from the others."""
+    rng = random.Random(5)
+    base, cand = [], []
+    for i, r in enumerate(block_ratios):
+        scale = 2.0 if i == len(block_ratios) - 1 else 1.0
+        for _ in range(per_block):
+            b = 1e6 * scale * math.exp(rng.gauss(0, 0.002))
+            base.append(b)
+            cand.append(b * r * math.exp(rng.gauss(0, 0.002)))
+    return base, cand, [per_block] * len(block_ratios)
+
+
+def test_a_shift_that_one_block_of_processes_does_not_show_is_noisy_not_slower() -> None:
+    """Three process pairs 13% apart, the fourth not: pooled, the interval and
+    the minima say slower; the blocks say layout (a pair of processes keeps
+    one layout for its life), so the verdict is noisy — in both directions."""
+    base, cand, blocks = _layout_case([1.13, 1.13, 1.13, 1.0])
+    pooled = abstats.paired(base, cand, EFFECT, ALPHA, 8)
+    assert pooled.verdict == abstats.SLOWER and pooled.block_ratios == ()
+    s = abstats.paired(base, cand, EFFECT, ALPHA, 8, blocks)
+    assert s.verdict == abstats.NOISY, s.describe(EFFECT)
+    assert s.ci_low > 1 + EFFECT and s.min_ratio > 1 + EFFECT / 2  # only the blocks object
+    assert s.block_ratios == pytest.approx((1.13, 1.13, 1.13, 1.0), abs=0.005)
+    assert "60 rounds in 4 blocks (ratios 1.129 1.130 1.131 1.000)" in s.describe(EFFECT)
+    f = abstats.paired(cand, base, EFFECT, ALPHA, 8, blocks)  # the mirror: faster, pooled
+    assert abstats.paired(cand, base, EFFECT, ALPHA, 8).verdict == abstats.FASTER
+    assert f.verdict == abstats.NOISY
+
+
+@pytest.mark.parametrize("effect", [0.05, 0.10])
+def test_a_real_change_every_block_shows_is_decided_in_both_directions(effect: float) -> None:
+    base, cand, blocks = _layout_case([1 + effect] * 3)
+    assert abstats.paired(base, cand, EFFECT, ALPHA, 8, blocks).verdict == abstats.SLOWER
+    assert abstats.paired(cand, base, EFFECT, ALPHA, 8, blocks).verdict == abstats.FASTER
+    # a block that agrees only weakly (below half the limit) is enough to hold it back
+    base, cand, blocks = _layout_case([1 + effect, 1 + effect, 1 + EFFECT / 2 - 0.002])
+    s = abstats.paired(base, cand, EFFECT, ALPHA, 8, blocks)
+    assert s.block_ratios[-1] < 1 + EFFECT / 2
+    assert s.verdict != abstats.SLOWER
+
+
+def test_block_medians_need_blocks_that_split_the_rounds() -> None:
+    assert abstats.block_medians([1.0, 2.0, 3.0, 10.0], [3, 1]) == (2.0, 10.0)
+    for bad in ([2, 1], [4, 1], [0, 4], [-1, 5]):
+        with pytest.raises(ValueError, match="do not split 4 rounds"):
+            abstats.block_medians([1.0] * 4, bad)
+    # one block is a single pair of processes: no block rule, no block ratios
+    base, cand, _ = _layout_case([1.13, 1.13, 1.13, 1.0])
+    assert abstats.paired(base, cand, EFFECT, ALPHA, 8, [60]).block_ratios == ()
+
+
+def test_block_sizes_split_rounds_evenly_over_the_processes() -> None:
+    assert ab.block_sizes(60, 3) == [20, 20, 20]
+    assert ab.block_sizes(14, 3) == [5, 5, 4]
+    assert ab.block_sizes(2, 5) == [1, 1]  # never an empty block
+    assert ab.block_sizes(7, 1) == [7]
+    assert ab.block_sizes(7, 0) == [7]

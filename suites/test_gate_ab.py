@@ -202,3 +202,34 @@ def test_each_kind_of_interleaved_row_gets_its_own_verdict_and_reason() -> None:
     assert got["noisy"].detail.endswith(
         " (the interval is too wide to tell, or the minima disagree)")
     assert got["short"].detail.endswith(" (too few rounds for the interval)")
+
+
+def test_an_interleaved_run_in_blocks_of_processes_is_judged_by_its_blocks() -> None:
+    """ab.csv's `blocks` (rounds per pair of fresh processes): a shift that one
+    block does not show is inconclusive, with the reason; blocks that do not
+    add up to the rounds leave the case untimed; rows without blocks (an
+    older run) are judged pooled."""
+    from kbench.results.abgate import AbRun
+    base = [100.0] * 45 + [200.0] * 15
+    cand = [113.0] * 45 + [200.0] * 15
+    b, c = " ".join(map(str, base)), " ".join(map(str, cand))
+
+    def r(case: str, blocks: str | None) -> dict[str, str]:
+        out = {"catalog": "cat", "case": case, "realization": "real", "failure": "",
+               "verdict": "same", "base_round_times_ns": b, "cand_round_times_ns": c}
+        if blocks is not None:
+            out["blocks"] = blocks
+        return out
+    rows = [r("layout", "15 15 15 15"), r("agree", "15 15 15 15 "), r("pooled", None),
+            r("short", "15 15"), r("garbled", "15 x 30"), r("zero", "0 60")]
+    rows[1]["cand_round_times_ns"] = " ".join(map(str, [113.0] * 45 + [226.0] * 15))
+    got = {v.label.split("/")[1]: v for v in judge_ab(AbRun(Path("."), {}, rows), 0.05, 0.01)}
+    assert got["layout"].verdict == "inconclusive"
+    assert got["layout"].detail.endswith(
+        "(its blocks of fresh processes disagree: a layout effect, not the build)")
+    assert "in 4 blocks (ratios 1.130 1.130 1.130 1.000)" in got["layout"].detail
+    assert got["agree"].verdict == "slower"
+    assert got["pooled"].verdict == "slower"  # no blocks recorded: one pair of processes
+    for name, text in (("short", "15 15"), ("garbled", "15 x 30"), ("zero", "0 60")):
+        assert got[name].verdict == "untimed" and got[name].stats is None
+        assert got[name].detail == f"its blocks ({text}) do not add up to its 60 rounds"
