@@ -174,6 +174,44 @@ def test_sequential_sampling_stops_at_the_looks_or_the_deadline() -> None:
     assert s.comparisons == 168 and ab.AbSettings().comparisons == 1
 
 
+def test_a_gate_limit_keeps_a_case_sampling_until_it_is_decided_there_too() -> None:
+    """An 8% slowdown is decided at --min-effect 2.5% after one stage of 60
+    rounds, while its interval still reaches below the gate's 5%: with
+    --gate-limit 5% the look says "noisy" (sampling goes on) until the
+    interval clears 5% too; the verdict itself stays at --min-effect. Same
+    cases and a clear slowdown stop as before."""
+    plain = ab.AbSettings(rounds=60, looks=6, cases=28, budget_s=60)
+    gated = ab.AbSettings(rounds=60, looks=6, cases=28, budget_s=60, gate_limits=(0.05,))
+    base, cand = _noisy(60, 1000.0, seed=0, spread=0.03), _noisy(60, 1080.0, seed=100,
+                                                                   spread=0.03)
+    at_gate = abstats.paired(base, cand, 0.05, 0.01, gated.comparisons)
+    assert at_gate.ci_low < 1.05 < at_gate.ci_high  # undecided at the gate's limit
+    assert ab.decision(base, cand, plain, []) == "slower"
+    assert ab.decision(base, cand, gated, []) == "noisy"
+    more_b, more_c = _noisy(120, 1000.0, seed=0, spread=0.03), _noisy(120, 1080.0, seed=100,
+                                                                       spread=0.03)
+    assert abstats.paired(more_b, more_c, 0.05, 0.01, gated.comparisons).ci_low > 1.05
+    assert ab.decision(more_b, more_c, gated, []) == "slower"
+    same_b, same_c = _noisy(60, 1000.0, seed=3, spread=0.01), _noisy(60, 1000.0, seed=4,
+                                                                      spread=0.01)
+    assert ab.decision(same_b, same_c, plain, []) == ab.decision(same_b, same_c, gated,
+                                                                 []) == "same"
+    # through the sequential loop: one stage without the gate limit, two with it
+    def stages(seed: int):
+        k = {"i": 0}
+        def stage() -> tuple[list[float], list[float], str]:
+            k["i"] += 1
+            return (_noisy(60, 1000.0, seed=seed + k["i"], spread=0.03),
+                    _noisy(60, 1080.0, seed=seed + 100 + k["i"], spread=0.03), "b" * 60)
+        return stage
+    _, _, _, looks_plain = ab.sequential(stages(-1), lambda b, c: ab.decision(b, c, plain, []),
+                                         6)
+    b, c, _, looks_gated = ab.sequential(stages(-1), lambda b, c: ab.decision(b, c, gated, []),
+                                         6)
+    assert looks_plain == 1 and looks_gated == 2
+    assert abstats.paired(b, c, 0.05, 0.01, gated.comparisons).verdict == "slower"
+
+
 def test_machine_state_and_quietest_cpu(tmp_path: Path) -> None:
     cpu0 = tmp_path / "cpu0" / "cpufreq"
     cpu0.mkdir(parents=True)
@@ -279,12 +317,14 @@ def test_kbench_ab_with_a_budget_samples_in_stages(tmp_path: Path, worker_path: 
                           f"worker:{worker_path}", "--cand", "worker:host", "--shapes", "smoke",
                           "-k", "m7_n8_k15", "--realization", "gemm_scalar_f32acc",
                           "--rounds", "12", "--min-round-ms", "0.2", "--budget", "30",
-                          "--max-looks", "3", "--out", str(out)],
+                          "--max-looks", "3", "--gate-limit", "5%", "--out", str(out)],
                          capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode in (0, 1), res.stdout + res.stderr
-    assert "stages of 12 interleaved rounds until decided (at most 3, 30 s in all)" in res.stdout
+    assert ("stages of 12 interleaved rounds until decided at ±2.5% and at ±5.0% (at most 3, "
+            "30 s in all)") in res.stdout
     meta = json.loads((out / "run.json").read_text())
     assert meta["settings"]["looks"] == 3 and meta["settings"]["budget_s"] == 30
+    assert meta["settings"]["gate_limits"] == [0.05]
     import csv
     with (out / "ab.csv").open() as f:
         rows = list(csv.DictReader(f))
@@ -298,6 +338,10 @@ def test_kbench_ab_with_a_budget_samples_in_stages(tmp_path: Path, worker_path: 
 
 def test_ab_refuses_emulated_targets_and_empty_selections(worker_path: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    res = subprocess.run([sys.executable, "-m", "kbench.cli", "ab", "--base",
+                          f"worker:{worker_path}", "--shapes", "smoke", "--gate-limit", "5%"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 2 and "--gate-limit needs --budget" in res.stderr
     res = subprocess.run([sys.executable, "-m", "kbench.cli", "ab", "--base",
                           f"worker:{worker_path}", "--shapes", "smoke", "-k", "nothing_matches"],
                          capture_output=True, text=True, env=env, timeout=300)

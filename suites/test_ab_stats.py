@@ -202,15 +202,16 @@ def test_paired_slower_needs_both_bounds_strictly_beyond_the_limit() -> None:
     assert faster.ci_high == 0.75 and faster.verdict != abstats.FASTER
 
 
-def _layout_case(block_ratios: list[float], per_block: int = 15
+def _layout_case(block_ratios: list[float], per_block: int = 15, loaded: int = 1
                  ) -> tuple[list[float], list[float], list[int]]:
     """Rounds in blocks of fresh processes: within block i every pair has the
-    candidate at block_ratios[i] x the base; the last block ran under load
-    (both sides 2x slower), so the per-round minima come from the others."""
+    candidate at block_ratios[i] x the base; the last `loaded` blocks ran
+    under load (both sides 2x slower), so the per-round minima come from the
+    others."""
     rng = random.Random(5)
     base, cand = [], []
     for i, r in enumerate(block_ratios):
-        scale = 2.0 if i == len(block_ratios) - 1 else 1.0
+        scale = 2.0 if i >= len(block_ratios) - loaded else 1.0
         for _ in range(per_block):
             b = 1e6 * scale * math.exp(rng.gauss(0, 0.002))
             base.append(b)
@@ -245,6 +246,38 @@ def test_a_real_change_every_block_shows_is_decided_in_both_directions(effect: f
     s = abstats.paired(base, cand, EFFECT, ALPHA, 8, blocks)
     assert s.block_ratios[-1] < 1 + EFFECT / 2
     assert s.verdict != abstats.SLOWER
+
+
+def test_the_blocks_may_hold_a_few_dissenters_as_a_sign_test_at_one_eighth_allows() -> None:
+    """Three of three blocks beyond half the limit is a sign test at 1/8; a
+    sequential run's many blocks (six looks of three) are held to the same
+    level, not to "every one of 18": one stray block of 18 does not veto a
+    change every other block shows, seven do."""
+    assert [abstats.dissent_allowed(b) for b in (1, 2, 3, 4, 5, 6, 9, 18)] == [
+        0, 0, 0, 0, 0, 1, 2, 6]
+    for b in range(1, 40):  # the tail of what is allowed never exceeds 1/8 (from 3 blocks
+        d = abstats.dissent_allowed(b)  # on; fewer must all agree); one more would
+        assert b < 3 or abstats.binom_cdf_half(d, b) <= abstats.BLOCK_LEVEL
+        assert d + 1 >= b or abstats.binom_cdf_half(d + 1, b) > abstats.BLOCK_LEVEL
+    one_stray = [1.10] * 17 + [0.99]
+    base, cand, blocks = _layout_case(one_stray, per_block=10)
+    assert abstats.paired(base, cand, EFFECT, ALPHA, 8, blocks).verdict == abstats.SLOWER
+    assert abstats.paired(cand, base, EFFECT, ALPHA, 8, blocks).verdict == abstats.FASTER
+    # dissenters just short of half the limit, the others' rounds enough for the pooled
+    # interval (the minima from the others: they ran unloaded)
+    six = [1.10] * 12 + [1.01] * 6
+    base, cand, blocks = _layout_case(six, per_block=10, loaded=6)
+    assert abstats.paired(base, cand, EFFECT, ALPHA, 1, blocks).verdict == abstats.SLOWER
+    assert abstats.paired(cand, base, EFFECT, ALPHA, 1, blocks).verdict == abstats.FASTER
+    seven = [1.10] * 11 + [1.01] * 7
+    base, cand, blocks = _layout_case(seven, per_block=10, loaded=7)
+    s = abstats.paired(base, cand, EFFECT, ALPHA, 1, blocks)
+    assert s.ci_low > 1 + EFFECT and s.min_ratio > 1 + EFFECT / 2  # only the blocks object
+    assert s.verdict == abstats.NOISY
+    assert abstats.paired(cand, base, EFFECT, ALPHA, 1, blocks).verdict == abstats.NOISY
+    # exactly at half the limit is short of it
+    assert not abstats.blocks_agree([1 + EFFECT / 2] * 3, lambda r: r > 1 + EFFECT / 2)
+    assert abstats.blocks_agree((), lambda r: False)
 
 
 def test_block_medians_need_blocks_that_split_the_rounds() -> None:

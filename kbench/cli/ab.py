@@ -28,6 +28,11 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str) -> float:
         raise click.BadParameter(str(exc)) from exc
 
 
+def _fractions(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+               ) -> tuple[float, ...]:
+    return tuple(_fraction(ctx, param, v) for v in values)
+
+
 @click.command("ab")
 @click.option("--base", "base_spec", required=True, metavar="SPEC",
               help="Target running the base build, e.g. worker:../base/build/worker/host/kb_worker "
@@ -64,6 +69,12 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str) -> float:
                    "same), --max-looks stages are done or its share of the budget (what is "
                    "left over the cases left) is spent. Every look is judged at alpha over "
                    "all the looks the run may take (Bonferroni). [default: one stage]")
+@click.option("--gate-limit", "gate_limits", multiple=True, callback=_fractions,
+              metavar="LIMIT",
+              help="With --budget: keep sampling a case until it is decided at this limit "
+                   "too (the regression gate's max_slowdown, at which `kbench gate --ab` "
+                   "judges this run again), e.g. 5%; repeatable. Verdicts stay at "
+                   "--min-effect.")
 @click.option("--max-looks", type=click.IntRange(2, 50), default=6, show_default=True,
               help="With --budget: most stages of --rounds pairs a case takes.")
 @click.option("--processes", type=click.IntRange(1, 64), default=3, show_default=True,
@@ -86,7 +97,8 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
        realizations: tuple[str, ...], case_expr: str, rounds: int, min_round_ms: float,
        min_effect: float, alpha: float, threads: int, seed: int, cpu: int | None,
        out: str | None, markdown: str | None, budget_s: float | None = None,
-       max_looks: int = 6, processes: int = 3) -> None:
+       max_looks: int = 6, processes: int = 3, gate_limits: tuple[float, ...] = ()
+       ) -> None:
     """Time a base and a candidate build interleaved (rounds alternate in
     one run) and report, per case, the paired ratio with its confidence
     interval, the ratio of minima, each side's CV and a verdict (slower,
@@ -102,6 +114,9 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
     from kbench.targets.spec import parse_target
     from kbench.targets.worker import WorkerEngine
 
+    if gate_limits and not budget_s:
+        raise click.UsageError("--gate-limit needs --budget: it says when sequential "
+                               "sampling may stop")
     keep = None
     if case_expr:
         try:
@@ -142,7 +157,8 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
                                     threads=threads, min_effect=min_effect, alpha=alpha,
                                     seed=seed, looks=max_looks if budget_s else 1,
                                     budget_s=budget_s or 0.0, cases=len(jobs),
-                                    processes=processes)
+                                    processes=processes,
+                                    gate_limits=gate_limits if budget_s else ())
         run_dir = Path(out) if out else Path(str(default_run_dir(Path.cwd() / "runs")) + "-ab")
         run_dir.mkdir(parents=True, exist_ok=True)
         state = machine_state()
@@ -153,8 +169,10 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
                                 "machine_state": {"start": state},
                                 "targets": {k: v.to_dict() for k, v in infos.items()}}
         (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
-        how = (f"stages of {rounds} interleaved rounds until decided (at most {max_looks}, "
-               f"{budget_s:g} s in all)" if budget_s else f"{rounds} interleaved rounds")
+        at = "".join(f" and at ±{g:.1%}" for g in gate_limits)
+        how = (f"stages of {rounds} interleaved rounds until decided at ±{min_effect:.1%}{at} "
+               f"(at most {max_looks}, {budget_s:g} s in all)" if budget_s
+               else f"{rounds} interleaved rounds")
         if processes > 1:
             how += f" in {len(proto.block_sizes(rounds, processes))} blocks of fresh processes"
         click.echo(f"kbench ab: base {base_spec} vs candidate {cand_spec}, {len(jobs)} case(s) "

@@ -25,12 +25,13 @@ Per case and realization:
 
 With a time budget (`kbench ab --budget`), step 4 is sequential: a case
 runs stages of R rounds, judged after each, and stops at the first stage
-whose verdict is decided (slower, faster or same), at --max-looks stages,
-or when its share of the budget is spent (what is left, over the cases
-left). Every look of every case is judged at confidence 1 - alpha / (m L),
-m cases and L looks allowed each: Bonferroni over all the looks the run can
-take, so the chance of any false verdict stays within alpha however early
-the cases stop (conservative; stopping early spends none of it).
+whose verdict is decided (slower, faster or same; with --gate-limit, at
+that limit too), at --max-looks stages, or when its share of the budget is
+spent (what is left, over the cases left). Every look of every case is
+judged at confidence 1 - alpha / (m L), m cases and L looks allowed each:
+Bonferroni over all the looks the run can take, so the chance of any false
+verdict stays within alpha however early the cases stop (conservative;
+stopping early spends none of it).
 
 Cases run in catalog order; the order of sides within a round is recorded.
 Nothing here asserts speed: the statistics module decides."""
@@ -69,6 +70,9 @@ class AbSettings:
     budget_s: float = 0.0  # seconds for the whole run's timing, 0 = none (one stage)
     cases: int = 1  # cases the run times (m of the Bonferroni correction)
     processes: int = 1  # blocks of rounds per stage, each in fresh worker processes
+    # more limits a case must also be decided at before sequential sampling stops (the
+    # regression gate's max_slowdown: `kbench gate --ab` judges the run again there)
+    gate_limits: tuple[float, ...] = ()
 
     @property
     def comparisons(self) -> int:
@@ -259,10 +263,23 @@ def run_case(base: Target, cand: Target, job_base: Job, job_cand: Job, s: AbSett
         return b, c, order
 
     out.base_rounds, out.cand_rounds, out.order, out.looks = sequential(
-        stage,
-        lambda b, c: paired(b, c, s.min_effect, s.alpha, s.comparisons, out.blocks).verdict,
-        s.looks, deadline)
+        stage, lambda b, c: decision(b, c, s, out.blocks), s.looks, deadline)
     return out
+
+
+def decision(base: list[float], cand: list[float], s: AbSettings, blocks: list[int]) -> str:
+    """The verdict a sequential look acts on: the verdict at --min-effect,
+    unless the case is not yet decided at one of s.gate_limits (then that
+    limit's verdict, so sampling goes on): a case slower by 10% is decided
+    at a 2.5% limit long before its interval clears a 5% gate limit."""
+    verdict = paired(base, cand, s.min_effect, s.alpha, s.comparisons, blocks).verdict
+    for limit in s.gate_limits:
+        if verdict not in DECIDED:
+            break
+        verdict_there = paired(base, cand, limit, s.alpha, s.comparisons, blocks).verdict
+        if verdict_there not in DECIDED:
+            return verdict_there
+    return verdict
 
 
 def judge(cases: list[AbCase], s: AbSettings) -> None:

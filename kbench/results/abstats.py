@@ -19,10 +19,12 @@ Verdict, with `min_effect` the smallest change worth reporting:
 
 - "slower": the interval lies above 1 + min_effect, the min ratio
   exceeds 1 + min_effect / 2 and, when the rounds ran in blocks of fresh
-  processes (`blocks`), every block's median paired ratio exceeds
-  1 + min_effect / 2 as well — a process keeps one memory layout for its
-  life, so a shift that only some process pairs show is layout, not the
-  build (such a case is "noisy");
+  processes (`blocks`), the blocks agree: every block's median paired
+  ratio exceeds 1 + min_effect / 2 as well, but for as many blocks as a
+  sign test over the blocks allows at the level of three of three, 1/8
+  (none of up to five blocks, one of six, six of eighteen) — a process
+  keeps one memory layout for its life, so a shift that only some process
+  pairs show is layout, not the build (such a case is "noisy");
 - "faster": the mirror image;
 - "same": the interval lies within [1 - min_effect, 1 + min_effect];
 - "noisy": anything else (the interval is too wide to tell, or the minima
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 SLOWER, FASTER, SAME, NOISY, TOO_FEW = "slower", "faster", "same", "noisy", "too-few-rounds"
@@ -129,6 +131,31 @@ def block_medians(ratios: Sequence[float], blocks: Sequence[int]) -> tuple[float
     return tuple(out)
 
 
+BLOCK_LEVEL = 0.125  # all of three blocks beyond half the limit: a sign test at 1/8
+
+
+def dissent_allowed(blocks: int) -> int:
+    """How many of `blocks` block medians may fall short of half the limit
+    while the blocks still agree: the most d for which B - d of B blocks
+    beyond it are as unlikely under a coin flip per block (a one-sided sign
+    test) as three of three, 1/8 — none of up to five blocks, one of six,
+    six of eighteen (six looks of three blocks)."""
+    d = 0
+    while d + 1 < blocks and binom_cdf_half(d + 1, blocks) <= BLOCK_LEVEL:
+        d += 1
+    return d
+
+
+def blocks_agree(block_ratios: Sequence[float], beyond: Callable[[float], bool]) -> bool:
+    """The blocks of fresh processes agree on a change: all but
+    dissent_allowed(B) of the B block medians lie beyond half the limit
+    (`beyond`); no blocks (one pair of processes): nothing to disagree."""
+    if not block_ratios:
+        return True
+    short = sum(not beyond(r) for r in block_ratios)
+    return short <= dissent_allowed(len(block_ratios))
+
+
 def paired(base: Sequence[float], cand: Sequence[float], min_effect: float = 0.025,
            alpha: float = 0.01, comparisons: int = 1,
            blocks: Sequence[int] | None = None) -> PairedStats:
@@ -159,10 +186,10 @@ def paired(base: Sequence[float], cand: Sequence[float], min_effect: float = 0.0
     if ranks is None:
         verdict = TOO_FEW
     elif (lo > up and min_ratio > 1.0 + min_effect / 2
-          and all(r > 1.0 + min_effect / 2 for r in per_block)):
+          and blocks_agree(per_block, lambda r: r > 1.0 + min_effect / 2)):
         verdict = SLOWER
     elif (hi < down and min_ratio < 1.0 - min_effect / 2
-          and all(r < 1.0 - min_effect / 2 for r in per_block)):
+          and blocks_agree(per_block, lambda r: r < 1.0 - min_effect / 2)):
         verdict = FASTER
     elif lo >= down and hi <= up:
         verdict = SAME
