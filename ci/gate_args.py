@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Prints the `kbench run` options of a gate configuration's [ci] table
 (`--shapes X ... --passes N`), for the sample workflow's perf step, or
-with --ab the `kbench ab` options (`--shapes X ... --rounds N`) of its
-interleaved timing step:
+with --ab the `kbench ab` options (`--shapes X ... --rounds N --budget S
+--max-looks L --processes P`, those the table sets; with a budget,
+`--gate-limit` the [gate] table's max_slowdown) of its interleaved timing
+step:
 
     args=$(python ci/gate_args.py "$cfg")
     ab_args=$(python ci/gate_args.py --ab "$cfg")
@@ -23,7 +25,16 @@ def run_args(config: dict, ab: bool = False) -> list[str]:
     for s in ci.get("shapes", []):
         args += ["--shapes", str(s)]
     if ab:
-        return args + (["--rounds", str(int(ci["ab_rounds"]))] if "ab_rounds" in ci else [])
+        for key, option in (("ab_rounds", "--rounds"), ("ab_budget", "--budget"),
+                            ("ab_max_looks", "--max-looks"), ("ab_processes", "--processes")):
+            if key in ci:
+                args += [option, f"{float(ci[key]):g}" if key == "ab_budget"
+                         else str(int(ci[key]))]
+        limit = config.get("gate", {}).get("max_slowdown")
+        if "ab_budget" in ci and limit is not None:
+            # sample until each case is decided at the gate's own limit as well
+            args += ["--gate-limit", str(limit)]
+        return args
     args += ["--passes", str(int(ci.get("passes", 1)))]
     return args
 

@@ -55,10 +55,12 @@ from pathlib import Path
 from typing import Any
 
 from kbench.cli.history import load_gate_config, parse_fraction
-from kbench.results.compare import SLOWER, UNIT_TEST, gate
+from kbench.results.compare import INCONCLUSIVE, SLOWER, UNIT_TEST, gate
 from kbench.results.runfolder import Run, load_run
 
 AA = "A/A"
+DETECT = 0.025  # `kbench ab --min-effect`'s default: the smallest change it reports
+BIG_NS = 20_000.0  # the detection targets hold for cases of at least 20 µs (base median)
 
 
 @dataclass(frozen=True)
@@ -68,12 +70,26 @@ class Condition:
 
 
 @dataclass
+class Judged:
+    """One candidate judged at one slowdown limit."""
+
+    limit: float
+    failed: bool = False  # A/A: any case judged slower; slowed: a case of the slowed realization
+    slow_cases: int = 0  # timed cases judged slower
+    untouched_slow: list[str] = field(default_factory=list)  # of them, not of the slowdown
+    big: int = 0  # slowed realization's cases of at least BIG_NS (base median)
+    big_caught: int = 0  # of those, judged slower
+    inconclusive: int = 0  # timed cases the data could not decide (inconclusive, noisy)
+    compared: int = 0  # timed cases judged
+
+
+@dataclass
 class Outcome:
     """One candidate gated against its trial's base."""
 
     trial: int
     condition: str
-    flagged: bool  # the gate reported the slowdown this condition is about
+    flagged: bool  # the gate (ci/gate.toml's limit) reported the slowdown this condition is about
     cases_flagged: int  # timed cases that failed the gate for a slowdown
     cases_compared: int  # timed cases compared as speed
     target_ratios: list[float] = field(default_factory=list)  # slowed realization's cases
@@ -82,6 +98,9 @@ class Outcome:
     cases_noisy: int = 0  # ab: cases reported noisy (undecided), not flagged
     gate_flagged: bool = False  # ab: `kbench gate --ab` at ci/gate.toml's limit fails it
     gate_cases: int = 0  # ab: cases that gate judges slower
+    seconds: float = math.nan  # the candidate's measurement (ab: the whole interleaved run)
+    gate: Judged | None = None  # at ci/gate.toml's limit
+    detect: Judged | None = None  # at DETECT, the smallest change `kbench ab` reports
 
 
 @dataclass
@@ -110,12 +129,37 @@ class Settings:
     base_checkout: Path | None = None  # ab: the base worker built in this checkout
 
 
+@dataclass
+class Result:
+    text: str  # the Markdown table of this benchmark
+    outcomes: list[Outcome]
+    realization: str  # the slowed one
+    seconds: float
+
+
 def ci_table() -> dict[str, Any]:
     """The [ci] table of ci/gate.toml (what CI runs before gating)."""
     import tomllib
     path = Path(__file__).resolve().parent / "gate.toml"
     with path.open("rb") as f:
         return dict(tomllib.load(f).get("ci", {}))
+
+
+def ci_ab_args() -> list[str]:
+    """The `kbench ab` options ci/gate.toml gives the CI workflow's
+    interleaved step (rounds, budget, looks, processes, the gate's limit),
+    without its catalogs (--shapes is the benchmark's)."""
+    import tomllib
+    here = Path(__file__).resolve().parent
+    sys.path.insert(0, str(here))
+    from gate_args import run_args
+    with (here / "gate.toml").open("rb") as fh:
+        args = run_args(tomllib.load(fh), ab=True)
+    out: list[str] = []
+    for opt, val in zip(args[::2], args[1::2], strict=True):
+        if opt != "--shapes":
+            out += [opt, val]
+    return out
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -177,20 +221,39 @@ def pick_realization(run: Run) -> str:
     return str(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])
 
 
+def _judged_runs(s: Settings, realization: str, fraction: float, base: Run, cand: Run,
+                 limit: float) -> tuple[Judged, Any]:
+    """The two runs as `kbench gate BASE CAND` judges them at `limit`."""
+    result = gate(base, cand, s.alpha, limit, s.speed_targets)
+    failed = {f.case for f in result.failures if f.reason == "slowdown"}
+    timed = [c for c in result.comparison.timed() if not math.isnan(c.ratio)]
+    slow = [c for c in timed if c.verdict == SLOWER and c.label in failed]
+    mine = [c for c in timed if c.key[6] == realization]
+    big = [c for c in mine if c.base_median_ns >= BIG_NS]
+    untouched = [c.label for c in slow if fraction == 0 or c.key[6] != realization]
+    j = Judged(limit=limit,
+               failed=bool(slow) if fraction == 0 else any(c.key[6] == realization
+                                                           for c in slow),
+               slow_cases=len(slow), untouched_slow=untouched, big=len(big),
+               big_caught=sum(c.label in failed and c.verdict == SLOWER for c in big),
+               inconclusive=sum(c.verdict == INCONCLUSIVE for c in timed),
+               compared=len(timed))
+    return j, result
+
+
 def judge(s: Settings, trial: int, cond: Condition, realization: str, base: Run,
           cand: Run) -> Outcome:
-    result = gate(base, cand, s.alpha, s.max_slowdown, s.speed_targets)
-    failed = {f.case for f in result.failures if f.reason == "slowdown"}
-    slow = [c for c in result.comparison.cases if c.verdict == SLOWER and c.label in failed]
-    compared = [c for c in result.comparison.timed() if not math.isnan(c.p_slower)]
-    mine = [c for c in compared if c.key[6] == realization]
-    flagged = (bool(slow) if cond.fraction == 0
-               else any(c.key[6] == realization for c in slow))
+    at_gate, result = _judged_runs(s, realization, cond.fraction, base, cand, s.max_slowdown)
+    at_detect, _ = _judged_runs(s, realization, cond.fraction, base, cand, DETECT)
+    mine = [c for c in result.comparison.timed()
+            if not math.isnan(c.p_slower) and c.key[6] == realization]
     return Outcome(
-        trial=trial, condition=cond.name, flagged=flagged, cases_flagged=len(slow),
-        cases_compared=len(compared), target_ratios=[c.ratio for c in mine],
+        trial=trial, condition=cond.name, flagged=at_gate.failed,
+        cases_flagged=at_gate.slow_cases, cases_compared=at_gate.compared,
+        target_ratios=[c.ratio for c in mine],
         other_failures=[f"{f.reason}: {f.case} {f.detail}".strip()
-                        for f in result.failures if f.reason != "slowdown"])
+                        for f in result.failures if f.reason != "slowdown"],
+        gate=at_gate, detect=at_detect)
 
 
 def table(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str, object],
@@ -296,19 +359,30 @@ def base_worker(s: Settings) -> str | None:
     return str(exe)
 
 
-def gate_judged(folder: Path, s: Settings, realization: str, fraction: float
-                ) -> tuple[bool, int]:
-    """The run as `kbench gate BASE CAND --ab FOLDER` judges its speed (the
-    limit and alpha of ci/gate.toml): (flagged, cases judged slower)."""
+def judged_ab(folder: Path, s: Settings, realization: str, fraction: float,
+              limit: float) -> Judged:
+    """The interleaved run as `kbench gate BASE CAND --ab FOLDER` judges its
+    speed at `limit` (ci/gate.toml's alpha)."""
+    from kbench.results.abgate import INCONCLUSIVE as AB_INCONCLUSIVE
     from kbench.results.abgate import judge_ab as gate_ab
     from kbench.results.abgate import load_ab
-    slow = [v for v in gate_ab(load_ab(folder), s.max_slowdown, s.alpha) if v.verdict == SLOWER]
-    mine = [v for v in slow if v.label.split(" ")[0] == realization]
-    return (bool(slow) if fraction == 0 else bool(mine)), len(slow)
+    verdicts = [v for v in gate_ab(load_ab(folder), limit, s.alpha) if v.stats is not None]
+    mine = [v for v in verdicts if v.label.split(" ")[0] == realization]
+    slow = [v for v in verdicts if v.verdict == SLOWER]
+    big = [v for v in mine if v.stats is not None and v.stats.base_median_ns >= BIG_NS]
+    return Judged(
+        limit=limit,
+        failed=bool(slow) if fraction == 0 else any(v in mine for v in slow),
+        slow_cases=len(slow),
+        untouched_slow=[v.label for v in slow if fraction == 0 or v not in mine],
+        big=len(big), big_caught=sum(v.verdict == SLOWER for v in big),
+        inconclusive=sum(v.verdict == AB_INCONCLUSIVE for v in verdicts),
+        compared=len(verdicts))
 
 
 def judge_ab(trial: int, cond: Condition, realization: str,
              rows: list[dict[str, str]]) -> Outcome:
+    """`kbench ab`'s own verdicts (at its --min-effect) of one run."""
     timed = [r for r in rows if r.get("median_ratio")]
     slow = [r for r in timed if r["verdict"] == "slower"]
     mine = [r for r in timed if r["realization"] == realization]
@@ -322,7 +396,7 @@ def judge_ab(trial: int, cond: Condition, realization: str,
                    cases_noisy=sum(r["verdict"] == "noisy" for r in timed))
 
 
-def run_ab(s: Settings) -> tuple[str, list[Outcome]]:
+def run_ab(s: Settings) -> Result:
     """The benchmark of the interleaved protocol (--protocol ab)."""
     s.work.mkdir(parents=True, exist_ok=True)
     realization = s.realization or "gemm_scalar_f32acc"
@@ -338,9 +412,13 @@ def run_ab(s: Settings) -> tuple[str, list[Outcome]]:
             for cond in conds:
                 load = wait_for_quiet(s)
                 where = folder / cond.name.replace("/", "").replace(" ", "-")
+                t0 = time.monotonic()
                 rows = ab_run(s, where, realization, cond.fraction, seed=trial)
                 o = judge_ab(trial, cond, realization, rows)
-                o.gate_flagged, o.gate_cases = gate_judged(where, s, realization, cond.fraction)
+                o.seconds = time.monotonic() - t0
+                o.gate = judged_ab(where, s, realization, cond.fraction, s.max_slowdown)
+                o.detect = judged_ab(where, s, realization, cond.fraction, DETECT)
+                o.gate_flagged, o.gate_cases = o.gate.failed, o.gate.slow_cases
                 o.load = load
                 outcomes.append(o)
             flags = " ".join(f"{o.condition}:{'F' if o.flagged else '.'}"
@@ -354,7 +432,7 @@ def run_ab(s: Settings) -> tuple[str, list[Outcome]]:
         stop_hog(hog)
     from kbench.results.store import machine_metadata
     text = table_ab(s, realization, outcomes, machine_metadata(), time.monotonic() - started)
-    return text, outcomes
+    return Result(text, outcomes, realization, time.monotonic() - started)
 
 
 def table_ab(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str, object],
@@ -401,7 +479,7 @@ def table_ab(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[
     return "\n".join(lines)
 
 
-def run(s: Settings) -> tuple[str, list[Outcome]]:
+def run(s: Settings) -> Result:
     s.work.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     if not (s.reuse and (s.work / "probe" / "run.json").exists()):
@@ -423,13 +501,17 @@ def run(s: Settings) -> tuple[str, list[Outcome]]:
         rng.shuffle(jobs)  # no condition always runs first: drift hits all alike
         runs: dict[str, Run] = {}
         loads: dict[str, float] = {}
+        took: dict[str, float] = {}
         for name, frac in jobs:
             kept = s.reuse and (folder / name / "run.json").exists()
             loads[name] = math.nan if kept else wait_for_quiet(s)
+            t0 = time.monotonic()
             runs[name] = perf_run(s, folder / name, realization, frac)
+            took[name] = time.monotonic() - t0
         for i, cond in enumerate(s.conditions):
             o = judge(s, trial, cond, realization, runs["base"], runs[f"cand-{i}"])
             o.load = max(loads["base"], loads[f"cand-{i}"])  # NaN if a run was reused
+            o.seconds = took[f"cand-{i}"] + took["base"] / len(s.conditions)
             outcomes.append(o)
         done = time.monotonic() - started
         flags = " ".join(f"{o.condition}:{'F' if o.flagged else '.'}"
@@ -438,7 +520,7 @@ def run(s: Settings) -> tuple[str, list[Outcome]]:
         if not s.keep_runs:
             shutil.rmtree(folder, ignore_errors=True)
     text = table(s, realization, outcomes, probe.meta, time.monotonic() - started)
-    return text, outcomes
+    return Result(text, outcomes, realization, time.monotonic() - started)
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namespace]:
@@ -463,6 +545,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
     p.add_argument("--keep", action="store_true", help="keep every run folder")
     p.add_argument("--markdown", type=Path, default=None, help="also write the table here")
     p.add_argument("--json", type=Path, default=None, help="write per-trial outcomes here")
+    p.add_argument("--record", type=Path, default=None,
+                   help="put this benchmark's figures as one cell (catalogs x protocol x load) "
+                        "into this dated record, e.g. docs/records/gate_matrix.toml")
     p.add_argument("--command", default=None,
                    help=f"the kbench command [{sys.executable} -m kbench.cli]")
     p.add_argument("--run-args", default="",
@@ -485,7 +570,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                    help="--protocol ab: build the base worker in this checkout (e.g. a clone of "
                         "the same commit: two builds, as the CI workflow has) [this checkout's]")
     p.add_argument("--ab-args", default="",
-                   help='more options for kbench ab, e.g. "--rounds 40 --min-effect 2%%"')
+                   help="more options for kbench ab, after those of ci/gate.toml's [ci] table "
+                        "(the CI workflow's: " + shlex.join(ci_ab_args()) + '), e.g. "--rounds '
+                        '40"; a later option wins')
     ci_passes = ci_table().get("passes", 1)
     p.add_argument("--passes", type=int, default=ci_passes,
                    help=f"kbench run --passes: sweeps per run [{ci_passes}, from ci/gate.toml]")
@@ -508,19 +595,120 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                  all_realizations=a.all_realizations, seed=a.seed,
                  run_args=shlex.split(a.run_args), max_load=a.max_load, max_wait=a.max_wait,
                  reuse=a.reuse, keep_runs=a.keep or a.reuse, passes=a.passes,
-                 protocol=a.protocol, hog=a.hog, ab_args=shlex.split(a.ab_args),
+                 protocol=a.protocol, hog=a.hog,
+                 ab_args=ci_ab_args() + shlex.split(a.ab_args),
                  base_checkout=a.base_checkout.resolve() if a.base_checkout else None)
     return s, a
 
 
+def _frac(k: int, n: int) -> str:
+    return f"{k}/{n}"
+
+
+def cell(s: Settings, res: Result, meta: dict[str, Any]) -> dict[str, Any]:
+    """One cell of the benchmark matrix (catalogs x protocol x load): the
+    figures the issue's targets are stated in, for the dated record."""
+    by = {c.name: [o for o in res.outcomes if o.condition == c.name] for c in s.conditions}
+    aa = by.get(AA, [])
+    loads = [o.load for o in res.outcomes if not math.isnan(o.load)]
+    out: dict[str, Any] = {
+        "catalogs": ", ".join(s.shapes), "protocol": s.protocol, "hog": s.hog,
+        "trials": s.trials, "slowed": res.realization,
+        "limit": f"{s.max_slowdown:.1%}", "detect_limit": f"{DETECT:.1%}",
+        "aa_gate_failed": _frac(sum(o.gate.failed for o in aa if o.gate), len(aa)),
+        "aa_detect_flagged": _frac(sum(o.detect.failed for o in aa if o.detect), len(aa)),
+        "aa_inconclusive": _frac(sum(o.gate.inconclusive for o in aa if o.gate),
+                                 sum(o.gate.compared for o in aa if o.gate)),
+        "minutes": round(res.seconds / 60, 1),
+        "minutes_per_trial": round(res.seconds / 60 / max(1, s.trials), 2),
+        "load_median": round(statistics.median(loads), 2) if loads else -1.0,
+        "load_max": round(max(loads), 2) if loads else -1.0,
+        "date": time.strftime("%Y-%m-%d"),
+        "commit": str(meta.get("git_commit") or "")[:7],
+        "command": shlex.join(["python", "ci/gate_benchmark.py", *sys.argv[1:]]),
+    }
+    for cond in s.conditions:
+        if cond.fraction == 0:
+            continue
+        rows = by[cond.name]
+        tag = f"s{round(cond.fraction * 100):g}"
+        g = [o.gate for o in rows if o.gate]
+        d = [o.detect for o in rows if o.detect]
+        out[f"{tag}_gate_failed"] = _frac(sum(j.failed for j in g), len(rows))
+        out[f"{tag}_gate_clean"] = _frac(sum(j.failed and not j.untouched_slow for j in g),
+                                         len(rows))
+        out[f"{tag}_untouched_flagged"] = sum(len(j.untouched_slow) for j in g)
+        out[f"{tag}_big_caught"] = _frac(sum(j.big_caught for j in g), sum(j.big for j in g))
+        out[f"{tag}_detect_flagged"] = _frac(sum(j.failed for j in d), len(rows))
+        out[f"{tag}_detect_clean"] = _frac(sum(j.failed and not j.untouched_slow for j in d),
+                                           len(rows))
+        ratios = [r for o in rows for r in o.target_ratios if not math.isnan(r)]
+        out[f"{tag}_median_ratio"] = round(statistics.median(ratios), 3) if ratios else -1.0
+    return out
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    text = str(v)
+    if "\n" in text:
+        return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"""') + '"""'
+    return json.dumps(text, ensure_ascii=False)
+
+
+def write_record(path: Path, new: dict[str, Any], machine: str) -> None:
+    """Puts a cell into the matrix record at path (replacing the cell of the
+    same catalogs, protocol and hog), keeping its summary and notes, and
+    rewrites its [record] table from the cells (the newest date; every
+    commit and command)."""
+    import tomllib
+    rec: dict[str, Any] = {}
+    if path.exists():
+        with path.open("rb") as fh:
+            rec = tomllib.load(fh)
+    key = ("catalogs", "protocol", "hog")
+    cells = [c for c in rec.get("cell", []) if tuple(c[k] for k in key)
+             != tuple(new[k] for k in key)] + [new]
+    order = {"smoke": 0, "llm_llama7b_small": 1, "resnet50_small": 2}
+    cells.sort(key=lambda c: (c["protocol"] != "ab", c["hog"], order.get(c["catalogs"], 9),
+                              c["catalogs"]))
+    lines = ["# A dated record read by docs/gen/kbdocs.py (gate_matrix): the regression gate's",
+             "# false-alarm and detection rates per catalog, protocol and machine load, one",
+             "# [[cell]] per `python ci/gate_benchmark.py ... --record` (written by it).", ""]
+    for k in ("summary", "notes"):
+        if k in rec:
+            lines.append(f"{k} = {_toml_value(rec[k])}")
+    commits = sorted({c["commit"] for c in cells})
+    lines += ["", "[record]", f"date = {_toml_value(max(c['date'] for c in cells))}",
+              f"commit = {_toml_value(', '.join(commits))}",
+              f"machine = {_toml_value(machine)}",
+              f"command = {_toml_value(sorted({c['command'] for c in cells}))}", ""]
+    for c in cells:
+        lines.append("[[cell]]")
+        lines += [f"{k} = {_toml_value(v)}" for k, v in c.items()]
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
 def main(argv: list[str] | None = None) -> int:
     s, a = parse_args(argv)
-    text, outcomes = run_ab(s) if s.protocol == "ab" else run(s)
-    print(text)
+    res = run_ab(s) if s.protocol == "ab" else run(s)
+    print(res.text)
     if a.markdown:
-        a.markdown.write_text(text)
+        a.markdown.write_text(res.text)
     if a.json:
-        a.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+        a.json.write_text(json.dumps([asdict(o) for o in res.outcomes], indent=1))
+    if a.record:
+        from kbench.results.store import machine_metadata
+        meta = machine_metadata()
+        machine = (f"a {os.cpu_count()}-core {meta.get('machine')} VM "
+                   f"({meta.get('cpu_model')})")
+        write_record(a.record, cell(s, res, meta), machine)
+        print(f"recorded in {a.record}", file=sys.stderr)
     if not (a.keep or a.reuse) and a.work is None:
         shutil.rmtree(s.work, ignore_errors=True)
     return 0

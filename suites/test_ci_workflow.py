@@ -45,6 +45,13 @@ def test_gate_args_reads_the_ci_table(tmp_path: Path) -> None:
     ab = subprocess.run([sys.executable, str(REPO / "ci" / "gate_args.py"), "--ab", str(cfg)],
                         capture_output=True, text=True, check=True).stdout.strip()
     assert ab == "--shapes a --rounds 40"
+    # a budget: sequential sampling, decided at the [gate] table's limit as well
+    cfg.write_text('[gate]\nmax_slowdown = "5%"\n[ci]\nshapes = ["a"]\nab_rounds = 60\n'
+                   'ab_budget = 600\nab_max_looks = 6\nab_processes = 3\n')
+    ab = subprocess.run([sys.executable, str(REPO / "ci" / "gate_args.py"), "--ab", str(cfg)],
+                        capture_output=True, text=True, check=True).stdout.strip()
+    assert ab == ("--shapes a --rounds 60 --budget 600 --max-looks 6 --processes 3 "
+                  "--gate-limit 5%")
     bad = subprocess.run([sys.executable, str(REPO / "ci" / "gate_args.py"),
                           str(tmp_path / "missing.toml")], capture_output=True, text=True)
     assert bad.returncode == 2 and "missing.toml" in bad.stderr
@@ -146,6 +153,12 @@ def test_perf_gate_job_steps_run(tmp_path: Path) -> None:
     ab_meta = json.loads((runs / "ab" / "run.json").read_text())
     assert ab_meta["kind"] == "ab" and ab_meta["complete"]
     assert ab_meta["base"] == f"worker:{runner}/base/build/worker/host/kb_worker"
+    # sequential within the [ci] table's budget, with its looks (the settings measured by
+    # ci/gate_benchmark.py), read from the base checkout's ci/gate.toml
+    import tomllib
+    ci = tomllib.loads((REPO / "ci" / "gate.toml").read_text())["ci"]
+    assert ab_meta["settings"]["budget_s"] == ci["ab_budget"] > 0
+    assert ab_meta["settings"]["looks"] == ci["ab_max_looks"] > 1
     gate_md = (runs / "gate.md").read_text()
     assert gate_md.startswith("## kbench gate: ")
     assert "### Speed, interleaved (" in gate_md
@@ -155,3 +168,18 @@ def test_perf_gate_job_steps_run(tmp_path: Path) -> None:
         "actions/upload-artifact")]
     paths = " ".join(s["with"]["path"] for s in uploads)
     assert "runs/report/" in paths and "runs/gate.md" in paths
+
+
+def test_only_the_perf_gate_job_times_and_its_gate_takes_speed_from_the_interleaved_run(
+) -> None:
+    """Speed is gated once, in the perf-gate job: its gate step reads the
+    interleaved run (--ab) that its timing step wrote; the emulated job
+    (whose times are not speed) times nothing and gates correctness only."""
+    perf = {s["name"]: s.get("run", "") for s in _steps("perf-gate") if "name" in s}
+    assert "kbench\" ab" in perf["Interleaved timing of base and candidate"]
+    assert "--out runs/ab" in perf["Interleaved timing of base and candidate"]
+    assert "gate_args.py --ab" in perf["Interleaved timing of base and candidate"]
+    assert "--ab runs/ab" in perf["Gate"]
+    emulated = [s.get("run", "") for s in _steps("emulated-correctness")]
+    assert not any("kbench\" ab" in r or "--ab" in r for r in emulated)
+    assert any("kbench\" gate" in r for r in emulated)
