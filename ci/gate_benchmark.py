@@ -79,6 +79,7 @@ class Judged:
     untouched_slow: list[str] = field(default_factory=list)  # of them, not of the slowdown
     big: int = 0  # slowed realization's cases of at least BIG_NS (base median)
     big_caught: int = 0  # of those, judged slower
+    big_missed: list[str] = field(default_factory=list)  # the others: "label ratio"
     inconclusive: int = 0  # timed cases the data could not decide (inconclusive, noisy)
     compared: int = 0  # timed cases judged
 
@@ -236,6 +237,8 @@ def _judged_runs(s: Settings, realization: str, fraction: float, base: Run, cand
                                                            for c in slow),
                slow_cases=len(slow), untouched_slow=untouched, big=len(big),
                big_caught=sum(c.label in failed and c.verdict == SLOWER for c in big),
+               big_missed=[f"{c.label} {c.robust_ratio:.3f}" for c in big
+                           if not (c.label in failed and c.verdict == SLOWER)],
                inconclusive=sum(c.verdict == INCONCLUSIVE for c in timed),
                compared=len(timed))
     return j, result
@@ -376,6 +379,8 @@ def judged_ab(folder: Path, s: Settings, realization: str, fraction: float,
         slow_cases=len(slow),
         untouched_slow=[v.label for v in slow if fraction == 0 or v not in mine],
         big=len(big), big_caught=sum(v.verdict == SLOWER for v in big),
+        big_missed=[f"{v.label} {v.stats.median_ratio:.3f}" for v in big
+                    if v.verdict != SLOWER and v.stats is not None],
         inconclusive=sum(v.verdict == AB_INCONCLUSIVE for v in verdicts),
         compared=len(verdicts))
 
@@ -644,7 +649,22 @@ def cell(s: Settings, res: Result, meta: dict[str, Any]) -> dict[str, Any]:
                                            len(rows))
         ratios = [r for o in rows for r in o.target_ratios if not math.isnan(r)]
         out[f"{tag}_median_ratio"] = round(statistics.median(ratios), 3) if ratios else -1.0
+        out[f"{tag}_big_missed"] = missed_cases(g)
     return out
+
+
+def missed_cases(judged: list[Judged], most: int = 5) -> list[str]:
+    """The slowed realization's cases of at least BIG_NS the gate most
+    often did not fail: "label: missed in n trials, paired ratio r" (r the
+    median over those trials), most often missed first."""
+    by: dict[str, list[float]] = {}
+    for j in judged:
+        for entry in j.big_missed:
+            label, _, ratio = entry.rpartition(" ")
+            by.setdefault(label, []).append(float(ratio))
+    order = sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:most]
+    return [f"{label}: missed in {len(r)} trial(s), ratio {statistics.median(r):.3f}"
+            for label, r in order]
 
 
 def _toml_value(v: Any) -> str:

@@ -566,6 +566,100 @@ def kleidiai_checked() -> str:
             f"{' '.join(rec['summary'].split())} {' '.join(meta['note'].split())}\n")
 
 
+# ----------------------------------------------------------------------------- gate matrix
+
+def _ratio(text: str) -> tuple[int, int]:
+    k, n = (int(x) for x in str(text).split("/"))
+    return k, n
+
+
+def _cell_targets(c: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """Each target the issue states, for one cell: (what, met)."""
+    out = []
+    k, n = _ratio(c["aa_gate_failed"])
+    out.append(("A/A gate failures at most 1 of 20", n >= 20 and k <= n // 20))
+    if "s10_gate_clean" in c:
+        k, n = _ratio(c["s10_gate_clean"])
+        out.append(("10% failing the gate on the slowed realization only, at least 19 of 20",
+                    n >= 20 and k >= n - n // 20))
+    if "s5_detect_clean" in c:
+        k, n = _ratio(c["s5_detect_clean"])
+        out.append(("5% called slower, at least 16 of 20", n >= 20 and k >= (4 * n) // 5))
+    if c["catalogs"] == "smoke" and c["protocol"] == "ab" and not c["hog"]:
+        k, n = _ratio(c["aa_inconclusive"])
+        out.append(("at most 10% of smoke's cases inconclusive, quiet", n > 0 and k <= n / 10))
+    return out
+
+
+def gate_matrix(detail: str = "") -> str:
+    """The regression gate's false-alarm and detection rates per catalog,
+    protocol and load, from docs/records/gate_matrix.toml (one cell per
+    `ci/gate_benchmark.py --record` invocation); with detail, every figure
+    of a cell and its command."""
+    rec = record("gate_matrix")
+    cells = rec.get("cell", [])
+    proto = {"ab": "interleaved: `kbench ab` + `gate --ab`",
+             "runs": "two runs: `gate A B`"}
+
+    def pct(text: str) -> str:
+        k, n = _ratio(text)
+        return f"{k}/{n} ({k / n:.0%})" if n else "–"
+
+    rows = []
+    for c in cells:
+        rows.append([
+            f"`{c['catalogs']}`", proto[c["protocol"]],
+            "quiet" if not c["hog"] else f"{c['hog']} CPU hog", str(c["trials"]),
+            c["aa_gate_failed"], c["aa_detect_flagged"], pct(c["aa_inconclusive"]),
+            c.get("s10_gate_clean", "–"), c.get("s10_big_caught", "–"),
+            c.get("s5_detect_clean", "not run"),
+            f"{c['minutes_per_trial']:.1f}"])
+    text = table(["catalog", "protocol", "machine", "trials", "A/A: gate failed",
+                  "A/A: a case slower at 2.5%", "A/A: cases inconclusive",
+                  "10%: gate failed, on the slowed realization only",
+                  "10%: slowed cases ≥ 20 µs failed", "5%: slower at 2.5%, only the slowed",
+                  "min per trial"], rows, "lllrrrrrrrr")
+    checks = [(c, what, ok) for c in cells for what, ok in _cell_targets(c)]
+    missed = [(c, what) for c, what, ok in checks if not ok]
+    text += (f"\nTargets met in {len(checks) - len(missed)} of {len(checks)} checks"
+             + (": every one.\n" if not missed else "; missed: "
+                + "; ".join(f"{what} (`{c['catalogs']}`, {c['protocol']}, "
+                            f"{'quiet' if not c['hog'] else 'hog'})" for c, what in missed)
+                + ".\n"))
+    meta = rec["record"]
+    if detail:
+        lines = ["", "| catalog | protocol | hog | slowed realization | limit | minutes "
+                 "| load median / max | 10% median ratio | 5% median ratio | 5%: gate failed "
+                 "| recorded | command |",
+                 "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|"]
+        for c in cells:
+            lines.append(
+                f"| `{c['catalogs']}` | {c['protocol']} | {c['hog']} | `{c['slowed']}` "
+                f"| {c['limit']} | {c['minutes']:.0f} | {c['load_median']:.2f} / "
+                f"{c['load_max']:.2f} | {c.get('s10_median_ratio', '–')} "
+                f"| {c.get('s5_median_ratio', '–')} | {c.get('s5_gate_clean', '–')} "
+                f"| {c['date']}, `{c['commit']}` | `{c['command']}` |")
+        text += "\n".join(lines) + "\n"
+        missed = [(c, c["s10_big_missed"]) for c in cells if c.get("s10_big_missed")]
+        if missed:
+            text += ("\nThe slowed realization's cases of at least 20 µs that the gate most "
+                     "often did not fail at 10%, with their median paired ratio in those "
+                     "trials (the slowdown the knob really made there):\n\n")
+            text += "".join(f"- `{c['catalogs']}`, {c['protocol']}, "
+                            f"{'quiet' if not c['hog'] else 'hog'}: "
+                            + "; ".join(f"`{m.split(': ')[0]}`: {m.split(': ', 1)[1]}"
+                                        for m in ms) + "\n"
+                            for c, ms in missed)
+    cmds = meta["command"] if isinstance(meta["command"], list) else [meta["command"]]
+    text += (f"\n*Recorded up to {meta['date']} at commit(s) `{meta['commit']}` on "
+             f"{meta['machine']}: {len(cmds)} invocation(s) of `python ci/gate_benchmark.py "
+             "... --record docs/records/gate_matrix.toml`, one per row"
+             + (" (each row's command above)" if detail else
+                " ([the commands](docs/performance.md#how-often-the-gate-is-right))")
+             + ".*\n")
+    return text
+
+
 GENERATORS: dict[str, Callable[..., str]] = {
     "model_catalogs": model_catalogs, "mutant_areas": mutant_areas,
     "run": run,
@@ -576,7 +670,7 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "anchor_ratios": anchor_ratios, "sweep_ratios": sweep_ratios,
     "output": output, "recorded": recorded,
     "mutmut_scores": mutmut_scores, "kleidiai_files": kleidiai_files,
-    "kleidiai_checked": kleidiai_checked,
+    "kleidiai_checked": kleidiai_checked, "gate_matrix": gate_matrix,
 }
 COUNT_BLOCKS = ("baseline_gemm_kernels", "baseline_calls", "baseline_convs", "anchor_ratios",
                 "sweep_ratios")
