@@ -11,6 +11,8 @@
 #                                    (default: kbench/judge kbench/results)
 #   MUTMUT_CHILDREN=N                mutants run in parallel (default: 2)
 #   MUTMUT_TESTS="suites/a.py ..."   the suites it runs (default: the host suites below)
+#   MUTMUT_WORK=DIR                  its work folder (default: build/mutmut), so campaigns over
+#                                    different paths can be kept side by side
 #
 # Needs the mutmut extra (pip install -e '.[mutmut]'). Works in a copy of the
 # tracked files under build/mutmut/ (the checkout is never touched); results
@@ -23,14 +25,15 @@ read -r -a PATHS <<< "${*:-kbench/judge kbench/results}"
 DEFAULT_TESTS="suites/test_judge_edges.py suites/test_judge_tightness.py suites/test_oracle.py
   suites/test_verdict_combination.py suites/test_input_generators.py suites/test_ab_stats.py
   suites/test_ab.py suites/test_gate_rows.py suites/test_compare.py suites/test_history_rows.py
-  suites/test_report_figures.py suites/test_fingerprint.py"
+  suites/test_report_figures.py suites/test_fingerprint.py suites/test_fingerprint_contract.py
+  suites/test_oracle_terms.py suites/test_verdict_mutants.py suites/test_numbers.py"
 read -r -a TESTS <<< "$(echo ${MUTMUT_TESTS:-$DEFAULT_TESTS})"
-WORK="$REPO/build/mutmut"
+WORK="${MUTMUT_WORK:-$REPO/build/mutmut}"
 mkdir -p "$WORK/build"
 # the tracked files and the built native module (the suites load it), refreshed each time
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$WORK"
 cp -a kbench/*.so "$WORK/kbench/" 2>/dev/null || true
-tar --exclude=./mutmut --exclude=./mutation -C build -cf - . | tar -xf - -C "$WORK/build"
+tar --exclude='./mutmut*' --exclude=./mutation -C build -cf - . | tar -xf - -C "$WORK/build"
 list() { printf '"%s", ' "$@" | sed 's/, $//'; }
 # PATH is a package folder (every module of it mutated) or one module (.py)
 GLOBS=()

@@ -171,7 +171,7 @@ def concat(sets: list[DotSet]) -> DotSet:
         np.concatenate([s.observed for s in sets]) if has_obs else None)  # type: ignore[misc]
 
 
-def sample(total: int, k: int, work: int, seed: int = 0,
+def sample(total: int, k: int, work: int, seed: int,
            max_elements: int | None = None) -> np.ndarray | None:
     """Flat indices of the elements to compare (sorted), None for all of them:
     work / k elements (at least MIN_ELEMENTS, at most max_elements)."""
@@ -329,14 +329,12 @@ def _simulate(d: DotSet, models: list[Model]) -> dict[str, np.ndarray]:
              if m.kind == "chain32" else acc[m.name])
         if bias64 is None or m.bias == "first":
             r = _r16(v)
-        elif m.bias == "exact":
-            r = _r16(v + bias64)
         elif m.bias == "fp16":
             r = _r16(_r16(v).astype(np.float64) + bias64)
         elif m.kind == "chain32":  # bias last, in the FP32 accumulator
             r = _r16(v + d.bias.astype(np.float32))  # type: ignore[union-attr]
-        else:  # an FP16 accumulator, bias last
-            r = _r16(v.astype(np.float64) + bias64)
+        else:  # bias last, in float64: exact onto the exact sum ("exact", the "once"
+            r = _r16(v.astype(np.float64) + bias64)  # models), or onto an FP16 accumulator
         out[m.name] = _clamp(r, d.lo, d.hi)
     return out
 
@@ -430,7 +428,7 @@ def describe(model: str, match: float, best: str = "") -> str:
         return "indistinguishable (every model matches)" + (
             f" ({best}, {percent(match)})" if best else "")
     if cat == "unexplained":
-        return f"unexplained (best {model or '-'}, {percent(match)})"
+        return f"unexplained (best {model}, {percent(match)})"
     return f"{FAMILY_LABELS[cat]} ({model}, {percent(match)})"
 
 
@@ -507,7 +505,7 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, desc: ConvDesc,
     kh, kw, cg, _ = w.shape
     k = kh * kw * cg
     orders = ORDERS if kh * kw > 1 and cg > 1 else ORDERS[:1]
-    pick = sample(out.size, k, work // len(orders), max_elements=max_elements)
+    pick = sample(out.size, k, work // len(orders), seed=0, max_elements=max_elements)
     sets = {f"@{o}": conv_dots(x, w, bias, desc, o, out, pick) for o in orders}
     return score(sets, candidates(k, bias is not None), int(out.size))
 
