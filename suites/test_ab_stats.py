@@ -296,3 +296,107 @@ def test_block_sizes_split_rounds_evenly_over_the_processes() -> None:
     assert ab.block_sizes(2, 5) == [1, 1]  # never an empty block
     assert ab.block_sizes(7, 1) == [7]
     assert ab.block_sizes(7, 0) == [7]
+
+
+def test_binomial_tails_and_interval_ranks_at_their_edges() -> None:
+    """The sign-test interval's arithmetic at its exact edges: the binomial
+    tail outside 0..n, the smallest ranks (k = 1), a tail met exactly, and
+    the widest k the loop may reach (n // 2)."""
+    assert abstats.binom_cdf_half(-1, 3) == 0.0
+    assert [abstats.binom_cdf_half(k, 3) for k in range(4)] == [0.125, 0.5, 0.875, 1.0]
+    assert abstats.binom_cdf_half(5, 3) == 1.0
+    assert abstats.median_ci_ranks(6, 0.95) == (1, 6)  # only the extremes: k = 1
+    assert abstats.median_ci_ranks(4, 0.75) == (1, 4)
+    assert abstats.median_ci_ranks(6, 1 - 2 / 64) == (1, 6)  # P(X <= 0) = 1/64: met exactly
+    assert abstats.median_ci_ranks(3, 0.0) == (1, 3)  # k stops at n // 2
+    assert abstats.median_ci_ranks(4, 0.0) == (2, 3)
+    assert abstats.median_ci_ranks(5, 0.95) is None
+    assert abstats.min_rounds(0.0) == 2 and abstats.min_rounds(0.95) == 6
+
+
+def test_cv_is_nan_without_a_positive_mean() -> None:
+    assert abstats.cv([0.2, 0.4]) == pytest.approx(0.4714045, rel=1e-6)
+    assert math.isnan(abstats.cv([-1.0, 1.0])) and math.isnan(abstats.cv([-2.0, -4.0]))
+    assert math.isnan(abstats.cv([3.0]))
+
+
+def test_no_sum_of_binomial_tails_meets_the_block_level_exactly() -> None:
+    """dissent_allowed compares tails with BLOCK_LEVEL = 1/8 by <=; no tail
+    of up to 400 blocks equals 1/8 exactly, so < would decide alike (the
+    comparison is the documented one, the equality case does not occur)."""
+    from fractions import Fraction
+    for b in range(3, 401):
+        total, c = 1, b  # the tails it compares: P(X <= d + 1), d >= 0
+        for k in range(1, b + 1):
+            total += c
+            assert Fraction(total, 2**b) != Fraction(1, 8)
+            if Fraction(total, 2**b) > Fraction(1, 8):
+                break
+            c = c * (b - k) // (k + 1)
+
+
+def _blocks_case(edge: float, faster: bool = False) -> tuple[list[float], list[float], list[int]]:
+    """Four blocks: three whose rounds all pair at 2.0 (0.4 faster), one of a
+    single round at exactly `edge` in a loaded moment (both sides doubled),
+    so the pooled interval and the minima are decided and only that block
+    sits on its threshold."""
+    far = 0.4 if faster else 2.0
+    base = [1000.0] * 60 + [2000.0]
+    cand = [1000.0 * far] * 60 + [2000.0 * edge]
+    return base, cand, [20, 20, 20, 1]
+
+
+def test_a_block_exactly_at_half_the_limit_does_not_agree() -> None:
+    effect = 0.5  # half of it: 1.25 and 0.75, exact in binary
+    base, cand, blocks = _blocks_case(1.25)
+    s = abstats.paired(base, cand, effect, ALPHA, 1, blocks)
+    assert s.block_ratios == (2.0, 2.0, 2.0, 1.25) and s.ci_low == 2.0 and s.min_ratio == 2.0
+    assert s.verdict == abstats.NOISY
+    assert abstats.paired(*_blocks_case(1.2501)[:2], effect, ALPHA, 1,
+                          blocks).verdict == abstats.SLOWER
+    base, cand, blocks = _blocks_case(0.75, faster=True)
+    f = abstats.paired(base, cand, effect, ALPHA, 1, blocks)
+    assert f.block_ratios == (0.4, 0.4, 0.4, 0.75) and f.verdict == abstats.NOISY
+    assert abstats.paired(*_blocks_case(0.7499, faster=True)[:2], effect, ALPHA, 1,
+                          blocks).verdict == abstats.FASTER
+
+
+def test_two_blocks_are_held_to_the_block_rule() -> None:
+    base, cand, _ = _layout_case([1.13, 1.0], per_block=30)
+    s = abstats.paired(base, cand, EFFECT, ALPHA, 1, [30, 30])
+    assert s.block_ratios == pytest.approx((1.13, 1.0), abs=0.005)
+    assert s.verdict != abstats.SLOWER
+
+
+def test_faster_needs_minima_below_half_the_limit_strictly() -> None:
+    """The mirror of the slower test: the paired interval lies below
+    1 - limit, the ratio of minima exactly at 1 - limit / 2 is not enough."""
+    base = [1000.0] + [4000.0] * 29
+    cand = [3000.0, 750.0] + [1600.0] * 28  # pairs 3.0, 0.1875, then 0.4 ...
+    s = abstats.paired(base, cand, min_effect=0.5)
+    assert s.ci_high < 0.5 and s.min_ratio == 0.75 and s.verdict == abstats.NOISY
+    cand[1] = 749.0
+    assert abstats.paired(base, cand, min_effect=0.5).verdict == abstats.FASTER
+
+
+def test_paired_stats_carry_both_sides_medians_and_minima() -> None:
+    base = [100.0, 300.0, 200.0, 400.0, 500.0] * 4
+    cand = [110.0, 330.0, 220.0, 440.0, 550.0] * 4
+    s = abstats.paired(base, cand)
+    assert (s.base_median_ns, s.cand_median_ns, s.base_min_ns, s.cand_min_ns) == (
+        300.0, 330.0, 100.0, 110.0)
+    assert s.rounds == 20 and s.median_ratio == pytest.approx(1.1)
+
+
+def test_describe_says_every_figure_and_no_interval_when_there_is_none() -> None:
+    s = abstats.PairedStats(12, 1.0, 1.1, 0.9, 1.0, 1.1, 1.05, 1.15, 0.99, 1.111, 0.02, 0.03,
+                            "slower")
+    assert s.describe(0.025) == ("slower: paired ratio 1.100 (99.00% CI [1.050, 1.150]), "
+                                 "min ratio 1.111, CV base 2.0% cand 3.0%, 12 rounds, "
+                                 "limit ±2.5%")
+    nan = math.nan
+    t = abstats.PairedStats(3, 1.0, 1.0, 1.0, 1.0, 1.0, nan, nan, 0.99, 1.0, nan, nan,
+                            "too-few-rounds", (1.0, 1.0))
+    assert t.describe(0.05) == ("too-few-rounds: paired ratio 1.000 (99.00% CI [–]), min ratio "
+                                "1.000, CV base nan% cand nan%, 3 rounds in 2 blocks (ratios "
+                                "1.000 1.000), limit ±5.0%")

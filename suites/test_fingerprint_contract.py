@@ -100,12 +100,12 @@ def test_conv_dots_take_the_elements_asked_for_in_the_default_order() -> None:
     rng = np.random.default_rng(4)
     x = rng.uniform(-2, 2, (1, 5, 5, 3)).astype(F16)
     w = rng.uniform(-2, 2, (3, 3, 3, 4)).astype(F16)
-    bias = rng.uniform(-2, 2, (1, 4)).astype(F16)  # a row of biases is read flat
+    bias = rng.uniform(-2, 2, (1, 4)).astype(F16).astype(np.float64)  # a row, read flat
     desc = _desc(x, w, pad=(1, 1, 1, 1))
     out = np.zeros((1, 5, 5, 4), np.float32)
     pick = np.array([0, 7, 99])
     d = fpm.conv_dots(x.astype(np.float32), w, bias, desc, out=out, elements=pick)
-    whole = fpm.conv_dots(x, w, bias.reshape(-1), desc, "hwc", out)
+    whole = fpm.conv_dots(x, w, bias.reshape(-1).astype(F16), desc, "hwc", out)
     assert d.size == 3 and whole.size == 100
     for arr in (d.x, d.y, d.bias, d.lo, d.hi, d.observed):
         assert arr is not None and arr.dtype == F16
@@ -306,3 +306,48 @@ def test_labels_name_the_best_model_when_every_model_matches() -> None:
     assert fpm.describe("fp16_lanes[8]", 0.9995) == "FP16 chain (fp16_lanes[8], 99.9%)"
     fp = fpm.Fingerprint(fpm.INDISTINGUISHABLE, 1.0, {}, 1.0, 4, 4, "fp32_chain", 1.0)
     assert fpm.label(fp) == "indistinguishable (every model matches) (fp32_chain, 100%)"
+
+
+def _crafted(monkeypatch, preds: dict[str, np.ndarray]) -> fpm.Fingerprint:
+    """score() on predictions given here (simulate replaced): every figure of
+    the fingerprint then comes from fractions of 1000 elements."""
+    names = list(preds)
+    models = [m for m in fpm.candidates(40, False) if m.name in names]
+    assert [m.name for m in models] == names
+    monkeypatch.setattr(fpm, "simulate",
+                        lambda d, ms: {m.name: preds[m.name] for m in ms})
+    obs = np.zeros(1000, F16)
+    d = fpm.DotSet(np.zeros((40, 1000), F16), np.zeros((40, 1000), F16), None,
+                   np.zeros(1000, F16), np.zeros(1000, F16), obs)
+    return fpm.score({"": d}, models, 1000)
+
+
+def test_agreement_and_a_cross_family_tie_at_their_exact_thresholds(monkeypatch) -> None:
+    """All candidates agreeing on exactly 999 of 1000 elements is
+    AGREEMENT: indistinguishable. An FP16 model matching every element and
+    an FP32 one exactly 999 of them (1 - AGREEMENT behind) is a tie of the
+    families: indistinguishable too; 998 of them is not."""
+    zero, one_off, two_off = (np.zeros(1000, F16) for _ in range(3))
+    one_off[0] = 1
+    two_off[:2] = 1
+    fp = _crafted(monkeypatch, {"fp32_once": zero, "fp32_chain": zero,
+                                "fp16_fma_chain": one_off})
+    assert fp.agreement == 0.999 and fp.indistinguishable and fp.best == "fp32_once"
+    tie = _crafted(monkeypatch, {"fp32_once": one_off, "fp32_chain": one_off,
+                                 "fp16_fma_chain": zero, "fp16_lanes[4]": two_off})
+    assert tie.scores["fp32_once"] == 0.999 and tie.agreement == 0.998
+    assert tie.indistinguishable and tie.best == "fp16_fma_chain"
+    apart = _crafted(monkeypatch, {"fp32_once": two_off, "fp32_chain": two_off,
+                                   "fp16_fma_chain": zero})
+    assert apart.model == "fp16_fma_chain" and apart.scores["fp32_once"] == 0.998
+
+
+def test_a_sampled_conv_fingerprint_is_the_same_every_time() -> None:
+    rng = np.random.default_rng(8)
+    x = rng.uniform(-2, 2, (1, 12, 12, 8)).astype(F16)
+    w = rng.uniform(-2, 2, (3, 3, 8, 8)).astype(F16)
+    desc = _desc(x, w, pad=(1, 1, 1, 1))
+    out = fpm.simulate_conv(x, w, None, desc, "fp32_chain@hwc")
+    first = fpm.conv(x, w, None, desc, out, max_elements=40)
+    again = fpm.conv(x, w, None, desc, out, max_elements=40)
+    assert first.sampled and first.elements == 40 and first == again

@@ -233,3 +233,65 @@ def test_an_interleaved_run_in_blocks_of_processes_is_judged_by_its_blocks() -> 
     for name, text in (("short", "15 15"), ("garbled", "15 x 30"), ("zero", "0 60")):
         assert got[name].verdict == "untimed" and got[name].stats is None
         assert got[name].detail == f"its blocks ({text}) do not add up to its 60 rounds"
+
+
+def _rows(cases: dict[str, tuple[list[float], list[float], str | None]]) -> list[dict[str, str]]:
+    out = []
+    for case, (base, cand, blocks) in cases.items():
+        r = {"catalog": "cat", "case": case, "realization": "real", "failure": "",
+             "verdict": "same", "base_round_times_ns": " ".join(f"{t:g}" for t in base),
+             "cand_round_times_ns": " ".join(f"{t:g}" for t in cand)}
+        if blocks is not None:
+            r["blocks"] = blocks
+        out.append(r)
+    return out
+
+
+def test_a_sequential_run_is_judged_over_every_look_it_could_take() -> None:
+    """m, the Bonferroni count: the timed cases, or with looks > 1 (a `kbench
+    ab --budget` run, its settings in run.json) the larger of them and the
+    run's cases, times the looks."""
+    from kbench.results.abgate import AbRun
+    same = [100.0] * 40
+    rows = _rows({f"c{i}": (same, same, None) for i in range(4)})
+
+    def confidence(settings: dict | None) -> float:
+        meta = {} if settings is None else {"settings": settings}
+        (v, *_) = judge_ab(AbRun(Path("."), meta, rows), 0.05, 0.01)
+        return v.stats.confidence
+    assert confidence(None) == pytest.approx(1 - 0.01 / 4)
+    assert confidence({"looks": 1, "cases": 10}) == pytest.approx(1 - 0.01 / 4)
+    assert confidence({"looks": 2, "cases": 3}) == pytest.approx(1 - 0.01 / 8)
+    assert confidence({"looks": 3, "cases": 10}) == pytest.approx(1 - 0.01 / 30)
+    assert confidence({"looks": 3}) == pytest.approx(1 - 0.01 / 12)
+
+
+def test_the_blocks_reason_is_given_only_when_the_interval_is_past_the_limit() -> None:
+    """A noisy case run in blocks says "its blocks ... disagree" only when
+    its pooled interval lies wholly past the limit (up or down): an interval
+    that merely reaches the limit, or straddles it, is too wide to tell.
+    Every such verdict keeps its statistics."""
+    from kbench.results.abgate import AbRun
+    ones = [1000.0] * 60
+    at_up = [1250.0] * 20 + [2000.0] * 40  # the interval's low end exactly 1 + 0.25
+    at_down = [750.0] * 20 + [500.0] * 40  # the high end exactly 1 - 0.25
+    loaded = [1000.0] * 50 + [2000.0] * 10  # the last, short block ran under load
+    split_up = [1400.0] * 50 + [2000.0] * 10  # past 1.25, but that block at 1.0
+    split_down = [600.0] * 50 + [2000.0] * 10
+    slow = [2000.0] * 60
+    rows = _rows({"at_up": (ones, at_up, "20 20 20"), "at_down": (ones, at_down, "20 20 20"),
+                  "split_up": (loaded, split_up, "25 25 10"),
+                  "split_down": (loaded, split_down, "25 25 10"),
+                  "slow": (ones, slow, "20 20 20")})
+    got = {v.label.split("/")[1]: v for v in judge_ab(AbRun(Path("."), {}, rows), 0.25, 0.01)}
+    disagree = "(its blocks of fresh processes disagree: a layout effect, not the build)"
+    wide = "(the interval is too wide to tell, or the minima disagree)"
+    assert got["at_up"].stats.ci_low == 1.25 and got["at_down"].stats.ci_high == 0.75
+    for name in ("at_up", "at_down"):
+        assert got[name].verdict == "inconclusive" and got[name].detail.endswith(wide), name
+    for name in ("split_up", "split_down"):
+        v = got[name]
+        assert v.verdict == "inconclusive" and v.detail.endswith(disagree), name
+        assert v.stats is not None and v.stats.block_ratios[-1] == 1.0
+    assert got["slow"].verdict == "slower" and "disagree" not in got["slow"].detail
+    assert got["slow"].detail == got["slow"].stats.describe(0.25)

@@ -115,3 +115,53 @@ def test_the_gate_cli_widens_limits_from_the_history_and_says_so(tmp_path: Path)
     assert case["limit"] > 0.1 and case["verdict"] == "same"
     res = runner.invoke(gate_command, [*args, "--history", "2"])
     assert res.exit_code == 2 and "--history" in res.output
+
+
+def test_limits_widen_only_past_the_limit_and_the_floor_says_when_none_does() -> None:
+    key = ("perf", "host", "gemm", "c", "k", "uniform", "r", 1)
+    floor = noise.NoiseFloor("box (Test CPU)", (3, 2, 1), {key: (0.05, 3)})
+    assert floor.limits(0.05) == {} and floor.limits(0.049) == {key: 0.05}
+    assert floor.describe(0.05) == ("noise floor (--history): 3 earlier run(s) of box (Test CPU)"
+                                    " in the history, 1 case(s) timed in at least 3 of them; "
+                                    "none spreads beyond the limit 5.0%")
+    assert floor.describe(0.02).endswith("; 1 case(s) spread beyond the limit 2.0% and are held "
+                                         "to their own spread instead (largest 5.0%)")
+
+
+def test_the_spread_takes_every_positive_median_even_below_one() -> None:
+    assert noise.spread([0.5, 0.5, 0.5]) == 0.0
+    assert noise.spread([0.25, 0.5, 1.0]) == pytest.approx(math.exp(2 * math.log(2)) - 1)
+
+
+def test_from_results_skips_frames_without_times_and_reads_the_rest(tmp_path: Path) -> None:
+    """A frame with no rows, or none of time_median_ns (an untimed run),
+    is skipped, not the end of the list; an `emulated` left empty counts as
+    not emulated."""
+    runs = [write_run(tmp_path / f"r{i}", passes("k", [1e6 * f] * 3, 30 + i))
+            for i, f in enumerate((1.0, 1.1, 0.9))]
+    frames = [r.results.copy() for r in runs]
+    frames[1]["emulated"] = None  # not recorded: not emulated
+    import pandas as pd
+    untimed = frames[0].drop(columns=["time_median_ns"])
+    got = noise.from_results([pd.DataFrame(), untimed, *frames])
+    ((key, (s, n)),) = got.items()
+    assert key[4] == "k" and n == 3
+    assert s == pytest.approx(noise.spread([1e6, 1.1e6, 0.9e6]), rel=0.05)
+
+
+def test_from_history_looks_past_runs_it_cannot_use(tmp_path: Path) -> None:
+    """The newest 55 runs of this machine are emulated: the floor still finds
+    the three complete ones before them (the history is read whole, not its
+    newest 50 rows)."""
+    db = tmp_path / "history.sqlite"
+    for i, f in enumerate((1.0, 1.2, 0.8)):
+        append_run(db, write_run(tmp_path / f"ok{i}", passes("k", [1e6 * f] * 3, 50 + i),
+                                 date=f"2025-01-0{i + 1}T00:00:00+00:00"))
+    for i in range(55):
+        append_run(db, write_run(tmp_path / f"emu{i}", passes("k", [9e6] * 3, 60 + i,
+                                                              emulated=True),
+                                 date=f"2025-02-{1 + i % 28:02d}T{i // 28:02d}:00:00+00:00"))
+    floor = noise.from_history(db, "box", "Test CPU", 5)
+    assert len(floor.run_ids) == 3
+    ((_, (s, n)),) = floor.spreads.items()
+    assert n == 3 and s > 0.3

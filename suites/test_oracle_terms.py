@@ -173,6 +173,8 @@ def test_im2col_pads_each_side_by_its_own_amount(pad: tuple) -> None:
     img = cols.reshape(oh, ow)
     np.testing.assert_array_equal(img[pad[0]:pad[0] + 2, pad[2]:pad[2] + 3], x[0, :, :, 0])
     assert img.sum() == x.sum() and cols.dtype == x.dtype
+    assert oracle.im2col(x.astype(np.float32), 1, 1, (1, 1), pad, (1, 1), 1, oh,
+                         ow).dtype == np.float32  # the patches keep the input's type
 
 
 def test_the_oracle_raises_no_floating_point_error_on_specials() -> None:
@@ -191,6 +193,11 @@ def test_the_oracle_raises_no_floating_point_error_on_specials() -> None:
             conv = oracle.conv_reference(x, w, np.array([-np.inf, 1], F16), (1, 1),
                                          (1, 0, 0, 1), (1, 1), 1, clamp)
             assert conv.exact.shape == (1, 3, 3, 2)
+        inf_minus_inf = oracle.conv_reference(np.full((1, 1, 1, 1), np.inf, F16),
+                                              np.ones((1, 1, 1, 1), F16),
+                                              np.array([-np.inf], F16), (1, 1), (0, 0, 0, 0),
+                                              (1, 1), 1, None)
+        assert np.isnan(inf_minus_inf.exact).all()
         big = oracle.gemm_reference(np.full((1, 2), 65504, F16), np.full((2, 1), 65504, F16),
                                     None, None)
         assert big.rounded[0, 0] == np.inf  # rounds past FP16's range, quietly

@@ -272,7 +272,7 @@ def _simulate(d: DotSet, models: list[Model]) -> dict[str, np.ndarray]:
     acc: dict[str, np.ndarray] = {}  # model -> accumulated value before the bias stage
     fp16 = [m for m in models if m.family == FP16]
     if any(m.kind == "once" for m in models):
-        acc["once"] = prods.sum(axis=0) if k else np.zeros(e)
+        acc["once"] = prods.sum(axis=0)  # (K = 0 would sum to zeros)
     starts = {_chain32_key(m, d) for m in models if m.kind == "chain32"}
     if starts:
         p32 = prods.astype(np.float32)
@@ -349,9 +349,9 @@ def _clamp(r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def same(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Elementwise equality of FP16 arrays: +0 == -0, any NaN == any NaN."""
-    with np.errstate(invalid="ignore"):
-        return (p == q) | (np.isnan(p) & np.isnan(q))
+    """Elementwise equality of FP16 arrays: +0 == -0, any NaN == any NaN
+    (comparisons with NaN are quiet: no floating-point exception)."""
+    return (p == q) | (np.isnan(p) & np.isnan(q))
 
 
 # --------------------------------------------------------------------- results
@@ -487,7 +487,7 @@ def gemm(a: list[np.ndarray] | np.ndarray, b: list[np.ndarray] | np.ndarray,
     bias_l = bias if isinstance(bias, list) else [bias] * len(a_l)
     k = a_l[0].shape[1]
     total = sum(int(ci.size) for ci in c_l)
-    per = max(1, work // len(a_l))
+    per = work // len(a_l)  # sample() takes at least MIN_ELEMENTS whatever it is
     cap = None if max_elements is None else max(1, max_elements // len(a_l))
     sets = []
     for i, (ai, bi, ci, si) in enumerate(zip(a_l, b_l, c_l, bias_l, strict=True)):

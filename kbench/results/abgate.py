@@ -138,7 +138,7 @@ def judge_ab(ab: AbRun, max_slowdown: float, alpha: float) -> list[AbVerdict]:
             out[i] = AbVerdict(label, verdict, s, f"{s.describe(max_slowdown)} ({why})")
             continue
         why = {NOISY: "the interval is too wide to tell, or the minima disagree",
-               TOO_FEW: "too few rounds for the interval"}.get(s.verdict, "")
+               TOO_FEW: "too few rounds for the interval"}.get(s.verdict)
         out[i] = AbVerdict(label, verdict, s, s.describe(max_slowdown)
                            + (f" ({why})" if why else ""))
     return [v for v in out if v is not None]

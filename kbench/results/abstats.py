@@ -70,8 +70,9 @@ def median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
 
 
 def min_rounds(confidence: float) -> int:
-    """Fewest rounds for which the median interval exists at `confidence`."""
-    n = 1
+    """Fewest rounds for which the median interval exists at `confidence`
+    (one round never has one: there is no pair of order statistics)."""
+    n = 2
     while median_ci_ranks(n, confidence) is None:
         n += 1
     return n
@@ -140,8 +141,8 @@ def dissent_allowed(blocks: int) -> int:
     beyond it are as unlikely under a coin flip per block (a one-sided sign
     test) as three of three, 1/8 — none of up to five blocks, one of six,
     six of eighteen (six looks of three blocks)."""
-    d = 0
-    while d + 1 < blocks and binom_cdf_half(d + 1, blocks) <= BLOCK_LEVEL:
+    d = 0  # (d + 1 dissenters of `blocks` or more: the tail is 1, past BLOCK_LEVEL)
+    while binom_cdf_half(d + 1, blocks) <= BLOCK_LEVEL:
         d += 1
     return d
 

@@ -1,0 +1,108 @@
+"""The regression gate's and the comparison's Markdown (the CI job summary)
+and the instruction-count table, whole, on fixed synthetic runs: every
+verdict and failure reason, the ordering of the rows, the truncation at
+max_rows, units from ns to s, threads, emulated targets, the interleaved
+section, machine drift with and without --strict. The expected texts
+(suites/data/gate_markdown/) were read line by line against the runs they
+come from (see each scenario); a change of wording or figures shows here as
+a diff to review."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_compare import passes, row, write_run
+from test_gate_ab import drifted_runs, write_ab
+
+from kbench.results.abgate import load_ab
+from kbench.results.compare import compare_runs, gate, markdown
+from kbench.results.count_compare import compare_counts, failure_detail, markdown_table
+
+
+def every_verdict(tmp: Path) -> tuple[str, str]:
+    base_rows = [*passes("slow", [1e6] * 3, 1), *passes("fast", [2e6] * 3, 2),
+                 *passes("steady", [5e5] * 3, 3), *passes("gone", [3e3] * 3, 4),
+                 *passes("one", [1e6], 5), *passes("tiny", [800.0] * 3, 6),
+                 row("checked", suite="correctness"), row("broken", suite="correctness")]
+    cand_rows = [*passes("slow", [1.3e6] * 3, 11), *passes("fast", [1.4e6] * 3, 12),
+                 *passes("steady", [5e5] * 3, 13), *passes("fresh", [7e9] * 3, 14),
+                 *passes("one", [1e6], 15), *passes("tiny", [800.0] * 3, 16),
+                 row("checked", suite="correctness"),
+                 row("broken", suite="correctness", status="fail",
+                     message="max err|bound 3.5\nat (0, 1)")]
+    base = write_run(tmp / "base", base_rows)
+    cand = write_run(tmp / "cand", cand_rows)
+    return markdown(gate(base, cand, alpha=0.01, max_slowdown=0.05), max_rows=5), \
+        markdown(compare_runs(base, cand))
+
+
+def threads_and_emulated(tmp: Path) -> str:
+    wide_b, wide_c = passes("wide", [4e6] * 3, 7), passes("wide", [4e6] * 3, 17)
+    for v in (*wide_b, *wide_c):
+        v.threads = 2
+    emu_b = passes("emu", [9e6] * 3, 8, target="qemu:svl=512", emulated=True)
+    emu_c = passes("emu", [9e6] * 3, 18, target="qemu:svl=512", emulated=True)
+    targets = {"host": {"emulated": False}, "qemu:svl=512": {"emulated": True}}
+    base = write_run(tmp / "base", [*wide_b, *emu_b], targets=targets)
+    cand = write_run(tmp / "cand", [*wide_c, *emu_c], targets=targets)
+    return markdown(gate(base, cand))
+
+
+def interleaved(tmp: Path) -> str:
+    ab = load_ab(write_ab(tmp / "ab", {0: 1.3, 1: 0.8}, noisy={2}, failed={3}))
+    base, cand = drifted_runs(tmp / "runs")
+    return markdown(gate(base, cand, ab=ab), max_rows=6)
+
+
+def drift(tmp: Path) -> tuple[str, str]:
+    b = write_run(tmp / "db", [r for i in range(10) for r in passes(f"d{i}", [1e5] * 3, 30 + i)])
+    c = write_run(tmp / "dc", [r for i in range(10) for r in passes(f"d{i}", [1.2e5] * 3, 50 + i)])
+    return markdown(gate(b, c, strict=True), max_rows=3), markdown(gate(b, c), max_rows=2)
+
+
+def counts() -> tuple[str, list[str]]:
+    def cr(case: str, call: float, kernel: float, pack_b: float | None = None) -> dict:
+        d = {"target": "qemu:svl=512", "catalog": "cat", "case": case,
+             "realization": "gemm_sme2", "count_call": call, "count_kernel": kernel}
+        if pack_b is not None:
+            d["count_pack_b"] = pack_b
+        return d
+    b = [cr("grew", 1000, 800, 50), cr("shrank", 2000, 1500), cr("same", 300, 200),
+         cr("gone", 40, 30), cr("up_tiny", 100000, 90000)]
+    c = [cr("grew", 1012, 812, 50), cr("shrank", 1900, 1400), cr("same", 300, 200),
+         cr("new", 70, 60), cr("up_tiny", 100400, 90400)]
+    comp = compare_counts(b, c)
+    return "\n".join(markdown_table(comp, max_rows=4)), [
+        f"{d.label} | {d.verdict} | {failure_detail(d, comp.limit)}" for d in comp.deltas]
+
+
+GOLD = Path(__file__).resolve().parent / "data" / "gate_markdown"
+
+
+def _gold(name: str) -> str:
+    return (GOLD / f"{name}.md").read_text()
+
+def test_a_gate_and_a_comparison_with_every_verdict(tmp_path: Path) -> None:
+    gate_md, compare_md = every_verdict(tmp_path)
+    assert gate_md.replace(str(tmp_path), "TMP") == _gold("every_gate")
+    assert compare_md.replace(str(tmp_path), "TMP") == _gold("every_compare")
+
+
+def test_threads_and_an_emulated_target(tmp_path: Path) -> None:
+    assert threads_and_emulated(tmp_path).replace(str(tmp_path), "TMP") == _gold("threads")
+
+
+def test_speed_from_an_interleaved_run(tmp_path: Path) -> None:
+    assert interleaved(tmp_path).replace(str(tmp_path), "TMP") == _gold("interleaved")
+
+
+def test_machine_drift_inconclusive_and_strict(tmp_path: Path) -> None:
+    strict, lax = drift(tmp_path)
+    assert strict.replace(str(tmp_path), "TMP") == _gold("drift_strict")
+    assert lax.replace(str(tmp_path), "TMP") == _gold("drift")
+
+
+def test_the_instruction_count_table_and_failure_details() -> None:
+    table, details = counts()
+    assert table == _gold("counts_table")
+    assert "\n".join(details) == _gold("counts_detail")
