@@ -107,8 +107,45 @@ def test_noisy_cases_are_inconclusive_and_strict_fails_them(tmp_path: Path) -> N
                                                "gemm_scalar_f32acc synthetic/c7"]
     strict = gate(b, c, ab=ab, strict=True)
     assert [f.reason for f in strict.failures] == ["inconclusive", "inconclusive"]
-    assert "kbench ab --base worker:../base/kb_worker --cand worker:host --rounds 120" in \
-        strict.failures[0].detail
+    assert strict.failures[0].detail.endswith(
+        "; settle it: kbench ab --base worker:../base/kb_worker --cand worker:host --shapes "
+        "synthetic -k '^(synthetic/c2)$' --realization gemm_scalar_f32acc --rounds 120 "
+        "(--strict)")
+    # the text and the Markdown give one command for every inconclusive case
+    from kbench.cli.history import gate_text
+    settle = ("kbench ab --base worker:../base/kb_worker --cand worker:host --shapes synthetic "
+              "-k '^(synthetic/c2|synthetic/c7)$' --realization gemm_scalar_f32acc --rounds 120")
+    assert f"  settle the inconclusive case(s): {settle}" in gate_text(result).splitlines()
+    assert ("Settle the 2 inconclusive case(s) with more rounds:\n\n```sh\n" + settle
+            + "\n```") in markdown(result)
+
+
+def test_the_settle_command_reruns_the_undecided_cases_as_the_run_was_made(tmp_path: Path
+                                                                           ) -> None:
+    """Twice the rounds; for a sequential run twice the budget, its looks and
+    its gate limit; only the named cases, each catalog and realization once,
+    a -k matching exactly their CATALOG/CASE (regex characters escaped); it
+    selects those cases when run."""
+    from kbench.harness.selection import CaseFilter
+    from kbench.results.abgate import AbRun, AbVerdict, settle_command
+    plain = AbRun(tmp_path, {"base": "worker:b w", "cand": "worker:host"}, [])
+    assert settle_command(plain) == "kbench ab --base 'worker:b w' --cand worker:host --rounds 120"
+    seq = AbRun(tmp_path, {"base": "worker:b", "cand": "worker:c", "settings": {
+        "rounds": 30, "budget_s": 300.0, "looks": 4, "gate_limits": [0.05]}}, [])
+    picked = [AbVerdict("r2 cat-b/m1+n2", "inconclusive", None, ""),
+              AbVerdict("r1 cat-a/x", "inconclusive", None, ""),
+              AbVerdict("r1 cat-b/m1+n2", "inconclusive", None, "")]
+    cmd = settle_command(seq, picked)
+    assert cmd == ("kbench ab --base worker:b --cand worker:c --shapes cat-a --shapes cat-b "
+                   "-k '^(cat\\-a/x|cat\\-b/m1\\+n2)$' --realization r1 --realization r2 "
+                   "--rounds 60 --budget 600 --max-looks 4 --gate-limit 0.05")
+    import shlex
+    k = shlex.split(cmd)[shlex.split(cmd).index("-k") + 1]
+    f = CaseFilter(k)
+    assert f.matches("cat-b", "m1+n2") and f.matches("cat-a", "x")
+    assert not f.matches("cat-b", "m1+n22") and not f.matches("cat-a", "xx")
+    none = AbRun(tmp_path, {}, [])
+    assert settle_command(none) == "kbench ab --base BASE --cand CAND --rounds 120"
 
 
 def test_a_failed_or_incomplete_interleaved_run_fails(tmp_path: Path) -> None:

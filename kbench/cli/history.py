@@ -376,7 +376,12 @@ def gate_text(result: GateResult) -> str:
         for v in result.interleaved:
             if v.verdict not in (SAME, "faster"):
                 lines.append(f"  {v.verdict:12s} {v.label}: {v.detail}")
-        unsure = sum(v.verdict == INCONCLUSIVE for v in result.interleaved)
+        undecided = [v for v in result.interleaved if v.verdict == INCONCLUSIVE]
+        if undecided and result.ab_run is not None:
+            from kbench.results.abgate import settle_command
+            lines.append(f"  settle the inconclusive case(s): "
+                         f"{settle_command(result.ab_run, undecided)}")
+        unsure = len(undecided)
         why = "the interval too wide to tell"
     else:
         unsure = sum(c.verdict == "inconclusive" for c in result.comparison.cases)

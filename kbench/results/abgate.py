@@ -23,6 +23,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,8 +89,11 @@ def load_ab(path: str | Path) -> AbRun:
 
 
 def _times(text: str | None) -> list[float]:
+    """A row's round times; none for an empty or malformed field."""
+    if not text:
+        return []
     try:
-        return [float(t) for t in (text or "").split()]
+        return [float(t) for t in text.split()]
     except ValueError:
         return []
 
@@ -144,12 +150,29 @@ def judge_ab(ab: AbRun, max_slowdown: float, alpha: float) -> list[AbVerdict]:
     return [v for v in out if v is not None]
 
 
-def settle_command(ab: AbRun) -> str:
-    """The command that re-measures the interleaved run with more rounds."""
+def settle_command(ab: AbRun, verdicts: Sequence[AbVerdict] = ()) -> str:
+    """The command that re-measures the interleaved run with twice the rounds
+    (and, for a sequential run, twice the budget, its looks and gate limits)
+    — only the cases of `verdicts` when given: their catalogs, their
+    realizations and a -k that matches exactly their CATALOG/CASE."""
     s = ab.meta.get("settings") or {}
     rounds = int(s.get("rounds") or 60)
-    return (f"kbench ab --base {ab.meta.get('base', 'BASE')} --cand {ab.meta.get('cand', 'CAND')}"
-            f" --rounds {2 * rounds}")
+    cmd = ["kbench", "ab", "--base", str(ab.meta.get("base") or "BASE"),
+           "--cand", str(ab.meta.get("cand") or "CAND")]
+    if verdicts:
+        named = [v.label.split(" ", 1) for v in verdicts]
+        for catalog in sorted({where.split("/", 1)[0] for _, where in named}):
+            cmd += ["--shapes", catalog]
+        cmd += ["-k", "^(" + "|".join(re.escape(w) for w in sorted({w for _, w in named}))
+                + ")$"]
+        for realization in sorted({r for r, _ in named}):
+            cmd += ["--realization", realization]
+    cmd += ["--rounds", str(2 * rounds)]
+    if s.get("budget_s"):
+        cmd += ["--budget", f"{2 * float(s['budget_s']):g}",
+                "--max-looks", str(int(s.get("looks") or 6))]
+        cmd += [a for g in s.get("gate_limits") or () for a in ("--gate-limit", f"{g:g}")]
+    return shlex.join(cmd)
 
 
 def ratio_text(v: AbVerdict) -> str:

@@ -214,6 +214,7 @@ class GateResult:
     failures: list[GateFailure]
     interleaved: list[AbVerdict] = field(default_factory=list)  # --ab: the speed verdicts
     ab_path: str = ""  # --ab: the interleaved run folder ("" without)
+    ab_run: AbRun | None = None  # --ab: the interleaved run itself
 
     @property
     def passed(self) -> bool:
@@ -565,7 +566,7 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
         failures.append(GateFailure("suite", "", f"the candidate's suites exited with status "
                                     f"{status} without a failing result row (a test outside the "
                                     "case verdicts failed, e.g. determinism)"))
-    return GateResult(comp, failures, interleaved, str(ab.path) if ab is not None else "")
+    return GateResult(comp, failures, interleaved, str(ab.path) if ab is not None else "", ab)
 
 
 def _ab_failures(ab: AbRun, verdicts: list[AbVerdict], max_slowdown: float,
@@ -583,7 +584,7 @@ def _ab_failures(ab: AbRun, verdicts: list[AbVerdict], max_slowdown: float,
             out.append(GateFailure("slowdown", v.label, f"interleaved (kbench ab): {v.detail}"))
         elif strict and v.verdict == abgate.INCONCLUSIVE:
             out.append(GateFailure("inconclusive", v.label, f"interleaved: {v.detail}; settle "
-                                   f"it: {abgate.settle_command(ab)} (--strict)"))
+                                   f"it: {abgate.settle_command(ab, [v])} (--strict)"))
     return out
 
 
@@ -672,6 +673,10 @@ def _ab_markdown(result: GateResult, max_rows: int) -> list[str]:
         mark = f"**{v.verdict}**" if v.verdict in (SLOWER, abgate.INCONCLUSIVE,
                                                    abgate.FAILED) else v.verdict
         lines.append(f"| {_md(v.label)} | {abgate.ratio_text(v)} | {mark} |")
+    unsure = [v for v in result.interleaved if v.verdict == abgate.INCONCLUSIVE]
+    if unsure and result.ab_run is not None:
+        lines += ["", f"Settle the {len(unsure)} inconclusive case(s) with more rounds:", "",
+                  "```sh", abgate.settle_command(result.ab_run, unsure), "```"]
     return lines
 
 
