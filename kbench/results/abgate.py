@@ -82,7 +82,7 @@ def load_ab(path: str | Path) -> AbRun:
     elif meta.get("complete"):
         raise AbRunError(f"{folder}: complete but without ab.csv")
     for i, r in enumerate(rows, 2):
-        missing = [c for c in ("catalog", "case", "realization", "verdict") if c not in r]
+        missing = [c for c in ("catalog", "case", "realization", "verdict") if r.get(c) is None]
         if missing:
             raise AbRunError(f"{folder}/ab.csv line {i}: no {', '.join(missing)} column")
     return AbRun(folder, meta, rows)
