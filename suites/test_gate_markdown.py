@@ -68,9 +68,11 @@ def counts() -> tuple[str, list[str]]:
             d["count_pack_b"] = pack_b
         return d
     b = [cr("grew", 1000, 800, 50), cr("shrank", 2000, 1500), cr("same", 300, 200),
-         cr("gone", 40, 30), cr("up_tiny", 100000, 90000)]
+         cr("gone", 40, 30), cr("up_tiny", 100000, 90000), cr("from_zero", 100, 80, 0),
+         cr("one", 1, 1)]
     c = [cr("grew", 1012, 812, 50), cr("shrank", 1900, 1400), cr("same", 300, 200),
-         cr("new", 70, 60), cr("up_tiny", 100400, 90400)]
+         cr("new", 70, 60), cr("up_tiny", 100400, 90400), cr("from_zero", 150, 80, 50),
+         cr("one", 2, 2)]
     comp = compare_counts(b, c)
     return "\n".join(markdown_table(comp, max_rows=4)), [
         f"{d.label} | {d.verdict} | {failure_detail(d, comp.limit)}" for d in comp.deltas]
