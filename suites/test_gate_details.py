@@ -170,3 +170,17 @@ def test_unreadable_interleaved_folders_say_what_is_wrong(tmp_path: Path) -> Non
 def test_a_block_of_one_round_is_a_block() -> None:
     assert _blocks("1 59") == [1, 59]
     assert _blocks("0 60") == [] and _blocks("") is None and _blocks("1 x") == []
+
+
+def test_ratio_text_without_a_ratio_or_without_an_interval() -> None:
+    from kbench.results.abgate import AbVerdict, ratio_text
+    from kbench.results.abstats import PairedStats
+    nan = math.nan
+
+    def stats(median: float, lo: float, hi: float) -> PairedStats:
+        return PairedStats(3, 1.0, 1.0, 1.0, 1.0, median, lo, hi, 0.99, 1.0, 0.0, 0.0, "same")
+    assert ratio_text(AbVerdict("r c/k", "failed", None, "")) == "–"
+    assert ratio_text(AbVerdict("r c/k", "untimed", stats(nan, nan, nan), "")) == "–"
+    assert ratio_text(AbVerdict("r c/k", "inconclusive", stats(1.02, nan, nan), "")) == "1.020"
+    assert ratio_text(AbVerdict("r c/k", "same", stats(1.0, 0.99, 1.01), "")) == \
+        "1.000 [0.990, 1.010]"
