@@ -330,9 +330,10 @@ def test_agreement_and_a_cross_family_tie_at_their_exact_thresholds(monkeypatch)
     zero, one_off, two_off = (np.zeros(1000, F16) for _ in range(3))
     one_off[0] = 1
     two_off[:2] = 1
-    fp = _crafted(monkeypatch, {"fp32_once": zero, "fp32_chain": zero,
-                                "fp16_fma_chain": one_off})
+    fp = _crafted(monkeypatch, {"fp32_once": zero, "fp32_chain": one_off})  # one family
     assert fp.agreement == 0.999 and fp.indistinguishable and fp.best == "fp32_once"
+    apart1 = _crafted(monkeypatch, {"fp32_once": zero, "fp32_chain": two_off})
+    assert apart1.agreement == 0.998 and apart1.model == "fp32_once"
     tie = _crafted(monkeypatch, {"fp32_once": one_off, "fp32_chain": one_off,
                                  "fp16_fma_chain": zero, "fp16_lanes[4]": two_off})
     assert tie.scores["fp32_once"] == 0.999 and tie.agreement == 0.998
