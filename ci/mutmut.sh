@@ -28,7 +28,8 @@ DEFAULT_TESTS="suites/test_judge_edges.py suites/test_judge_tightness.py suites/
   suites/test_report_figures.py suites/test_fingerprint.py suites/test_fingerprint_contract.py
   suites/test_oracle_terms.py suites/test_verdict_mutants.py suites/test_numbers.py
   suites/test_robust_verdicts.py suites/test_gate_ab.py suites/test_gate_details.py
-  suites/test_gate_markdown.py suites/test_noise_floor.py suites/test_counts.py"
+  suites/test_gate_markdown.py suites/test_noise_floor.py suites/test_counts.py
+  suites/test_winograd_magnitude.py"
 read -r -a TESTS <<< "$(echo ${MUTMUT_TESTS:-$DEFAULT_TESTS})"
 WORK="${MUTMUT_WORK:-$REPO/build/mutmut}"
 mkdir -p "$WORK/build"

@@ -28,7 +28,8 @@ def magnitude_sum(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
     products an inf meets its partner whatever that is (inf * 0 is NaN there)."""
     n, h, wd, c_in = x.shape
     kh, kw, cg, c_out = w.shape
-    assert kh == 3 and kw == 3
+    if (kh, kw) != (3, 3):
+        raise ValueError(f"the Winograd F(2x2, 3x3) magnitude sum needs 3x3 weights, not {kh}x{kw}")
     og = c_out // groups
     out_h = h + pad[0] + pad[1] - 2
     out_w = wd + pad[2] + pad[3] - 2
