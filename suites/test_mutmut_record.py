@@ -1,0 +1,68 @@
+"""ci/mutmut_record.py, the record of a generated-mutant campaign: every
+survivor goes to the first reason whose names match it or stays
+unexplained, rules that match nothing are reported, and docs/gen/kbdocs.py
+refuses a record whose groups do not add up to its survivors."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+rec = _load("mutmut_record", REPO / "ci" / "mutmut_record.py")
+kbdocs = _load("kbdocs_for_mutmut", REPO / "docs" / "gen" / "kbdocs.py")
+
+
+def test_survivors_go_to_the_first_matching_reason_or_stay_unexplained() -> None:
+    rules = [{"reason": "a", "names": [r"\.x_f__mutmut_(1|2)$"]},
+             {"reason": "b", "names": [r"\.x_f__mutmut_\d+$"]},
+             {"reason": "never", "names": [r"\.x_g__"]}]
+    groups, left, idle = rec.classify(["m.x_f__mutmut_1", "m.x_f__mutmut_12", "m.x_h__mutmut_3",
+                                       "m.x_f__mutmut_2"], rules)
+    assert groups == [{"reason": "a", "mutants": ["m.x_f__mutmut_1", "m.x_f__mutmut_2"]},
+                      {"reason": "b", "mutants": ["m.x_f__mutmut_12"]}]
+    assert left == ["m.x_h__mutmut_3"] and idle == ["never"]
+
+
+def test_the_committed_rules_are_well_formed() -> None:
+    import json
+    import re
+    rules = json.loads((REPO / "ci" / "mutmut_equivalent.json").read_text())
+    assert rules and len({r["reason"] for r in rules}) == len(rules)
+    for r in rules:
+        assert len(r["reason"]) > 20 and r["names"]
+        for p in r["names"]:
+            re.compile(p)
+            assert p.endswith("$") and p.startswith("kbench\\.")  # one mutant, never a family
+
+
+def test_a_record_whose_groups_do_not_add_up_is_refused(tmp_path: Path, monkeypatch) -> None:
+    body = ('summary = "s"\nunexplained = ["m.x_h__mutmut_3"]\n\n[score]\npackage = "p"\n'
+            'mutants = 10\nkilled = {k}\nsurvived = {s}\nnot_reached = 1\nnot_run = 0\n\n'
+            '[record]\ndate = "2026-01-01"\ncommit = "abc1234"\nmachine = "m"\n'
+            'command = "c"\nnote = ""\n\n[[equivalent]]\nreason = "because"\n'
+            'mutants = ["m.x_f__mutmut_1", "m.x_f__mutmut_2"]\n')
+    (tmp_path / "docs" / "records").mkdir(parents=True)
+    monkeypatch.setattr(kbdocs, "root", lambda: tmp_path)
+    (tmp_path / "docs" / "records" / "mutmut_t.toml").write_text(body.format(s=3, k=6))
+    table = kbdocs.mutmut_scores("mutmut_t")
+    assert "| `p` | 10 | 6 | 3 | 2 of 3 | 1 | 0 | 66.7% | 2026-01-01, `abc1234` |" in table
+    triage = kbdocs.mutmut_triage("mutmut_t")
+    assert "| because | 2 |" in triage and "Left to triage: `m.x_h__mutmut_3`." in triage
+    (tmp_path / "docs" / "records" / "mutmut_t.toml").write_text(body.format(s=4, k=5))
+    with pytest.raises(ValueError, match="equivalent \\+ unexplained != survived"):
+        kbdocs.mutmut_scores("mutmut_t")
