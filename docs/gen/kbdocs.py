@@ -533,12 +533,34 @@ def mutmut_scores(*names: str) -> str:
         reached, not_run = killed + survived, int(sc.get("not_run", 0))
         if reached + int(sc["not_reached"]) + not_run != mutants:
             raise ValueError(f"{name}: killed + survived + not_reached + not_run != mutants")
+        groups = rec.get("equivalent", [])
+        explained = sum(len(g["mutants"]) for g in groups)
+        if groups and explained + len(rec.get("unexplained", [])) != survived:
+            raise ValueError(f"{name}: equivalent + unexplained != survived")
         rows.append([f"`{sc['package']}`", num(mutants), num(killed), num(survived),
+                     f"{explained} of {survived}" if groups or "unexplained" in rec else "–",
                      num(int(sc["not_reached"])), num(not_run),
                      f"{killed / reached:.1%}" if reached else "–",
                      f"{meta['date']}, `{meta['commit']}`"])
-    return table(["package", "generated mutants", "killed", "survived", "not reached",
-                  "not run (time-boxed)", "kill rate (run)", "recorded"], rows, "lrrrrrrl")
+    return table(["package", "generated mutants", "killed", "survived",
+                  "survivors shown equivalent", "not reached", "not run (time-boxed)",
+                  "kill rate (run)", "recorded"], rows, "lrrrrrrrl")
+
+
+def mutmut_triage(name: str) -> str:
+    """A campaign record written by ci/mutmut_record.py: its summary, each
+    reason a survivor cannot be told from the code with how many it covers,
+    the survivors left to triage, and the provenance."""
+    rec = record(name)
+    groups = rec.get("equivalent", [])
+    rows = [[" ".join(g["reason"].split()), str(len(g["mutants"]))] for g in groups]
+    left = rec.get("unexplained", [])
+    text = " ".join(rec["summary"].split()) + "\n\n"
+    if rows:
+        text += table(["why the survivors are equivalent", "survivors"], rows, "lr") + "\n"
+    text += ("Left to triage: " + ", ".join(f"`{n}`" for n in left) + ".\n\n" if left else
+             "Every survivor is in the table above.\n\n")
+    return text + provenance(rec)
 
 
 def kleidiai_files() -> str:
@@ -669,7 +691,8 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "baseline_convs": baseline_convs, "baseline_summary": baseline_summary,
     "anchor_ratios": anchor_ratios, "sweep_ratios": sweep_ratios,
     "output": output, "recorded": recorded,
-    "mutmut_scores": mutmut_scores, "kleidiai_files": kleidiai_files,
+    "mutmut_scores": mutmut_scores, "mutmut_triage": mutmut_triage,
+    "kleidiai_files": kleidiai_files,
     "kleidiai_checked": kleidiai_checked, "gate_matrix": gate_matrix,
 }
 COUNT_BLOCKS = ("baseline_gemm_kernels", "baseline_calls", "baseline_convs", "anchor_ratios",
