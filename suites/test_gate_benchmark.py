@@ -6,28 +6,19 @@ targets docs/gen/kbdocs.py checks the README's table against."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from script_load import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str, path: Path):
-    sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
-gb = _load("gate_benchmark", REPO / "ci" / "gate_benchmark.py")
-kbdocs = _load("kbdocs", REPO / "docs" / "gen" / "kbdocs.py")
+gb = load_script("gate_benchmark", REPO / "ci" / "gate_benchmark.py")
+kbdocs = load_script("kbdocs", REPO / "docs" / "gen" / "kbdocs.py")
 
 
 def _settings(tmp_path: Path, protocol: str = "ab", hog: int = 0) -> object:
@@ -99,7 +90,7 @@ def test_a_cell_counts_what_the_targets_are_stated_in(tmp_path: Path) -> None:
     assert c["commit"] == "abcdef0" and c["protocol"] == "ab" and c["hog"] == 0
 
 
-def test_the_record_keeps_one_cell_per_catalog_protocol_and_load(tmp_path: Path) -> None:
+def test_the_record_keeps_one_cell_per_catalog_protocol_andload_script(tmp_path: Path) -> None:
     path = tmp_path / "gate_matrix.toml"
     path.write_text('summary = """kept\\nacross writes"""\nnotes = ["a note"]\n')
     base = gb.cell(_settings(tmp_path), gb.Result("", _outcomes(), "r", 60.0), {})

@@ -5,26 +5,18 @@ refuses a record whose groups do not add up to its survivors."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from script_load import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
-rec = _load("mutmut_record", REPO / "ci" / "mutmut_record.py")
-kbdocs = _load("kbdocs_for_mutmut", REPO / "docs" / "gen" / "kbdocs.py")
+rec = load_script("mutmut_record", REPO / "ci" / "mutmut_record.py")
+kbdocs = load_script("kbdocs_for_mutmut", REPO / "docs" / "gen" / "kbdocs.py")
 
 
 def test_survivors_go_to_the_first_matching_reason_or_stay_unexplained() -> None:
