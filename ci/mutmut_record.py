@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Writes the dated record of a generated-mutant campaign (ci/mutmut.sh):
 its score from mutmut's own statistics, and every survivor either grouped
-under the reason it cannot be told apart from the code (the rules in
-ci/mutmut_equivalent.json: per reason, the mutant names it covers) or
-listed as unexplained — the list a campaign leaves to triage.
+under the reason it survives (the rules in ci/mutmut_equivalent.json: per
+reason, the mutant names it covers) or listed as unexplained — the list a
+campaign leaves to triage. A rule's kind says what the reason is:
+"equivalent" (the default: no input tells the mutant from the code) or
+"presentation" (it changes only how a page, chart or message looks — a
+colour, a width, a word — never a verdict, a figure, or which rows appear;
+the suites do not pin such choices, and the record says so apart).
 
     python ci/mutmut_record.py build/mutmut --package kbench/judge \\
         --command "bash ci/mutmut.sh kbench/judge" --out docs/records/mutmut_judge.toml
@@ -45,7 +49,8 @@ def statuses(work: Path) -> dict[str, str]:
 
 def classify(survivors: list[str], rules: list[dict]) -> tuple[list[dict], list[str], list[str]]:
     """(groups of explained survivors, unexplained survivors, rules that matched none)."""
-    groups = [{"reason": r["reason"], "mutants": []} for r in rules]
+    groups = [{"reason": r["reason"], "kind": r.get("kind", "equivalent"), "mutants": []}
+              for r in rules]
     left = []
     for name in survivors:
         for rule, group in zip(rules, groups, strict=True):
@@ -102,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
               f"commit = {toml_str(commit)}", 'machine = "a 2-core x86_64 VM"',
               f"command = {toml_str(a.command)}", f"note = {toml_str(a.note)}", ""]
     for g in groups:
-        lines += ["[[equivalent]]", f"reason = {toml_str(g['reason'])}",
+        lines += [f"[[{g['kind']}]]", f"reason = {toml_str(g['reason'])}",
                   f"mutants = {json.dumps(g['mutants'])}", ""]
     a.out.write_text("\n".join(lines))
     print(f"{a.out}: {len(survivors)} survivors, {len(survivors) - len(left)} explained, "

@@ -28,6 +28,7 @@ import csv
 import math
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -521,8 +522,9 @@ def mutmut_scores(*names: str) -> str:
     """The generated-mutant campaigns' scores, one row per package, from the
     [score] table of each docs/records/mutmut_*.toml (or the records named):
     mutants generated, killed, survived, not reached by the suites run, not
-    run because the campaign was time-boxed, and the kill rate over the
-    mutants that ran."""
+    run because the campaign was time-boxed, the survivors explained (as
+    equivalent, or as changing only how something is shown) and the kill
+    rate over the mutants that ran."""
     if not names:
         names = tuple(sorted(p.stem for p in (root() / "docs" / "records").glob("mutmut_*.toml")))
     rows = []
@@ -533,18 +535,27 @@ def mutmut_scores(*names: str) -> str:
         reached, not_run = killed + survived, int(sc.get("not_run", 0))
         if reached + int(sc["not_reached"]) + not_run != mutants:
             raise ValueError(f"{name}: killed + survived + not_reached + not_run != mutants")
-        groups = rec.get("equivalent", [])
-        explained = sum(len(g["mutants"]) for g in groups)
-        if groups and explained + len(rec.get("unexplained", [])) != survived:
-            raise ValueError(f"{name}: equivalent + unexplained != survived")
+        equivalent = sum(len(g["mutants"]) for g in rec.get("equivalent", []))
+        shown = sum(len(g["mutants"]) for g in rec.get("presentation", []))
+        triaged = "equivalent" in rec or "presentation" in rec or "unexplained" in rec
+        if triaged and equivalent + shown + len(rec.get("unexplained", [])) != survived:
+            raise ValueError(f"{name}: equivalent + presentation + unexplained != survived")
         rows.append([f"`{sc['package']}`", num(mutants), num(killed), num(survived),
-                     f"{explained} of {survived}" if groups or "unexplained" in rec else "–",
+                     (f"{equivalent + shown:,} of {survived:,}: {equivalent:,} equivalent"
+                      + (f", {shown:,} presentation only" if shown else "")) if triaged else "–",
                      num(int(sc["not_reached"])), num(not_run),
                      f"{killed / reached:.1%}" if reached else "–",
                      f"{meta['date']}, `{meta['commit']}`"])
     return table(["package", "generated mutants", "killed", "survived",
-                  "survivors shown equivalent", "not reached", "not run (time-boxed)",
+                  "survivors explained", "not reached", "not run (time-boxed)",
                   "kill rate (run)", "recorded"], rows, "lrrrrrrrl")
+
+
+def _mutant_function(name: str) -> str:
+    """mutmut's mutant name -> the function it mutates: m.x_f__mutmut_3 -> m.f,
+    m.x\u01c1C\u01c1f__mutmut_3 -> m.C.f."""
+    mod, _, fn = re.sub(r"__mutmut_\d+$", "", name).rpartition(".x")
+    return mod + (fn.replace("\u01c1", ".") if fn.startswith("\u01c1") else "." + fn[1:])
 
 
 def mutmut_triage(name: str) -> str:
@@ -552,14 +563,28 @@ def mutmut_triage(name: str) -> str:
     reason a survivor cannot be told from the code with how many it covers,
     the survivors left to triage, and the provenance."""
     rec = record(name)
-    groups = rec.get("equivalent", [])
-    rows = [[" ".join(g["reason"].split()), str(len(g["mutants"]))] for g in groups]
     left = rec.get("unexplained", [])
     text = " ".join(rec["summary"].split()) + "\n\n"
-    if rows:
-        text += table(["why the survivors are equivalent", "survivors"], rows, "lr") + "\n"
-    text += ("Left to triage: " + ", ".join(f"`{n}`" for n in left) + ".\n\n" if left else
-             "Every survivor is in the table above.\n\n")
+    heads = {"equivalent": "why the survivors are equivalent",
+             "presentation": "presentation only: what the survivors change"}
+    for kind, head in heads.items():
+        rows = [[" ".join(g["reason"].split()), str(len(g["mutants"]))]
+                for g in rec.get(kind, [])]
+        if rows:
+            text += table([head, "survivors"], rows, "lr") + "\n"
+    if len(left) > 40:  # too many to name: how many each function leaves
+        per: dict[str, int] = {}
+        for n in left:
+            fn = _mutant_function(n)
+            per[fn] = per.get(fn, 0) + 1
+        text += (f"Left to triage: {len(left):,} survivors (`mutmut results` in the campaign's "
+                 "folder names them), per function:\n\n"
+                 + table(["function", "survivors"],
+                         [[f"`{f}`", str(c)] for f, c in sorted(per.items())], "lr") + "\n")
+    elif left:
+        text += "Left to triage: " + ", ".join(f"`{n}`" for n in left) + ".\n\n"
+    else:
+        text += "Every survivor is in the tables above.\n\n"
     return text + provenance(rec)
 
 
