@@ -9,8 +9,15 @@
 #
 #   bash ci/mutmut.sh [PATH...]      mutate PATH, a package folder or a module
 #                                    (default: kbench/judge kbench/results)
+#   bash ci/mutmut.sh PATH... -- NAME...
+#                                    rerun only the mutants NAME (globs allowed), e.g. a
+#                                    campaign's survivors after the tests that should kill them
 #   MUTMUT_CHILDREN=N                mutants run in parallel (default: 2)
 #   MUTMUT_TESTS="suites/a.py ..."   the suites it runs (default: the host suites below)
+#   MUTMUT_K="EXPR"                  a pytest -k expression applied to every run (default
+#                                    "not chromium"; empty: none): tests that drive a browser or a
+#                                    subprocess are invisible to mutmut's per-function test map
+#                                    and only slow each mutant
 #   MUTMUT_WORK=DIR                  its work folder (default: build/mutmut), so campaigns over
 #                                    different paths can be kept side by side
 #
@@ -21,7 +28,12 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
-read -r -a PATHS <<< "${*:-kbench/judge kbench/results}"
+ARGS=("$@") PATHS=() NAMES=()
+for i in "${!ARGS[@]}"; do  # PATH... [-- MUTANT_NAME...]
+  if [ "${ARGS[$i]}" = "--" ]; then NAMES=("${ARGS[@]:$((i + 1))}"); break; fi
+  PATHS+=("${ARGS[$i]}")
+done
+[ ${#PATHS[@]} -gt 0 ] || PATHS=(kbench/judge kbench/results)
 DEFAULT_TESTS="suites/test_judge_edges.py suites/test_judge_tightness.py suites/test_oracle.py
   suites/test_verdict_combination.py suites/test_input_generators.py suites/test_ab_stats.py
   suites/test_ab.py suites/test_gate_rows.py suites/test_compare.py suites/test_history_rows.py
@@ -29,9 +41,14 @@ DEFAULT_TESTS="suites/test_judge_edges.py suites/test_judge_tightness.py suites/
   suites/test_oracle_terms.py suites/test_verdict_mutants.py suites/test_numbers.py
   suites/test_robust_verdicts.py suites/test_gate_ab.py suites/test_gate_details.py
   suites/test_gate_markdown.py suites/test_noise_floor.py suites/test_counts.py
-  suites/test_winograd_magnitude.py"
+  suites/test_winograd_magnitude.py suites/test_history.py suites/test_report.py
+  suites/test_report_views.py suites/test_run_integrity.py suites/test_baseline_config.py
+  suites/test_count_floor.py suites/test_machine_state.py suites/test_runfolder_frames.py
+  suites/test_store_metadata.py suites/test_anchor_math.py suites/test_history_integrity.py
+  suites/test_report_tables.py"
 read -r -a TESTS <<< "$(echo ${MUTMUT_TESTS:-$DEFAULT_TESTS})"
 WORK="${MUTMUT_WORK:-$REPO/build/mutmut}"
+MUTMUT_K="${MUTMUT_K-not chromium}"
 mkdir -p "$WORK/build"
 # the tracked files and the built native module (the suites load it), refreshed each time
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$WORK"
@@ -53,8 +70,9 @@ source_paths = ["kbench/"]
 only_mutate = [$(list "${GLOBS[@]}")]
 pytest_add_cli_args_test_selection = [$(list "${TESTS[@]}")]
 also_copy = ["suites", "reference", "reports", "native", "build", "examples", "docs", "ci", "setup.py", "mkdocs.yml"]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"${MUTMUT_K:+, \"-k\", \"$MUTMUT_K\"}]
 EOF
 cd "$WORK"
-nice mutmut run --max-children "${MUTMUT_CHILDREN:-2}"
+# mutant names (or globs) as arguments after the paths, separated by "--", rerun those only
+nice mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "${NAMES[@]}"
 mutmut results

@@ -312,6 +312,11 @@ def test_binomial_tails_and_interval_ranks_at_their_edges() -> None:
     assert abstats.median_ci_ranks(4, 0.0) == (2, 3)
     assert abstats.median_ci_ranks(5, 0.95) is None
     assert abstats.min_rounds(0.0) == 2 and abstats.min_rounds(0.95) == 6
+    # the fewest, odd or even: one round fewer has no interval
+    for conf, n in [(0.75, 3), (0.9, 5), (0.99, 8), (0.999, 11)]:
+        assert abstats.min_rounds(conf) == n
+        assert abstats.median_ci_ranks(n - 1, conf) is None
+        assert abstats.median_ci_ranks(n, conf) is not None
 
 
 def test_cv_is_nan_without_a_positive_mean() -> None:

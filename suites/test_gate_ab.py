@@ -85,7 +85,12 @@ def test_only_the_slowed_case_fails_under_drift(tmp_path: Path) -> None:
 
 def test_an_identical_build_passes_and_a_faster_one_too(tmp_path: Path) -> None:
     b, c = drifted_runs(tmp_path, shift=1.0)
-    assert gate(b, c, ab=load_ab(write_ab(tmp_path / "aa", {}))).passed
+    aa = gate(b, c, ab=load_ab(write_ab(tmp_path / "aa", {})))
+    assert aa.passed
+    # every case decided: nothing to settle, in the text or the Markdown
+    from kbench.cli.history import gate_text
+    assert "Settle the" not in markdown(aa) and "settle the" not in gate_text(aa)
+    assert "### Speed, interleaved (28 same)" in markdown(aa)
     fast = gate(b, c, ab=load_ab(write_ab(tmp_path / "fast", {3: 0.8})))
     assert fast.passed and {v.verdict for v in fast.interleaved} == {"same", "faster"}
 
@@ -146,6 +151,11 @@ def test_the_settle_command_reruns_the_undecided_cases_as_the_run_was_made(tmp_p
     assert not f.matches("cat-b", "m1+n22") and not f.matches("cat-a", "xx")
     none = AbRun(tmp_path, {}, [])
     assert settle_command(none) == "kbench ab --base BASE --cand CAND --rounds 120"
+    # a catalog whose name holds a "/" (a case name never does); a budget without its looks
+    odd = AbRun(tmp_path, {"base": "b", "cand": "c", "settings": {"budget_s": 60}}, [])
+    cmd = settle_command(odd, [AbVerdict("r1 team/gemm/m1", "inconclusive", None, "")])
+    assert cmd == ("kbench ab --base b --cand c --shapes team/gemm -k '^(team/gemm/m1)$' "
+                   "--realization r1 --rounds 120 --budget 120 --max-looks 6")
 
 
 def test_a_failed_or_incomplete_interleaved_run_fails(tmp_path: Path) -> None:
@@ -332,3 +342,69 @@ def test_the_blocks_reason_is_given_only_when_the_interval_is_past_the_limit() -
         assert v.stats is not None and v.stats.block_ratios[-1] == 1.0
     assert got["slow"].verdict == "slower" and "disagree" not in got["slow"].detail
     assert got["slow"].detail == got["slow"].stats.describe(0.25)
+
+
+def test_the_comparison_frame_holds_every_case_field(tmp_path: Path) -> None:
+    """Comparison.frame(): one row per case, the key's columns, then each
+    compared field under its own name (the report's gate table reads it)."""
+    from kbench.results.compare import KEY
+    b, c = drifted_runs(tmp_path, shift=1.0)
+    comp = gate(b, c).comparison
+    frame = comp.frame()
+    fields = ["base_status", "cand_status", "base_median_ns", "cand_median_ns", "base_rounds",
+              "cand_rounds", "ratio", "p_slower", "p_faster", "pass_ratio", "passes", "verdict",
+              "note", "limit"]
+    assert list(frame.columns) == [*KEY, *fields] and len(frame) == len(comp.cases) == N_CASES
+    for (_, got), case in zip(frame.iterrows(), comp.cases, strict=True):
+        assert tuple(got[k] for k in KEY) == tuple(case.key)
+        for f in fields:
+            want = getattr(case, f)
+            assert got[f] == want or (want != want and got[f] != got[f]), f
+
+
+def test_the_gate_json_carries_every_figure_of_the_comparison(tmp_path: Path) -> None:
+    """`kbench gate --json`: each case's figures as the comparison holds them
+    (non-finite ones null), both runs with their history ids, the count
+    deltas with their regressions, and each interleaved case's interval."""
+    import json
+
+    from kbench.results.json_out import gate_doc, number
+    b, c = drifted_runs(tmp_path, shift=1.0)
+    result = gate(b, c, ab=load_ab(write_ab(tmp_path / "ab", {5: 1.10})))
+    doc = json.loads(json.dumps(gate_doc(result, (7, 9))))
+    assert doc["schema"] == "kbench/gate/1" and doc["passed"] is False
+    assert doc["base"]["history_id"] == 7 and doc["candidate"]["history_id"] == 9
+    assert doc["base"]["path"] == result.comparison.base.path
+    assert doc["candidate"]["path"] == result.comparison.cand.path
+    for got, case in zip(doc["cases"], result.comparison.cases, strict=True):
+        for f in ("base_median_ns", "cand_median_ns", "ratio", "pass_ratio", "p_slower",
+                  "p_faster", "limit"):
+            assert got[f] == number(getattr(case, f)), f
+        assert got["base_median_ns"] is not None and got["cand_median_ns"] is not None
+    (slow,) = [v for v in doc["interleaved"]["cases"] if v["verdict"] == "slower"]
+    stats = next(v.stats for v in result.interleaved if v.verdict == "slower")
+    assert (slow["median_ratio"], slow["ci_low"], slow["ci_high"]) == (
+        stats.median_ratio, stats.ci_low, stats.ci_high)
+    assert 1.05 < slow["ci_low"] <= slow["median_ratio"] <= slow["ci_high"]
+    assert number(float("nan")) is None and number(float("inf")) is None
+    assert number(True) == 1 and number(3) == 3 and number("2.5") == 2.5 and number("x") is None
+
+
+def test_the_compare_json_lists_each_count_delta(tmp_path: Path) -> None:
+    import json
+
+    from kbench.results.compare import compare_runs
+    from kbench.results.json_out import comparison_doc
+    rows_b = [row("c1", times=rounds(1e5, 1)), row("c2", times=rounds(1e5, 2))]
+    rows_c = [row("c1", times=rounds(1e5, 3)), row("c2", times=rounds(1e5, 4))]
+    for r, n in ((rows_b[0], 1000.0), (rows_c[0], 1200.0), (rows_b[1], 500.0),
+                 (rows_c[1], 500.0)):
+        r.count_call, r.count_kernel = n, n / 2
+    comp = compare_runs(write_run(tmp_path / "b", rows_b), write_run(tmp_path / "c", rows_c))
+    doc = json.loads(json.dumps(comparison_doc(comp)))
+    assert doc["schema"] == "kbench/compare/1"
+    got = {d["case"]: d for d in doc["instructions"]}
+    assert got["c1"]["regression"] is True and got["c1"]["ratio"] == 1.2
+    assert got["c1"]["base"]["call"] == 1000.0 and got["c1"]["candidate"]["call"] == 1200.0
+    assert got["c2"]["regression"] is False and got["c2"]["verdict"] == "same"
+    assert doc["instructions_tally"] == {"more": 1, "same": 1}

@@ -108,3 +108,32 @@ def test_the_instruction_count_table_and_failure_details() -> None:
     table, details = counts()
     assert table == _gold("counts_table")
     assert "\n".join(details) == _gold("counts_detail")
+
+
+def test_the_count_table_orders_regressions_then_verdicts_then_growth() -> None:
+    """Every row shown when they fit (the "more" line only past max_rows):
+    regressions first, then more, missing, fewer, same, new; within one
+    verdict the larger ratio first; a case counted on one side only shows
+    "–" for the other."""
+    from kbench.results.count_compare import _md, fmt_count
+
+    def cr(case: str, call: float) -> dict:
+        return {"target": "qemu:svl=512", "catalog": "cat", "case": case,
+                "realization": "gemm_sme2", "count_call": call, "count_kernel": call / 2}
+    b = [cr("same", 300), cr("fewer_a", 1000), cr("fewer_b", 1000), cr("more_small", 100000),
+         cr("gone", 40), cr("reg_a", 1000), cr("reg_b", 1000)]
+    c = [cr("same", 300), cr("fewer_a", 900), cr("fewer_b", 500), cr("more_small", 100001),
+         cr("new", 70), cr("reg_a", 1100), cr("reg_b", 1500)]
+    comp = compare_counts(b, c)
+    table = markdown_table(comp, max_rows=len(comp.deltas))
+    cases = [line.split(" | ")[2] for line in table[2:]]
+    assert cases == ["reg_b", "reg_a", "more_small", "gone", "fewer_a", "fewer_b", "same", "new"]
+    assert not any(line.startswith("\n…") for line in table)
+    new = next(line for line in table if " | new | " in line)
+    assert new.split(" | ")[3:5] == ["–", "70"]
+    gone = next(line for line in table if " | gone | " in line)
+    assert gone.split(" | ")[3:5] == ["40", "–"]
+    cut = markdown_table(comp, max_rows=len(comp.deltas) - 1)
+    assert cut[-1] == "\n… and 1 more counted case(s)." and len(cut) == 2 + len(comp.deltas)
+    assert fmt_count(float("nan")) == "–" and fmt_count(1234567.4) == "1,234,567"
+    assert _md("a|b\nc") == "a\\|b c"

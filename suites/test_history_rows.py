@@ -49,3 +49,21 @@ def test_counts_flags_and_order(tmp_path: Path) -> None:
     assert bool(first["emulated"])  # its target is emulated, though no row says so
     second = runs.set_index("id").loc[new_id]
     assert (second["n_failed"], second["n_timed"], bool(second["emulated"])) == (1, 0, False)
+
+
+def test_a_runs_rows_read_back_with_emulated_as_a_flag(tmp_path: Path) -> None:
+    """run_results: the rows stored for one run, in their order, the emulated
+    column a bool (a row stored without it reads False, never NaN or 1)."""
+    import sqlite3
+
+    from kbench.results.history import run_results
+    db = tmp_path / "history.sqlite"
+    emu = _row("b")
+    emu.emulated = True
+    run = _run(tmp_path / "r", [_row("a"), emu, _row("c")], "2025-01-01T00:00:00+00:00", False)
+    run_id = append_run(db, run)
+    with sqlite3.connect(db) as con:  # a row written before the column was kept
+        con.execute("UPDATE results SET emulated = NULL WHERE \"case\" = 'c'")
+    rows = run_results(db, run_id)
+    assert list(rows["case"]) == ["a", "b", "c"]
+    assert rows["emulated"].dtype == bool and list(rows["emulated"]) == [False, True, False]

@@ -179,3 +179,48 @@ def test_pooled_passes_recompute_the_median_and_gflops(tmp_path: Path) -> None:
     assert row["time_min_ns"] == 900.0
     assert row["gflops"] == pytest.approx(2_000_000 / 1150.0)
     assert isinstance(pooled, pd.DataFrame)
+
+
+def test_the_run_summary_counts_each_status_per_realization() -> None:
+    """The table printed after a run: one row per target, backend,
+    realization and accumulation in the order they ran; skipped verdicts left
+    out; each status counted in its own column, the faults together; the
+    worst error and ulp, the least and mean exact fraction."""
+    from dataclasses import replace
+
+    from kbench.results.summary import summary_dict, summary_frame, summary_text
+
+    def v(case: str, status: str, real: str = "gemm_scalar_f32acc", err: float = 0.1,
+          ulp: float = 1.0, exact: float = 0.5) -> Verdict:
+        return replace(_verdict(case, realization=real), suite="correctness", status=status,
+                       max_err_bound=err, max_ulp=ulp, exact=int(exact * 64), total=64)
+    rows = [v("a", "pass", "gemm_z", 0.2, 2.0, 0.25), v("b", "fail", "gemm_z", 1.5, 9.0, 0.75),
+            v("c", "mistrusted", "gemm_z"), v("d", "error", "gemm_z"), v("e", "crashed", "gemm_z"),
+            v("f", "timeout", "gemm_z"), v("g", "exited", "gemm_z"), v("h", "skip", "gemm_z", 99.0),
+            v("i", "pass", "gemm_a"), v("j", "skip", "gemm_only_skipped")]
+    frame = summary_frame(rows)
+    assert list(frame.columns) == [
+        "target", "backend", "realization", "accum", "cases", "passed", "failed", "mistrusted",
+        "errors", "faults", "worst_err_bound", "worst_ulp", "min_exact", "mean_exact"]
+    got = frame.to_dict("records")
+    assert [r["realization"] for r in got] == ["gemm_z", "gemm_a"]  # run order, no skip-only
+    z = got[0]
+    assert (z["cases"], z["passed"], z["failed"], z["mistrusted"], z["errors"], z["faults"]) == \
+        (7, 1, 1, 1, 1, 3)
+    assert z["worst_err_bound"] == 1.5 and z["worst_ulp"] == 9.0  # the skipped 99 not counted
+    assert z["min_exact"] == 0.25 and z["mean_exact"] == pytest.approx((0.25 + 0.75 + 2.5) / 7)
+    assert got[1]["cases"] == 1 and got[1]["passed"] == 1 and got[1]["faults"] == 0
+    assert summary_dict(rows) == got
+    empty = summary_frame([v("h", "skip")])
+    assert empty.empty and list(empty.columns) == list(frame.columns)
+    assert summary_text([]) == "no verdicts" and summary_text([v("h", "skip")]) == "no verdicts"
+    text = summary_text(rows)
+    assert text.splitlines()[0].split() == list(frame.columns)  # no index column
+    assert "performance" not in text
+    timed = _verdict("t", times=[2e6] * 3)
+    text = summary_text([*rows, timed])
+    head, perf = text.split("\n\nperformance (median per call; weighted by layer counts):\n")
+    assert head.splitlines()[0].split() == list(frame.columns)
+    assert perf.splitlines()[0].split() == ["target", "realization", "timed", "weighted_ms",
+                                            "geomean_gflops"]
+    assert perf.splitlines()[1].split() == ["host", "gemm_scalar_f32acc", "1", "2", "1"]

@@ -268,3 +268,124 @@ def test_every_bar_sits_in_its_shapes_band() -> None:
     group = sorted(c for c, w in centres if w != 7.0)
     assert len(group) == 3
     assert sum(group) / len(group) == pytest.approx(labels["m1n1k1"])  # centred
+
+
+def _trend_rows() -> pd.DataFrame:
+    """Four runs; five cases over two targets and two catalogs, case "c2" in
+    both catalogs with different times; two realizations on some cases."""
+    rows = []
+    for run in range(1, 5):
+        date = f"2026-11-{10 + run:02d}T08:00:00+00:00"
+        for target, catalog, case, reals in [
+                ("host", "smoke", "c1", ["r_b", "r_a"]), ("host", "smoke", "c2", ["r_a"]),
+                ("host", "llm", "c2", ["r_a"]), ("sme", "smoke", "c1", ["r_c"]),
+                ("host", "smoke", "c5", ["r_a", "r_c"])]:
+            for j, real in enumerate(reals):
+                t = 1000.0 * run + 100.0 * j + {"llm": 7.0}.get(catalog, 0.0) \
+                    + {"sme": 50.0}.get(target, 0.0) + 10.0 * int(case[1])
+                rows.append({"run_id": 10 + run, "date": date, "git_commit": f"{run}abcdef",
+                             "target": target, "catalog": catalog, "case": case,
+                             "realization": real, "time_median_ns": t})
+    return pd.DataFrame(rows)
+
+
+def test_trends_plot_each_cases_medians_per_realization() -> None:
+    """Each small multiple holds one (target, catalog, case): its title is the
+    case, one line per realization in name order, at the runs' positions, in
+    µs, coloured from the given palette (grey for a name it lacks); the y axis
+    starts at 0; unused panels are hidden; each row's first panel names the
+    unit; the legend lists every realization once."""
+    from matplotlib.colors import to_rgb
+    trends = _trend_rows()
+    fig, left_out = views.plot_trends(trends, {"r_a": "#112233", "r_b": "#445566"}, per_row=4,
+                                      marks={"this run": "2026-11-14T08:00:00+00:00",
+                                             "baseline": "2026-11-12T08:00:00+00:00"})
+    assert left_out == 0
+    axes = fig.axes
+    assert len(axes) == 8 and [ax.get_visible() for ax in axes] == [True] * 5 + [False] * 3
+    want = {("host", "smoke", "c1"): {"r_a": 100.0, "r_b": 0.0},
+            ("host", "smoke", "c2"): {"r_a": 0.0}, ("host", "llm", "c2"): {"r_a": 7.0},
+            ("sme", "smoke", "c1"): {"r_c": 50.0}, ("host", "smoke", "c5"): {"r_a": 0.0,
+                                                                              "r_c": 100.0}}
+    colour = {"r_a": (0x11 / 255, 0x22 / 255, 0x33 / 255), "r_b": (0x44 / 255, 0x55 / 255,
+                                                                    0x66 / 255),
+              "r_c": (0.5, 0.5, 0.5)}
+    for ax, (key, series) in zip(axes, want.items(), strict=False):
+        case = key[2]
+        assert ax.get_title() == case
+        lines = [ln for ln in ax.lines if ln.get_linestyle() != "--"]
+        assert [ln.get_label() for ln in lines] == sorted(series)
+        for ln in lines:
+            real = ln.get_label()
+            assert list(ln.get_xdata()) == [0, 1, 2, 3]
+            expect = [(1000.0 * run + series[real] + 10.0 * int(case[1])) / 1e3
+                      for run in range(1, 5)]
+            assert list(ln.get_ydata()) == pytest.approx(expect)
+            assert to_rgb(ln.get_color()) == pytest.approx(colour[real])
+            assert ln.get_marker() == "o"
+        assert ax.get_ylim()[0] == 0
+        assert ax.get_xlim() == (-0.5, 3.5)
+        # every panel marks the report's run (dark) and its baseline (light), at their runs
+        marks = {round(ln.get_xdata()[0]): to_rgb(ln.get_color()) for ln in ax.lines
+                 if ln.get_linestyle() == "--"}
+        assert marks == {3: to_rgb("0.25"), 1: to_rgb("0.6")}
+        assert {t.get_text(): t.get_position()[0] for t in ax.texts} == {"this run": 3,
+                                                                          "baseline": 1}
+    assert [ax.get_ylabel() for ax in axes] == ["µs per call", "", "", "", "µs per call", "",
+                                                "", ""]
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["r_a", "r_b", "r_c"]
+    assert "last 4 runs" in fig._suptitle.get_text()
+
+
+def test_trends_leave_out_the_cases_past_the_limit_and_say_how_many() -> None:
+    fig, left_out = views.plot_trends(_trend_rows(), {}, max_cases=2, per_row=4)
+    assert left_out == 3
+    shown = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert shown == ["c1", "c2"] and len(fig.axes) == 4
+    fig, left_out = views.plot_trends(_trend_rows(), {}, max_cases=5, per_row=2)
+    assert left_out == 0 and len(fig.axes) == 6 and sum(ax.get_visible() for ax in fig.axes) == 5
+
+
+def test_the_gate_view_holds_failures_and_timed_cases(gated) -> None:
+    """The report's gate section from a GateResult: the verdict, each failure
+    as reason / case / detail, the timed cases only (indexed from 0) with
+    their statistics, the tally; a gate without failures or timed cases
+    still has its columns."""
+    result = gated[1]["result"]
+    view = views.gate_view(result)
+    assert view.passed is False
+    assert list(view.failures.columns) == ["reason", "case", "detail"]
+    assert view.failures.to_dict("records") == [
+        {"reason": f.reason, "case": f.case, "detail": f.detail} for f in result.failures]
+    timed = [c for c in result.comparison.cases if c.timed]
+    assert list(view.cases.columns) == ["target", "realization", "catalog", "case",
+                                        "base_median_ns", "cand_median_ns", "ratio",
+                                        "pass_ratio", "p_slower", "verdict", "note"]
+    assert list(view.cases.index) == list(range(len(timed)))
+    assert list(view.cases["verdict"]) == [c.verdict for c in timed]
+    assert view.counts == result.comparison.counts()
+    assert "slowdown limit 5.0%, alpha 0.05" in view.settings
+    empty = replace(result, failures=[], comparison=replace(result.comparison, cases=[]))
+    ev = views.gate_view(empty)
+    assert ev.failures.empty and list(ev.failures.columns) == ["reason", "case", "detail"]
+    assert ev.cases.empty and list(ev.cases.columns) == list(view.cases.columns)
+    untimed = replace(result.comparison, cases=[replace(c, timed=False)
+                                                 for c in result.comparison.cases])
+    uv = views.gate_view(replace(result, comparison=untimed))
+    assert uv.cases.empty and list(uv.cases.columns) == list(view.cases.columns)
+
+
+def test_run_ticks_thin_to_five_and_name_a_run_without_a_commit() -> None:
+    runs = list(range(1, 10))
+    trends = pd.DataFrame([{"run_id": r, "date": f"2026-11-{10 + r:02d}T08:00:00+00:00",
+                            "git_commit": "" if r == 9 else f"{r}abcdefabc", "case": c}
+                           for r in runs for c in ("a", "b")])
+    ticks = views.run_ticks(trends, runs)
+    assert [x for x, _ in ticks] == [0, 2, 4, 6, 8]
+    assert ticks[0][1] == "1abcdef\n2026-11-11" and ticks[-1][1] == "run 9\n2026-11-19"
+    assert [x for x, _ in views.run_ticks(trends, runs[:5])] == [0, 1, 2, 3, 4]
+    assert [x for x, _ in views.run_ticks(trends, runs[:6])] == [0, 1, 2, 4, 5]
+    assert [x for x, _ in views.run_ticks(trends, runs, most=2)] == [0, 8]
+    dateless = trends.assign(date=None)
+    assert views.run_ticks(dateless, runs[:1]) == [(0, "1abcdef\n")]

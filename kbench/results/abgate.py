@@ -161,7 +161,8 @@ def settle_command(ab: AbRun, verdicts: Sequence[AbVerdict] = ()) -> str:
            "--cand", str(ab.meta.get("cand") or "CAND")]
     if verdicts:
         named = [v.label.split(" ", 1) for v in verdicts]
-        for catalog in sorted({where.split("/", 1)[0] for _, where in named}):
+        # CATALOG/CASE: a case name holds no "/", a catalog's name may
+        for catalog in sorted({where.rsplit("/", 1)[0] for _, where in named}):
             cmd += ["--shapes", catalog]
         cmd += ["-k", "^(" + "|".join(re.escape(w) for w in sorted({w for _, w in named}))
                 + ")$"]

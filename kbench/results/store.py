@@ -114,9 +114,11 @@ def _git(*args: str) -> str:
         return ""
 
 
-def _cpu_model() -> str:
+def _cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's name from Linux's cpuinfo (x86 "model name", Arm "CPU part"
+    or a board's "Model"), else what the platform module says."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in cpuinfo.read_text().splitlines():
             if line.split(":")[0].strip() in ("model name", "CPU part", "Model"):
                 return line.split(":", 1)[1].strip()
     except OSError:

@@ -1,0 +1,76 @@
+"""Tables of the report checked on their data: the instruction-count delta
+table holds each counted case's figures under its own column, and rows of
+the baseline comparison present on one side only are marked with the
+class the page's stylesheet greys out."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from kbench.results import report as rep
+from kbench.results.count_compare import compare_counts
+from kbench.results.report_counts import DELTA_TABLE, delta_table
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cr(case: str, call: float, kernel: float) -> dict:
+    return {"target": "qemu:svl=512", "catalog": "cat", "case": case, "realization": "gemm_sme2",
+            "count_call": call, "count_kernel": kernel}
+
+
+def test_the_count_delta_table_holds_each_figure() -> None:
+    comp = compare_counts([_cr("grew", 1000, 800), _cr("gone", 40, 30)],
+                          [_cr("grew", 1100, 850), _cr("new", 70, 60)])
+    table = delta_table(comp)
+    assert list(table.columns) == DELTA_TABLE
+    rows = {r["case"]: r for r in table.to_dict("records")}
+    grew = rows["grew"]
+    assert (grew["target"], grew["catalog"], grew["realization"]) == ("qemu:cpu=max:svl=512", "cat",
+                                                                      "gemm_sme2")
+    assert grew["base_call"] == 1000 and grew["call"] == 1100
+    assert grew["call_ratio"] == 1.1 and grew["kernel_ratio"] == 850 / 800
+    assert math.isnan(grew["pack_b_ratio"]) and grew["verdict"] == "regression"
+    assert grew["grew"] == "call +100, kernel +50"
+    assert rows["gone"]["base_call"] == 40 and math.isnan(rows["gone"]["call"])
+    assert math.isnan(rows["new"]["base_call"]) and rows["new"]["call"] == 70
+    assert rows["gone"]["verdict"] == "missing" and rows["new"]["verdict"] == "new"
+
+
+def test_rows_on_one_side_only_are_marked_missing() -> None:
+    df = pd.DataFrame([{"case": "a", "presence": "both"}, {"case": "b", "presence": "run only"},
+                       {"case": "c", "presence": "baseline only"}])
+    table = rep.html_table(df, ["case", "presence"], row_class=rep._presence_class)
+    classes = [{c.cls for c in row} for row in table.rows]
+    assert classes[0] == {""} and classes[1] == {"missing"} and classes[2] == {"missing"}
+    assert "td.missing {" in (REPO / "reports" / "report.html.j2").read_text()
+
+
+def test_the_baseline_chart_draws_each_shape_and_the_geometric_mean() -> None:
+    """One row per realization in name order: a bar at the geometric mean of
+    its speedups, a dot per shape, in its colour (grey without one); rows
+    without a speedup left out; a log axis only past a 4x spread; the line
+    at 1."""
+    from matplotlib.colors import to_rgb
+    table = pd.DataFrame([
+        {"series": "r_b", "speedup": 2.0}, {"series": "r_b", "speedup": 8.0},
+        {"series": "r_a", "speedup": 1.0}, {"series": "r_c", "speedup": 0.5},
+        {"series": "r_c", "speedup": math.nan}, {"series": "r_d", "speedup": 0.0}])
+    fig = rep.plot_baseline(table, {"r_a": "#102030", "r_b": "#405060"})
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["r_a", "r_b", "r_c"]
+    assert list(ax.get_yticks()) == [0, -1, -2]
+    bars = {round(p.get_y() + p.get_height() / 2): p for p in ax.patches}
+    assert bars[0].get_width() == 1.0 and bars[-1].get_width() == 4.0
+    assert bars[-2].get_width() == 0.5
+    assert to_rgb(bars[0].get_facecolor()) == to_rgb("#102030")
+    assert to_rgb(bars[-2].get_facecolor()) == to_rgb("0.5")
+    dots = sorted((float(y), float(x)) for coll in ax.collections for x, y in coll.get_offsets())
+    assert dots == [(-2.0, 0.5), (-1.0, 2.0), (-1.0, 8.0), (0.0, 1.0)]
+    assert ax.get_xscale() == "log"  # 8 / 0.5 = 16 > 4
+    assert any(line.get_xdata()[0] == 1.0 for line in ax.lines)
+    narrow = rep.plot_baseline(table[table["series"] != "r_b"], {})
+    assert narrow.axes[0].get_xscale() == "linear"  # 1 / 0.5 = 2
