@@ -156,6 +156,12 @@ def test_the_settle_command_reruns_the_undecided_cases_as_the_run_was_made(tmp_p
     cmd = settle_command(odd, [AbVerdict("r1 team/gemm/m1", "inconclusive", None, "")])
     assert cmd == ("kbench ab --base b --cand c --shapes team/gemm -k '^(team/gemm/m1)$' "
                    "--realization r1 --rounds 120 --budget 120 --max-looks 6")
+    # a catalog whose name holds spaces (a realization's never does)
+    cmd = settle_command(odd, [AbVerdict("r1 my big cat/m1", "inconclusive", None, ""),
+                               AbVerdict("r2 my big cat/m2", "inconclusive", None, "")])
+    assert cmd == ("kbench ab --base b --cand c --shapes 'my big cat' "
+                   "-k '^(my\\ big\\ cat/m1|my\\ big\\ cat/m2)$' --realization r1 "
+                   "--realization r2 --rounds 120 --budget 120 --max-looks 6")
 
 
 def test_a_failed_or_incomplete_interleaved_run_fails(tmp_path: Path) -> None:
@@ -408,3 +414,4 @@ def test_the_compare_json_lists_each_count_delta(tmp_path: Path) -> None:
     assert got["c1"]["base"]["call"] == 1000.0 and got["c1"]["candidate"]["call"] == 1200.0
     assert got["c2"]["regression"] is False and got["c2"]["verdict"] == "same"
     assert doc["instructions_tally"] == {"more": 1, "same": 1}
+    assert "### Instruction counts (1 more, 1 same)" in markdown(comp)

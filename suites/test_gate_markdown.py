@@ -137,3 +137,63 @@ def test_the_count_table_orders_regressions_then_verdicts_then_growth() -> None:
     assert cut[-1] == "\n… and 1 more counted case(s)." and len(cut) == 2 + len(comp.deltas)
     assert fmt_count(float("nan")) == "–" and fmt_count(1234567.4) == "1,234,567"
     assert _md("a|b\nc") == "a\\|b c"
+
+
+def _case(verdict: str, ratio: float, case: str):
+    from kbench.results.compare import CaseComparison
+    key = ("perf", "host", "gemm", "cat", case, "uniform", "gemm_x", 1)
+    return CaseComparison(key, "pass", "pass", 1000.0, 1000.0 * ratio, 3, 3, ratio, 0.5, 0.5,
+                          verdict, timed=True)
+
+
+def test_the_timing_table_orders_by_verdict_then_ratio() -> None:
+    """slower, missing, inconclusive, faster, same, not comparable, new, then
+    anything else; within one verdict the larger ratio first."""
+    from kbench.results.compare import _perf_table
+    nan = float("nan")
+    cases = [_case("weird", 1.0, "w"), _case("new", nan, "n"), _case("not-comparable", nan, "nc"),
+             _case("same", 1.0, "s"), _case("faster", 0.5, "f1"), _case("faster", 0.8, "f2"),
+             _case("inconclusive", 0.7, "i"), _case("missing", nan, "m"),
+             _case("slower", 1.2, "s1"), _case("slower", 1.5, "s2")]
+    table = _perf_table(cases, max_rows=len(cases))
+    assert [line.split(" | ")[2] for line in table[2:]] == [
+        "s2", "s1", "m", "i", "f2", "f1", "s", "nc", "n", "w"]
+    assert not any("more timed case" in line for line in table)
+    assert table[-1] != "" and _perf_table(cases, max_rows=9)[-1] == \
+        "\n… and 1 more timed case(s)."
+
+
+def test_times_take_the_largest_unit_they_reach() -> None:
+    from kbench.results.compare import _fmt_ns
+    assert [_fmt_ns(x) for x in (999.0, 999.6, 1e3, 999_999.0, 1e6, 999_999_999.0, 1e9,
+                                 2.5e9, float("nan"))] == [
+        "999 ns", "1 µs", "1 µs", "1 ms", "1 ms", "1 s", "1 s", "2.5 s", "–"]
+
+
+def test_a_history_reference_is_an_id_latest_or_a_commit() -> None:
+    from kbench.results.runref import is_history_ref
+    for ref in ("12", "0", "latest", "latest~3", "abcd", "ABCDEF0123", "a" * 40):
+        assert is_history_ref(ref), ref
+    for ref in ("latest~x", "abc", "run-1", "", "a" * 41, "latest3", "./runs/a"):
+        assert not is_history_ref(ref), ref
+
+
+def test_the_gate_json_carries_p_values_and_a_failed_interleaved_case(tmp_path: Path) -> None:
+    import json
+
+    from kbench.results.json_out import gate_doc, number
+    base = write_run(tmp_path / "base", [*passes("slow", [1e6] * 3, 1),
+                                         *passes("fast", [2e6] * 3, 2)])
+    cand = write_run(tmp_path / "cand", [*passes("slow", [1.3e6] * 3, 11),
+                                         *passes("fast", [1.4e6] * 3, 12)])
+    result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
+    doc = json.loads(json.dumps(gate_doc(result)))
+    for got, case in zip(doc["cases"], result.comparison.cases, strict=True):
+        for f in ("pass_ratio", "p_slower", "p_faster"):
+            assert got[f] == number(getattr(case, f)) and got[f] is not None, f
+    b, c = drifted_runs(tmp_path / "runs")
+    failed = gate(b, c, ab=load_ab(write_ab(tmp_path / "ab", {}, failed={3})))
+    cases = json.loads(json.dumps(gate_doc(failed)))["interleaved"]["cases"]
+    (broken,) = [v for v in cases if v["verdict"] == "failed"]
+    assert broken["median_ratio"] is None and broken["ci_low"] is None
+    assert broken["ci_high"] is None

@@ -269,6 +269,26 @@ def test_history_check_of_a_healthy_database(tmp_path: Path, db: Path | str) -> 
         assert "5 runs, 1000 results readable" in out.output
 
 
+def test_history_check_of_a_database_without_history_tables(db: Path | str) -> None:
+    """A PostgreSQL database kbench never wrote to is ok and says so (an
+    SQLite file that does not exist cannot be opened for the check)."""
+    from kbench.results.historydb import Integrity, check_postgres, check_sqlite
+    if isinstance(db, str):
+        assert check_postgres(db) == Integrity(True, "ok (no history tables yet)")
+    else:
+        got = check_sqlite(db)
+        assert got.ok is False and got.text.startswith("cannot open (")
+
+
+def test_the_driver_errors_without_psycopg(monkeypatch) -> None:
+    import sqlite3
+    import sys
+
+    from kbench.results.historydb import HistoryError, driver_errors
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg raises ImportError
+    assert driver_errors() == (sqlite3.Error, HistoryError)
+
+
 def test_history_check_finds_a_zeroed_page(tmp_path: Path) -> None:
     db = tmp_path / "history.sqlite"
     _history_of_runs(tmp_path, db)

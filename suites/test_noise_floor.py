@@ -165,3 +165,18 @@ def test_from_history_looks_past_runs_it_cannot_use(tmp_path: Path) -> None:
     assert len(floor.run_ids) == 3
     ((_, (s, n)),) = floor.spreads.items()
     assert n == 3 and s > 0.3
+
+
+def test_runs_of_an_unnamed_host_and_cpu_match_an_unnamed_machine(monkeypatch) -> None:
+    """A history row whose host or CPU model is NULL (not recorded) belongs to
+    a machine whose name and CPU model are unknown ("")."""
+    import pandas as pd
+
+    listing = pd.DataFrame({"id": [3, 2, 1], "host": [None, None, "other"],
+                            "cpu_model": [None, None, None], "complete": [True, True, True],
+                            "emulated": [False, False, False],
+                            "date": ["2026-01-03", "2026-01-02", "2026-01-01"]})
+    monkeypatch.setattr(noise, "query_runs", lambda db, machine=None, limit=None: listing)
+    monkeypatch.setattr(noise, "run_results", lambda db, i: pd.DataFrame())
+    floor = noise.from_history("h.sqlite", "", "", runs=noise.MIN_RUNS)
+    assert floor.run_ids == (3, 2)

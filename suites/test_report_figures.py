@@ -215,7 +215,10 @@ def test_the_run_summary_counts_each_status_per_realization() -> None:
     assert empty.empty and list(empty.columns) == list(frame.columns)
     assert summary_text([]) == "no verdicts" and summary_text([v("h", "skip")]) == "no verdicts"
     text = summary_text(rows)
-    assert text.splitlines()[0].split() == list(frame.columns)  # no index column
+    assert text.splitlines()[0].split() == list(frame.columns)
+    assert text.splitlines()[1].split()[0] == "host"  # no index column
+    odd = [v("p", "pass", err=0.123456, ulp=2.0)]
+    assert summary_text(odd).splitlines()[1].split()[-4:] == ["0.123", "2", "0.5", "0.5"]
     assert "performance" not in text
     timed = _verdict("t", times=[2e6] * 3)
     text = summary_text([*rows, timed])
@@ -224,3 +227,6 @@ def test_the_run_summary_counts_each_status_per_realization() -> None:
     assert perf.splitlines()[0].split() == ["target", "realization", "timed", "weighted_ms",
                                             "geomean_gflops"]
     assert perf.splitlines()[1].split() == ["host", "gemm_scalar_f32acc", "1", "2", "1"]
+    odd_time = _verdict("t", times=[1.234567e6] * 3)
+    perf = summary_text([*rows, odd_time]).split("weighted by layer counts):\n")[1]
+    assert perf.splitlines()[1].split()[:4] == ["host", "gemm_scalar_f32acc", "1", "1.235"]

@@ -72,5 +72,17 @@ def test_the_baseline_chart_draws_each_shape_and_the_geometric_mean() -> None:
     assert dots == [(-2.0, 0.5), (-1.0, 2.0), (-1.0, 8.0), (0.0, 1.0)]
     assert ax.get_xscale() == "log"  # 8 / 0.5 = 16 > 4
     assert any(line.get_xdata()[0] == 1.0 for line in ax.lines)
+    assert ax.xaxis.get_major_formatter()(2.0, 0) == "2×"
     narrow = rep.plot_baseline(table[table["series"] != "r_b"], {})
     assert narrow.axes[0].get_xscale() == "linear"  # 1 / 0.5 = 2
+    assert narrow.axes[0].xaxis.get_major_formatter()(1.5, 0) == "1.50×"
+    assert narrow.axes[0].get_xlabel().startswith("speedup over the baseline")
+
+
+def test_the_count_delta_table_of_packing_and_of_nothing() -> None:
+    b = [{**_cr("packed", 1000, 800), "count_pack_b": 400}]
+    c = [{**_cr("packed", 1000, 800), "count_pack_b": 500}]
+    row = delta_table(compare_counts(b, c)).to_dict("records")[0]
+    assert row["pack_b_ratio"] == 1.25 and row["grew"] == "pack_b +100"
+    empty = delta_table(compare_counts([], []))
+    assert empty.empty and list(empty.columns) == DELTA_TABLE

@@ -389,3 +389,26 @@ def test_run_ticks_thin_to_five_and_name_a_run_without_a_commit() -> None:
     assert [x for x, _ in views.run_ticks(trends, runs, most=2)] == [0, 8]
     dateless = trends.assign(date=None)
     assert views.run_ticks(dateless, runs[:1]) == [(0, "1abcdef\n")]
+
+
+def test_a_realization_missing_from_some_runs_sits_at_its_own_runs() -> None:
+    """A realization measured in runs 2 and 4 only is drawn at x = 1 and 3
+    (its runs), not packed to the left; the legend's handles carry each
+    realization's own colour; one panel per row works too."""
+    from matplotlib.colors import to_rgb
+    rows = [{"run_id": r, "date": f"2026-11-{10 + r:02d}T08:00:00+00:00",
+             "git_commit": f"{r}abcdef", "target": "host", "catalog": "smoke", "case": "c1",
+             "realization": real, "time_median_ns": 1000.0 * r}
+            for r in (1, 2, 3, 4) for real in ("r_all", "r_some") if real == "r_all" or r % 2 == 0]
+    colours = {"r_all": "#aa0000", "r_some": "#0000aa"}
+    fig, _ = views.plot_trends(pd.DataFrame(rows), colours)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
+    assert list(lines["r_all"].get_xdata()) == [0, 1, 2, 3]
+    assert list(lines["r_some"].get_xdata()) == [1, 3]
+    assert list(lines["r_some"].get_ydata()) == [2.0, 4.0]
+    (legend,) = fig.legends
+    shown = {t.get_text(): to_rgb(h.get_color())
+             for t, h in zip(legend.get_texts(), legend.legend_handles, strict=True)}
+    assert shown == {k: to_rgb(v) for k, v in colours.items()}
+    single, _ = views.plot_trends(pd.DataFrame(rows), colours, per_row=1)
+    assert len(single.axes) == 1 and single.axes[0].get_title() == "c1"

@@ -74,3 +74,28 @@ def test_any_run_file_makes_a_run_folder(tmp_path: Path, name: str) -> None:
     assert not store.is_run_dir(tmp_path)
     (tmp_path / name).write_text("x")
     assert store.is_run_dir(tmp_path)
+
+
+def test_dirtiness_the_compiler_and_the_command_line_are_recorded(monkeypatch) -> None:
+    answers = {("rev-parse", "HEAD"): "c0ffee" * 6, ("status", "--porcelain"): " M kbench/x.py"}
+    monkeypatch.setattr(store, "_git", lambda *args: answers.get(args, ""))
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/kbench", "run", "--shapes", "smoke"])
+    meta = store.machine_metadata()
+    assert meta["git_commit"] == "c0ffee" * 6 and meta["git_dirty"] is True
+    assert meta["command_line"] == "kbench run --shapes smoke"
+    answers[("status", "--porcelain")] = ""
+    assert store.machine_metadata()["git_dirty"] is False
+    monkeypatch.setattr(sysconfig, "get_config_var", lambda name: None)
+    assert store.machine_metadata()["compiler"] == ""
+
+
+def test_a_git_that_fails_or_hangs_gives_no_commit(monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise subprocess.TimeoutExpired(args[0], 10)
+    monkeypatch.setattr(subprocess, "run", broken)
+    assert store._git("rev-parse", "HEAD") == ""
+
+    def missing(*args, **kwargs):
+        raise FileNotFoundError("git")
+    monkeypatch.setattr(subprocess, "run", missing)
+    assert store._git("rev-parse", "HEAD") == ""

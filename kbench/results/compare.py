@@ -610,8 +610,9 @@ def _count_failures(comp: Comparison, c_idx: dict[CaseKey, _Entry]) -> list[Gate
 def _fmt_ns(ns: float) -> str:
     if ns != ns:  # NaN
         return "–"
+    shown = float(f"{ns:.3g}")  # the unit of the value as printed: 999,999 ns is "1 ms"
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
+        if shown >= scale:
             return f"{ns / scale:.3g} {unit}"
     return f"{ns:.3g} ns"
 
