@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rules", type=Path, default=REPO / "ci" / "mutmut_equivalent.json")
     p.add_argument("--note", default="", help="how it ran (suites, time box, ...)")
     p.add_argument("--summary", default="", help="a paragraph above the groups")
+    p.add_argument("--commit", default="",
+                   help="the commit the campaign ran at (default: this checkout's HEAD)")
     p.add_argument("--out", type=Path, required=True)
     a = p.parse_args(argv)
     mutmut(a.work, "export-cicd-stats")
@@ -89,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     killed = int(stats["killed"]) + int(stats.get("timeout", 0))
     if killed + len(survivors) + int(stats["no_tests"]) + not_run != int(stats["total"]):
         sys.exit(f"mutmut_record: the counts do not add up: {stats}, {not_run} not run")
-    commit = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()
+    commit = a.commit or subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=REPO,
+                                        capture_output=True, text=True).stdout.strip()
     lines = ["# A dated record read by docs/gen/kbdocs.py, written by ci/mutmut_record.py: a",
              "# generated-mutant campaign (ci/mutmut.sh), its score and every survivor's triage.",
              ""]

@@ -414,4 +414,14 @@ def test_the_compare_json_lists_each_count_delta(tmp_path: Path) -> None:
     assert got["c1"]["base"]["call"] == 1000.0 and got["c1"]["candidate"]["call"] == 1200.0
     assert got["c2"]["regression"] is False and got["c2"]["verdict"] == "same"
     assert doc["instructions_tally"] == {"more": 1, "same": 1}
-    assert "### Instruction counts (1 more, 1 same)" in markdown(comp)
+    text = markdown(comp)
+    assert text.startswith("## kbench compare\n")
+    assert "\n\n### Instruction counts (1 more, 1 same)\n\n| target | realization |" in text
+    assert "… and 1 more counted case(s)." in markdown(comp, max_rows=1)
+    assert "more counted case" not in text
+    c1 = got["c1"]
+    assert set(c1) == {"target", "catalog", "case", "realization", "label", "verdict",
+                       "regression", "ratio", "nondeterministic", "base", "candidate"}
+    assert (c1["target"], c1["catalog"], c1["realization"], c1["nondeterministic"]) == (
+        "host", "synthetic", "gemm_scalar_f32acc", "")
+    assert c1["label"] == "host gemm_scalar_f32acc synthetic/c1"

@@ -67,3 +67,25 @@ def test_a_runs_rows_read_back_with_emulated_as_a_flag(tmp_path: Path) -> None:
     rows = run_results(db, run_id)
     assert list(rows["case"]) == ["a", "b", "c"]
     assert rows["emulated"].dtype == bool and list(rows["emulated"]) == [False, True, False]
+
+
+def test_listing_flags_read_back_as_booleans_and_an_unknown_dirtiness_as_none(
+        tmp_path: Path) -> None:
+    """query_runs: complete and emulated are bools (an emulated NULL reads
+    False), git_dirty True, False or None (not recorded)."""
+    import sqlite3
+    db = tmp_path / "history.sqlite"
+    ids = [append_run(db, _run(tmp_path / f"r{i}", [_row("a")], f"2025-0{i + 1}-01T00:00:00+00:00",
+                                False)) for i in range(3)]
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE runs SET git_dirty = NULL, complete = 0, emulated = NULL "
+                    "WHERE id = ?", (ids[0],))
+        con.execute("UPDATE runs SET git_dirty = 1 WHERE id = ?", (ids[1],))
+        con.execute("UPDATE runs SET git_dirty = 0 WHERE id = ?", (ids[2],))
+    listing = query_runs(db).set_index("id")
+    assert listing.loc[ids[0], "git_dirty"] is None
+    assert listing.loc[ids[1], "git_dirty"] is True and listing.loc[ids[2], "git_dirty"] is False
+    assert listing["complete"].dtype == bool and listing["emulated"].dtype == bool
+    assert not listing.loc[ids[0], "complete"] and not listing.loc[ids[0], "emulated"]
+    assert listing.loc[ids[1], "complete"]
+    assert list(query_runs(db)["id"]) == ids[::-1]  # newest first

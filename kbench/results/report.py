@@ -886,8 +886,9 @@ WRAP_AT = 60  # characters: longer texts wrap instead of widening the table
 
 
 def _fmt_time(ns: float) -> str:
+    shown = abs(float(f"{ns:.3g}"))  # the unit of the value as printed: 999,999 ns is "1 ms"
     for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
-        if abs(ns) >= scale:
+        if shown >= scale:
             return f"{ns / scale:.3g} {unit}"
     return f"{ns:.3g} ns"
 
