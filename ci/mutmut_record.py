@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{a.package}: {int(stats['total']):,} generated mutants; {killed:,} killed "
         f"({int(stats.get('timeout', 0))} of them by timeout), {len(survivors)} survived, "
         f"{int(stats['no_tests'])} in code that none of the suites run"
-        + (f", {not_run} not run" if not_run else "") + ".")
+        + (f", {not_run:,} not run" if not_run else "") + ".")
     lines += [f"summary = {toml_str(summary)}", f"unexplained = {json.dumps(left)}", "",
               "[score]", f"package = {toml_str(a.package)}", f"mutants = {int(stats['total'])}",
               f"killed = {killed}", f"survived = {len(survivors)}",
