@@ -335,6 +335,10 @@ def test_trends_plot_each_cases_medians_per_realization() -> None:
                                                 "", ""]
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["r_a", "r_b", "r_c"]
+    # each entry drawn with its realization's line, never a run mark's
+    assert [to_rgb(h.get_color()) for h in legend.legend_handles] == [
+        pytest.approx(colour[r]) for r in ("r_a", "r_b", "r_c")]
+    assert all(h.get_linestyle() != "--" for h in legend.legend_handles)
     assert "last 4 runs" in fig._suptitle.get_text()
 
 
