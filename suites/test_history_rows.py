@@ -89,3 +89,52 @@ def test_listing_flags_read_back_as_booleans_and_an_unknown_dirtiness_as_none(
     assert not listing.loc[ids[0], "complete"] and not listing.loc[ids[0], "emulated"]
     assert listing.loc[ids[1], "complete"]
     assert list(query_runs(db)["id"]) == ids[::-1]  # newest first
+
+
+def _history(tmp_path: Path) -> tuple[Path, list[int], list[Run]]:
+    db = tmp_path / "history.sqlite"
+    runs = [_run(tmp_path / f"h{i}", [_row("a"), _row(f"only{i}")],
+                 f"2025-0{i + 1}-01T00:00:00+00:00", False) for i in range(3)]
+    return db, [append_run(db, r) for r in runs], runs
+
+
+def test_a_run_is_named_by_folder_id_latest_or_commit(tmp_path: Path) -> None:
+    """resolve_run in-process: a folder wins; an id, latest, latest~N name a
+    history run, read from its folder while that still holds it; a name of
+    no form, or any history name without a database, is a clear error."""
+    import shutil
+
+    import pytest
+
+    from kbench.results.runref import Resolved, RunRefError, resolve_run
+    db, ids, runs = _history(tmp_path)
+    got = resolve_run(str(tmp_path / "h1"), db)
+    assert isinstance(got, Resolved) and got.source == "folder" and got.run_id is None
+    assert got.note == "" and got.run.meta["date"] == runs[1].meta["date"]
+    for ref, i in ((str(ids[0]), 0), ("latest", 2), ("latest~1", 1), ("latest~2", 0)):
+        got = resolve_run(ref, db)
+        assert (got.source, got.run_id, got.note) == ("history", ids[i], ""), ref
+        assert got.run.meta["date"] == runs[i].meta["date"]
+        assert sorted(got.run.results["case"]) == ["a", f"only{i}"]
+    with pytest.raises(RunRefError) as exc:
+        resolve_run("no-such-thing", db)
+    assert str(exc.value) == ("'no-such-thing': no such run folder (a run is named by a run "
+                              "folder, a history run id, latest, latest~N or a commit prefix)")
+    with pytest.raises(RunRefError) as exc:
+        resolve_run("latest", tmp_path / "none.sqlite")
+    assert str(exc.value) == (f"'latest': no such run folder, and no history database at "
+                              f"{tmp_path / 'none.sqlite'} to look it up in (--db, $KBENCH_DB)")
+    # a run whose folder is gone is rebuilt from the history's rows, and says so
+    shutil.rmtree(tmp_path / "h0")
+    got = resolve_run(str(ids[0]), db)
+    assert got.source == "history" and got.run_id == ids[0]
+    assert got.note == (f"run {ids[0]}: its folder {tmp_path / 'h0'} is gone; read from the "
+                        "history (every result row it holds)")
+    assert sorted(got.run.results["case"]) == ["a", "only0"] and got.run.path == tmp_path / "h0"
+
+
+def test_the_history_named_by_kbench_db(tmp_path: Path, monkeypatch) -> None:
+    from kbench.results.runref import resolve_run
+    db, ids, _ = _history(tmp_path)
+    monkeypatch.setenv("KBENCH_DB", str(db))
+    assert resolve_run("latest").run_id == ids[2]
