@@ -138,3 +138,54 @@ def test_the_history_named_by_kbench_db(tmp_path: Path, monkeypatch) -> None:
     db, ids, _ = _history(tmp_path)
     monkeypatch.setenv("KBENCH_DB", str(db))
     assert resolve_run("latest").run_id == ids[2]
+
+
+def test_the_run_and_history_json_documents(tmp_path: Path) -> None:
+    """`kbench run --json` and `kbench history --json` built in-process and
+    checked against their JSON Schemas: the status tally, the targets, the
+    summary per realization, the failures and coverage files as written,
+    the defects; the history's runs newest first with plain values."""
+    import json
+
+    import jsonschema
+
+    from kbench.results.json_out import history_doc, run_doc
+    run = _run(tmp_path / "r", [_row("a"), _row("b", "fail"), _row("c", "fail"),
+                                _row("d", rounds=3)], "2025-01-01T00:00:00+00:00", False)
+    head = "status,suite,target,realization,catalog,case,kind,message,reproduce\n"
+    (run.path / "failures.csv").write_text(
+        head + "fail,correctness,t,gemm_scalar_f32acc,cat,b,exact,max err 3,kbench run -k b\n"
+        "fail,correctness,t,gemm_scalar_f32acc,cat,c,exact,,kbench run -k c\n")
+    (run.path / "coverage.csv").write_text(
+        "target,owner,unit,kind,realizations,instructions,covered,percent,uncovered,not_driven\n"
+        "qemu:svl=512,kb,k1,kernel,r1 r2,100,97,97.0,3,\n")
+    summary = {"target": "t", "backend": "scalar", "realization": "gemm_scalar_f32acc",
+               "accum": "fp32", "cases": 4, "passed": 2, "failed": 2, "mistrusted": 0,
+               "errors": 0, "faults": 0, "worst_ulp": float("nan")}
+    run.meta["summary"] = {"by_realization": [summary]}
+    doc = json.loads(json.dumps(run_doc(run, 1, report="r/report.html")))
+    schema = json.loads((Path(__file__).resolve().parents[1] / "reports" / "schema"
+                         / "run.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["schema"] == "kbench/run/1" and doc["run_folder"] == str(run.path)
+    assert doc["complete"] is True and doc["exit_code"] == 1 and doc["results"] == 4
+    assert doc["status"] == {"pass": 2, "fail": 2} and doc["targets"] == ["t"]
+    assert doc["by_realization"] == [{**summary, "worst_ulp": None}]
+    assert [(f["case"], f["message"], f["reproduce"]) for f in doc["failures"]] == [
+        ("b", "max err 3", "kbench run -k b"), ("c", "", "kbench run -k c")]
+    (cov,) = doc["coverage"]
+    assert (cov["unit"], cov["realizations"], cov["instructions"], cov["covered"],
+            cov["percent"]) == ("k1", ["r1", "r2"], 100, 97, 97.0)
+    assert doc["defects"] == [] and doc["report"] == "r/report.html"
+    db = tmp_path / "history.sqlite"
+    ids = [append_run(db, run), append_run(db, _run(tmp_path / "s", [_row("a")],
+                                                    "2025-02-01T00:00:00+00:00", True))]
+    hist = json.loads(json.dumps(history_doc(str(db), query_runs(db))))
+    jsonschema.validate(hist, json.loads((Path(__file__).resolve().parents[1] / "reports"
+                                          / "schema" / "history.schema.json").read_text()))
+    assert hist["schema"] == "kbench/history/1" and hist["database"] == str(db)
+    assert [r["id"] for r in hist["runs"]] == ids[::-1]
+    newest = hist["runs"][0]
+    assert newest["complete"] is True and newest["emulated"] is True
+    assert hist["runs"][1]["emulated"] is False and newest["host"] == "box"
+    assert newest["n_results"] == 1 and hist["runs"][1]["n_failed"] == 2
