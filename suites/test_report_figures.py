@@ -230,3 +230,42 @@ def test_the_run_summary_counts_each_status_per_realization() -> None:
     odd_time = _verdict("t", times=[1.234567e6] * 3)
     perf = summary_text([*rows, odd_time]).split("weighted by layer counts):\n")[1]
     assert perf.splitlines()[1].split()[:4] == ["host", "gemm_scalar_f32acc", "1", "1.235"]
+
+
+def test_the_google_benchmark_document_of_a_perf_run() -> None:
+    """Google Benchmark's JSON (compare.py reads it): one benchmark per
+    realization/catalog/case (threads and a non-host target in the name), its
+    passes pooled, real and CPU time the median round, iterations every call
+    made; emulated and untimed rows left out; the machine in the context."""
+    from dataclasses import replace
+
+    from kbench.results.interop import benchmark_name, google_benchmark_json
+    a1 = _verdict("c1", times=[4000.0, 1000.0, 3000.0])
+    a2 = _verdict("c1", times=[2000.0, 5000.0])
+    wide = replace(_verdict("c2", threads=4, times=[800.0] * 3), target="pi5")
+    emu = replace(_verdict("c3", times=[9.0] * 3), emulated=True)
+    untimed = _verdict("c4")
+    meta = {"date": "2026-01-01", "host": "box", "cpus": 8, "cpu_model": "CPU X",
+            "git_commit": "abc123", "machine_state": {"start": {"load_avg": [0.5, 0.4, 0.3]}}}
+    doc = google_benchmark_json([a1, wide, emu, a2, untimed], meta)
+    names = [b["name"] for b in doc["benchmarks"]]
+    assert names == ["gemm_scalar_f32acc/model/c1", "gemm_scalar_f32acc/model/c2/threads:4@pi5"]
+    assert benchmark_name(replace(a1, catalog="")) == "gemm_scalar_f32acc/c1"
+    first, second = doc["benchmarks"]
+    assert (first["family_index"], second["family_index"]) == (0, 1)
+    assert first["real_time"] == first["cpu_time"] == 3000.0  # median of the 5 pooled rounds
+    assert first["iterations"] == 5 * a1.reps_per_round and first["time_unit"] == "ns"
+    assert (first["kbench_rounds"], first["kbench_passes"]) == (5, 2)
+    assert first["kbench_min_ns"] == 1000.0 and first["kbench_mean_ns"] == 3000.0
+    assert first["kbench_stdev_ns"] == pytest.approx(float(np.std([4, 1, 3, 2, 5], ddof=1))
+                                                     * 1000)
+    assert first["kbench_gflops"] == pytest.approx(2_000_000 / 3000.0)
+    assert (first["kbench_realization"], first["kbench_case"], first["kbench_catalog"],
+            first["kbench_target"], first["kbench_status"]) == (
+        "gemm_scalar_f32acc", "c1", "model", "host", "pass")
+    assert second["threads"] == 4 and second["kbench_stdev_ns"] == 0.0
+    ctx = doc["context"]
+    assert (ctx["date"], ctx["host_name"], ctx["num_cpus"], ctx["load_avg"],
+            ctx["kbench_cpu_model"], ctx["kbench_commit"]) == (
+        "2026-01-01", "box", 8, [0.5, 0.4, 0.3], "CPU X", "abc123")
+    assert google_benchmark_json([], {})["context"]["load_avg"] == []
