@@ -189,3 +189,37 @@ def test_the_run_and_history_json_documents(tmp_path: Path) -> None:
     assert newest["complete"] is True and newest["emulated"] is True
     assert hist["runs"][1]["emulated"] is False and newest["host"] == "box"
     assert newest["n_results"] == 1 and hist["runs"][1]["n_failed"] == 2
+
+
+def test_picking_a_run_by_id_latest_or_commit_and_the_errors() -> None:
+    """_pick over a listing (newest first): latest~N counts back, an id is
+    found wherever it is, a commit prefix (any case) names the newest run of
+    its one commit; each miss or ambiguity is one line saying what exists."""
+    import pandas as pd
+    import pytest
+
+    from kbench.results.runref import RunRefError, _pick
+    runs = pd.DataFrame({"id": [7, 5, 4, 2], "git_commit": ["ABCDEF01", "abcdef01", "abc99999",
+                                                            None]})
+    assert int(_pick(runs, "latest")["id"]) == 7 and int(_pick(runs, "latest~3")["id"]) == 2
+    assert int(_pick(runs, "4")["id"]) == 4
+    assert int(_pick(runs, "abcdef")["id"]) == 7  # the newest run of that commit
+    assert int(_pick(runs, "ABC9")["id"]) == 4
+    cases = [
+        ("latest~4", "'latest~4': the history holds 4 run(s), so the oldest is latest~3"),
+        ("3", "'3': no such run folder, and no run 3 in the history (ids 2-7; "
+              "`kbench history` lists them)"),
+        ("beef", "'beef': no such run folder, and no run of a commit starting with beef in "
+                 "the history"),
+    ]
+    for ref, text in cases:
+        with pytest.raises(RunRefError) as exc:
+            _pick(runs, ref)
+        assert str(exc.value) == text
+    with pytest.raises(RunRefError) as exc:
+        _pick(runs.assign(git_commit=["abcd1111", "abcd2222", "x", "y"]), "abcd")
+    assert str(exc.value) == ("'abcd' is ambiguous: commits abcd1111, abcd2222 in the history; "
+                              "give more digits")
+    with pytest.raises(RunRefError) as exc:
+        _pick(runs.iloc[0:0], "latest")
+    assert str(exc.value) == "'latest': no such run folder, and the history holds no runs"

@@ -68,7 +68,7 @@ def _pick(runs: pd.DataFrame, ref: str) -> pd.Series:
     if hit.empty:
         raise RunRefError(f"{ref!r}: no such run folder, and no run of a commit starting "
                           f"with {ref} in the history")
-    distinct = sorted(set(hit["git_commit"].astype(str)))
+    distinct = sorted(set(commits[hit.index]))  # one commit, whatever the case it was stored in
     if len(distinct) > 1:
         raise RunRefError(f"{ref!r} is ambiguous: commits {', '.join(c[:12] for c in distinct)} "
                           "in the history; give more digits")
