@@ -223,3 +223,35 @@ def test_picking_a_run_by_id_latest_or_commit_and_the_errors() -> None:
     with pytest.raises(RunRefError) as exc:
         _pick(runs.iloc[0:0], "latest")
     assert str(exc.value) == "'latest': no such run folder, and the history holds no runs"
+
+
+def test_trends_read_timed_hardware_rows_of_this_machine(tmp_path: Path) -> None:
+    """history_trends: per run, case and realization the median time of its
+    passes, from the last N runs of this CPU model and architecture only,
+    oldest first; untimed and emulated rows left out."""
+    import json
+
+    from kbench.results.report_views import TREND_COLUMNS, history_trends
+
+    def timed(case: str, ns: float, emulated: bool = False) -> Verdict:
+        v = _row(case, rounds=3)
+        v.time_median_ns, v.emulated = ns, emulated
+        return v
+    db = tmp_path / "history.sqlite"
+    ids = []
+    for i, (cpu, rows) in enumerate([
+            ("CPU", [timed("a", 100.0), timed("a", 300.0), timed("e", 5.0, emulated=True),
+                     _row("u")]),
+            ("other", [timed("a", 999.0)]),
+            ("CPU", [timed("a", 50.0)])]):
+        run = _run(tmp_path / f"t{i}", rows, f"2025-0{i + 1}-01T00:00:00+00:00", False)
+        run.meta["cpu_model"] = cpu
+        (run.path / "run.json").write_text(json.dumps(run.meta))
+        ids.append(append_run(db, load_run(run.path)))
+    trends = history_trends(db, "CPU", "aarch64")
+    assert list(trends.columns) == TREND_COLUMNS
+    assert list(zip(trends["run_id"], trends["case"], trends["time_median_ns"], strict=True)) == [
+        (ids[0], "a", 200.0), (ids[2], "a", 50.0)]
+    assert list(history_trends(db, "CPU", "aarch64", limit_runs=1)["run_id"]) == [ids[2]]
+    assert history_trends(db, "CPU", "x86_64").empty
+    assert list(history_trends(db, "CPU", "x86_64").columns) == TREND_COLUMNS
