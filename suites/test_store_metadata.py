@@ -99,3 +99,53 @@ def test_a_git_that_fails_or_hangs_gives_no_commit(monkeypatch) -> None:
         raise FileNotFoundError("git")
     monkeypatch.setattr(subprocess, "run", missing)
     assert store._git("rev-parse", "HEAD") == ""
+
+
+def test_run_folders_are_reserved_one_per_run(tmp_path: Path) -> None:
+    """<date>-<time>-<host><suffix>, then -2, -3 ... when taken (created with
+    mkdir, so two runs of the same second never share one); a base that
+    cannot be created is a RunDirError naming it."""
+    import re
+    import socket
+    first = store.reserve_run_dir(tmp_path / "runs", "-x")
+    assert re.fullmatch(rf"\d{{8}}-\d{{6}}-{re.escape(socket.gethostname())}-x", first.name)
+    assert first.is_dir() and list(first.iterdir()) == []
+    again = [store.reserve_run_dir(tmp_path / "runs", "-x") for _ in range(3)]
+    names = {p.name for p in [first, *again]}
+    assert len(names) == 4 and all(p.parent == tmp_path / "runs" for p in again)
+    assert any(n.endswith("-x-2") for n in names) or len({n[:15] for n in names}) > 1
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(store.RunDirError) as exc:
+        store.reserve_run_dir(blocker / "runs")
+    assert str(exc.value).startswith(f"cannot create {blocker / 'runs'}: ")
+
+
+def test_a_failure_is_written_with_its_reproducer(tmp_path: Path) -> None:
+    """add_failure: the reproducer under the verdict's line in verdicts.txt and
+    a failures.csv row (header first), and nothing after a write error."""
+    import csv
+
+    from kbench.judge.verdict import Verdict
+    v = Verdict(case="c1", op="gemm", shape="m8n8k8", kind="exact", target="host",
+                backend="scalar", realization="gemm_scalar_f32acc", kernel="k", accum="fp32",
+                k=8, m=8, n=8, b_form="plain", vector_bits=0, status="fail", catalog="cat",
+                suite="correctness", message="max err 3 | bound 1")
+    w = store.RunWriter(tmp_path / "r", {"date": "2026-01-01"})
+    w.add(v)
+    w.add_failure(v, "kbench run --case c1")
+    w.add_failure(v, "kbench run --case c1 --seed 2")
+    w.close(complete=True)
+    lines = (tmp_path / "r" / "verdicts.txt").read_text().splitlines()
+    assert "    reproduce: kbench run --case c1" in lines
+    with open(tmp_path / "r" / "failures.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["reproduce"] for r in rows] == ["kbench run --case c1",
+                                              "kbench run --case c1 --seed 2"]
+    assert list(rows[0]) == list(store.FAILURE_COLUMNS)
+    assert (rows[0]["case"], rows[0]["status"], rows[0]["message"]) == ("c1", "fail",
+                                                                        "max err 3 | bound 1")
+    broken = store.RunWriter(tmp_path / "b", {"date": "2026-01-01"})
+    broken.error = OSError("disk full")
+    broken.add_failure(v, "kbench run")
+    assert not (tmp_path / "b" / "failures.csv").exists()
