@@ -301,6 +301,9 @@ def test_history_check_finds_a_zeroed_page(tmp_path: Path) -> None:
     assert out.exit_code == 1, out.output
     assert out.output.count("\n") == 1 and "Traceback" not in out.output
     assert out.output.startswith(f"history: {db}: damaged: table results: ")
+    # what SQLite said of the damaged table; the healthy runs table is not listed
+    assert out.output.endswith(": damaged: table results: database disk image is malformed\n")
+    assert "table runs" not in out.output
     assert db.read_bytes() == data  # the check changed nothing
 
 
