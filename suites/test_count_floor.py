@@ -102,3 +102,18 @@ def test_the_summary_sums_per_target_and_realization() -> None:
         f"{6000:>14,.0f}  75.0% .. 75.0%"]
     assert rc.summary_text([_counted("t", "r", 0, 0, 0.5)]) == ""
     assert rc.summary_text([]) == ""
+
+
+def test_the_count_mix_round_trips_as_compact_json() -> None:
+    """mix_json: per phase, the instruction classes that occur (zeros left
+    out), keys sorted, no spaces; parse_mix reads it back, and anything that
+    is not such a text as no counts."""
+    mix = {"kernel": [64, 6, 0, 100, 20, 3, 1], "pack_b": [0, 0, 0, 9, 9, 0, 0]}
+    text = rc.mix_json(mix)
+    assert text == ('{"kernel":{"control":3,"dot":6,"load":100,"other":1,"outer":64,"store":20},'
+                    '"pack_b":{"load":9,"store":9}}')
+    assert rc.parse_mix(text) == {"kernel": {"outer": 64, "dot": 6, "load": 100, "store": 20,
+                                             "control": 3, "other": 1},
+                                  "pack_b": {"load": 9, "store": 9}}
+    for bad in (None, "", "  ", "{not json", 3.0, '{"kernel": 5}'):
+        assert rc.parse_mix(bad) == {}, bad

@@ -23,3 +23,37 @@ def test_a_missing_results_file_reads_like_a_header_only_one(tmp_path: Path) -> 
     kinds = {str(t) for t in a.results.dtypes}
     assert {"float64", "int64", "bool", "object"} <= kinds
     assert a.results.empty and not a.has_results
+
+
+def test_a_runs_state_says_complete_and_whether_it_has_results(tmp_path: Path) -> None:
+    """Only a JSON true completes a run; a run without rows says so."""
+    for name, complete, rows, state in [("a", True, False, "complete, no results"),
+                                        ("b", "yes", False, "incomplete, no results"),
+                                        ("c", True, True, "complete"),
+                                        ("d", None, True, "incomplete")]:
+        d = tmp_path / name
+        d.mkdir()
+        meta = {"results": 1 if rows else 0}
+        if complete is not None:
+            meta["complete"] = complete
+        (d / "run.json").write_text(json.dumps(meta))
+        if rows:
+            line = {c: "" for c in rf.COLUMNS}
+            line.update({"suite": "correctness", "target": "host", "case": "c1",
+                         "status": "pass"})
+            (d / "results.csv").write_text(",".join(rf.COLUMNS) + "\n"
+                                           + ",".join(line[c] for c in rf.COLUMNS) + "\n")
+        assert rf.load_run(d).state() == state, name
+
+
+def test_the_kill_rate_of_an_area_leaves_stale_mutants_out() -> None:
+    from kbench.results.mutation import area_table
+    data = {"mutants": [{"area": "gate", "status": "killed"}, {"area": "gate", "status": "killed"},
+                        {"area": "gate", "status": "survived"}, {"area": "gate", "status": "stale"},
+                        {"area": "judge", "status": "stale"}]}
+    rows = {r["area"]: r for r in area_table(data).to_dict("records")}
+    assert rows["gate"]["mutants"] == 4 and rows["gate"]["kill_rate"] == 2 / 3
+    assert rows["judge"]["kill_rate"] != rows["judge"]["kill_rate"]  # nothing live: NaN
+    assert rows["all"]["mutants"] == 5 and rows["all"]["kill_rate"] == 2 / 3
+    assert list(area_table(data)["area"]) == ["gate", "judge", "all"]
+    assert area_table(None).empty and area_table({"mutants": []}).empty
