@@ -136,3 +136,19 @@ def test_an_account_without_an_entry_is_no_home(monkeypatch) -> None:
     (-999.0, "-999 ns"), (0.0, "0 ns")])
 def test_report_times_take_the_largest_unit_they_reach(ns: float, text: str) -> None:
     assert _fmt_time(ns) == text
+
+
+def test_only_a_locked_or_busy_sqlite_is_worth_waiting_for() -> None:
+    assert hdb.sqlite_busy(sqlite3.OperationalError("database is locked"))
+    assert hdb.sqlite_busy(sqlite3.OperationalError("database table is LOCKED"))
+    assert hdb.sqlite_busy(sqlite3.OperationalError("SQLITE_BUSY: busy"))
+    assert not hdb.sqlite_busy(sqlite3.OperationalError("no such table: runs"))
+    assert not hdb.sqlite_busy(sqlite3.DatabaseError("database is locked"))
+    assert not hdb.sqlite_busy(OSError("locked"))
+
+
+def test_the_default_history_is_kbench_db_else_the_data_folder() -> None:
+    assert hist.default_db({"KBENCH_DB": "postgresql://h/db", "HOME": "/h"}) == \
+        "postgresql://h/db"
+    assert hist.default_db({"KBENCH_DB": "/x/h.sqlite"}) == Path("/x/h.sqlite")
+    assert hist.default_db({"HOME": "/h"}) == Path("/h/.local/share/kbench") / hist.DB_NAME

@@ -86,3 +86,28 @@ def test_the_count_delta_table_of_packing_and_of_nothing() -> None:
     assert row["pack_b_ratio"] == 1.25 and row["grew"] == "pack_b +100"
     empty = delta_table(compare_counts([], []))
     assert empty.empty and list(empty.columns) == DELTA_TABLE
+
+
+def test_plugin_probes_are_tallied_by_finding_in_a_fixed_order() -> None:
+    """Each contract probe's finding from its message (the status when the
+    message names none), and the tally in the order refused, accepted,
+    silently wrong, crashed, not applicable."""
+    from kbench.results.plugin_report import _findings, is_plugin_backend, probe_table
+
+    def probe(case: str, message: str, status: str = "pass") -> dict:
+        return {"suite": "plugin-contracts", "target": "host", "plugin": "p.so",
+                "realization": "gemm_p", "case": f"probe_{case}", "message": message,
+                "status": status}
+    results = pd.DataFrame([
+        probe("k0", "refused: k = 0"), probe("nan", "silently wrong: NaN dropped"),
+        probe("bias", "refused: no bias"), probe("big", "odd text", status="error"),
+        {"suite": "correctness", "target": "host", "plugin": "p.so", "realization": "gemm_p",
+         "case": "c1", "message": "", "status": "pass"}])
+    probes = probe_table(results)
+    assert list(probes["probe"]) == ["k0", "nan", "bias", "big"]
+    assert list(probes["finding"]) == ["refused", "silently wrong", "refused", "error"]
+    assert list(probes["detail"])[:2] == ["k = 0", "NaN dropped"]
+    assert _findings(probes) == "2 refused, 1 silently wrong"
+    assert _findings(probes.iloc[3:]) == "–"
+    assert probe_table(pd.DataFrame()).empty
+    assert is_plugin_backend("plugin:p.so") and not is_plugin_backend("neon")
