@@ -34,4 +34,14 @@ def fixed(x: float, places: int = 3) -> str:
     return _widened(x, "f", places)
 
 
-__all__ = ["fixed", "sig"]
+def time_unit(ns: float) -> str:
+    """A time in ns with 3 significant digits in the largest unit its printed
+    value reaches (999,999 ns is "1 ms", never "1e+03 µs"); negatives too."""
+    shown = abs(float(f"{ns:.3g}"))
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+        if shown >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+__all__ = ["fixed", "sig", "time_unit"]

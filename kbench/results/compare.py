@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ttest_ind
 
+from kbench.judge.numbers import time_unit
 from kbench.judge.verdict import FAILING, FAULTS
 from kbench.results import abgate
 from kbench.results.abgate import AbRun, AbVerdict
@@ -610,11 +611,7 @@ def _count_failures(comp: Comparison, c_idx: dict[CaseKey, _Entry]) -> list[Gate
 def _fmt_ns(ns: float) -> str:
     if ns != ns:  # NaN
         return "–"
-    shown = float(f"{ns:.3g}")  # the unit of the value as printed: 999,999 ns is "1 ms"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if shown >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.3g} ns"
+    return time_unit(ns)
 
 
 def _fmt_ratio(r: float) -> str:

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kbench.judge import fingerprint as fprint
-from kbench.judge.numbers import fixed, sig
+from kbench.judge.numbers import fixed, sig, time_unit
 from kbench.judge.verdict import FAILING, FAULTS
 from kbench.resources import resource_dir
 from kbench.results import mutation, plugin_report
@@ -886,11 +886,7 @@ WRAP_AT = 60  # characters: longer texts wrap instead of widening the table
 
 
 def _fmt_time(ns: float) -> str:
-    shown = abs(float(f"{ns:.3g}"))  # the unit of the value as printed: 999,999 ns is "1 ms"
-    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
-        if shown >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.3g} ns"
+    return time_unit(ns)
 
 
 def _cell(col: str, value: Any) -> Cell:
