@@ -181,10 +181,11 @@ ort_runs() {
 }
 ort_runs & pid_ort=$!
 status=0
-# the in-process path itself: the emulation catalog's cases; each realization's derived
-# tails run on the qemu: targets below (the same library, at every SVL), not again here
+# the in-process path itself: the smoke catalog and its derived tails (every N residue up to
+# a realization's step); the same library runs the emulation and default catalogs on the
+# qemu: targets below, at every SVL
 kbench run --target qemu-python:svl=512 --backend scalar --backend neon --backend sme \
-  --shapes emulated --tails none --jobs 2 --no-history --out "$pyt/ours" > "$pyt/ours.log" 2>&1 \
+  --shapes smoke --jobs 2 --no-history --out "$pyt/ours" > "$pyt/ours.log" 2>&1 \
   || status=1
 wait "$pid_ort" || status=1
 for f in ort.log ort-fingerprints.txt ort-classes.log ort-classes-fingerprints.txt; do
