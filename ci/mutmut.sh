@@ -21,6 +21,9 @@
 #   MUTMUT_WORK=DIR                  its work folder (default: build/mutmut), so campaigns over
 #                                    different paths can be kept side by side
 #
+# Each mutant's tests run fastest first (suites/kb_mutmut_order.py, by the durations
+# mutmut recorded), so a mutant a quick test kills stops there (pytest -x).
+#
 # Needs the mutmut extra (pip install -e '.[mutmut]'). Works in a copy of the
 # tracked files under build/mutmut/ (the checkout is never touched); results
 # stay there: `cd build/mutmut && mutmut results` lists the survivors and

@@ -1,4 +1,4 @@
-pytest_plugins = ["kbench.harness.pytest_plugin"]
+pytest_plugins = ["kbench.harness.pytest_plugin", "kb_mutmut_order"]
 
 from kb_servers import pg_server  # noqa: E402, F401 - session fixture for the suites
 
