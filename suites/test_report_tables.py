@@ -111,3 +111,47 @@ def test_plugin_probes_are_tallied_by_finding_in_a_fixed_order() -> None:
     assert _findings(probes.iloc[3:]) == "–"
     assert probe_table(pd.DataFrame()).empty
     assert is_plugin_backend("plugin:p.so") and not is_plugin_backend("neon")
+
+
+def _total(target: str, model: str, series: str, ns: float, complete: bool = True) -> dict:
+    return {"target": target, "model": model, "series": series, "total_time_ns": ns,
+            "complete": complete}
+
+
+def _panels(fig) -> list:
+    return [ax for ax in fig.axes if ax.get_visible()]
+
+
+def test_model_total_charts_draw_complete_totals_one_panel_per_model_in_table_order() -> None:
+    table = pd.DataFrame([
+        _total("host", "resnet", "slow", 4e6), _total("host", "resnet", "fast", 1e6),
+        _total("host", "resnet", "partial", 5e5, complete=False),
+        _total("host", "resnet", "no total", math.nan),
+        _total("host", "llama", "fast", 3e6),
+        _total("qemu:svl=512", "alexnet", "fast", 2e6)])
+    fig = rep.plot_model_totals(table, {})
+    panels = _panels(fig)
+    assert [ax.get_title() for ax in panels] == [
+        "resnet on host (1 more lack some of its shapes: no total)", "llama on host",
+        "alexnet on qemu:svl=512"]
+    # bars: complete totals only, fastest on top
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == ["fast", "slow"]
+    assert [p.get_width() for p in panels[0].patches] == [1.0, 4.0]
+    # three panels: two columns, two rows, the fourth cell hidden
+    assert all(ax.get_subplotspec().get_geometry()[:2] == (2, 2) for ax in fig.axes)
+    assert len(fig.axes) == 4 and not fig.axes[3].get_visible()
+
+
+def test_model_total_charts_use_two_columns_only_for_two_models_or_more() -> None:
+    one = pd.DataFrame([_total("host", "resnet", "fast", 1e6)])
+    two = pd.DataFrame([_total("host", "resnet", "fast", 1e6), _total("host", "llama", "a", 2e6)])
+    for table, geometry in ((one, (1, 1)), (two, (1, 2))):
+        fig = rep.plot_model_totals(table, {})
+        assert len(fig.axes) == geometry[0] * geometry[1]
+        assert {ax.get_subplotspec().get_geometry()[:2] for ax in fig.axes} == {geometry}
+        assert len(_panels(fig)) == len(table)
+
+
+def test_model_total_charts_of_partial_models_only_draw_no_panel() -> None:
+    fig = rep.plot_model_totals(pd.DataFrame([_total("host", "resnet", "a", 1e6, False)]), {})
+    assert len(fig.axes) == 1 and _panels(fig) == []
