@@ -71,6 +71,12 @@ def test_a_file_that_cannot_be_opened_says_so(tmp_path: Path) -> None:
     assert not (tmp_path / "missing").exists()
 
 
+def test_a_file_that_is_no_database_says_sqlites_own_words(tmp_path: Path) -> None:
+    (tmp_path / "h.sqlite").write_bytes(b"not a database at all, " * 64)
+    assert hdb.check_sqlite(tmp_path / "h.sqlite") == hdb.Integrity(
+        False, "damaged: file is not a database")
+
+
 def test_kbench_db_or_the_default() -> None:
     default = Path("/d/history.sqlite")
     assert resolve_db(None, default, {}) == default

@@ -255,3 +255,41 @@ def test_trends_read_timed_hardware_rows_of_this_machine(tmp_path: Path) -> None
     assert list(history_trends(db, "CPU", "aarch64", limit_runs=1)["run_id"]) == [ids[2]]
     assert history_trends(db, "CPU", "x86_64").empty
     assert list(history_trends(db, "CPU", "x86_64").columns) == TREND_COLUMNS
+
+
+def test_without_db_or_kbench_db_the_default_history_is_read(tmp_path: Path, monkeypatch) -> None:
+    from kbench.results.runref import resolve_run
+    monkeypatch.delenv("KBENCH_DB", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    db = tmp_path / "data" / "kbench" / "history.sqlite"
+    ids = [append_run(db, _run(tmp_path / f"r{i}", [_row("a")], f"2025-01-0{i + 1}T00:00:00+00:00",
+                                False)) for i in range(2)]
+    got = resolve_run("latest")
+    assert got.source == "history" and got.run_id == ids[1]
+
+
+def test_any_run_of_a_long_history_is_named_not_only_the_listings_newest(tmp_path: Path) -> None:
+    """`kbench history` lists the newest 50 runs; a reference reaches every run."""
+    from kbench.results.runref import resolve_run
+    db = tmp_path / "history.sqlite"
+    ids = [append_run(db, _run(tmp_path / f"r{i}", [_row("a")],
+                                f"2025-01-01T00:{i:02d}:00+00:00", False)) for i in range(53)]
+    assert len(query_runs(db)) == 50
+    assert resolve_run(str(ids[0]), db).run_id == ids[0]
+    assert resolve_run("latest~52", db).run_id == ids[0]
+
+
+def test_a_postgresql_history_is_named_by_its_url(tmp_path: Path, pg_server) -> None:
+    import os
+
+    import psycopg
+
+    from kbench.results.runref import resolve_run
+    name = f"refs_{os.getpid()}"
+    with psycopg.connect(pg_server.url, autocommit=True) as con:
+        con.execute(f"CREATE DATABASE {name}")
+    url = pg_server.url.replace("/kbench?", f"/{name}?")
+    ids = [append_run(url, _run(tmp_path / f"r{i}", [_row("a")], f"2025-01-0{i + 1}T00:00:00+00:00",
+                                 False)) for i in range(2)]
+    got = resolve_run("latest~1", url)
+    assert got.source == "history" and got.run_id == ids[0]
