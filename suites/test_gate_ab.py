@@ -396,7 +396,7 @@ def test_the_gate_json_carries_every_figure_of_the_comparison(tmp_path: Path) ->
     assert number(True) == 1 and number(3) == 3 and number("2.5") == 2.5 and number("x") is None
 
 
-def test_the_compare_json_lists_each_count_delta(tmp_path: Path) -> None:
+def test_the_compare_json_and_markdown_list_each_count_delta(tmp_path: Path) -> None:
     import json
 
     from kbench.results.compare import compare_runs
