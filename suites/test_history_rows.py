@@ -220,6 +220,11 @@ def test_picking_a_run_by_id_latest_or_commit_and_the_errors() -> None:
         _pick(runs.assign(git_commit=["abcd1111", "abcd2222", "x", "y"]), "abcd")
     assert str(exc.value) == ("'abcd' is ambiguous: commits abcd1111, abcd2222 in the history; "
                               "give more digits")
+    full = ["abcd" + "1" * 36, "abcd" + "2" * 36, "x", "y"]  # full commits: 12 digits shown
+    with pytest.raises(RunRefError) as exc:
+        _pick(runs.assign(git_commit=full), "abcd")
+    assert str(exc.value) == ("'abcd' is ambiguous: commits abcd11111111, abcd22222222 in the "
+                              "history; give more digits")
     with pytest.raises(RunRefError) as exc:
         _pick(runs.iloc[0:0], "latest")
     assert str(exc.value) == "'latest': no such run folder, and the history holds no runs"

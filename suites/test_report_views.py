@@ -416,3 +416,67 @@ def test_a_realization_missing_from_some_runs_sits_at_its_own_runs() -> None:
     assert shown == {k: to_rgb(v) for k, v in colours.items()}
     single, _ = views.plot_trends(pd.DataFrame(rows), colours, per_row=1)
     assert len(single.axes) == 1 and single.axes[0].get_title() == "c1"
+
+
+def _perf_row(case: str, shape: str, layers: int, series: str, value: float,
+              target: str = "host", catalog: str = "c") -> dict:
+    return {"target": target, "catalog": catalog, "case": case, "shape": shape,
+            "layers": layers, "series": series, "gflops": value, "speedup": value / 10}
+
+
+def test_the_performance_chart_on_its_data() -> None:
+    """One target and catalog's bars: the scalar reference's series first, then
+    by name; within a shape's group the first series on top; one bar height
+    for all (0.8 over the largest group); a timed case without a time marked
+    "no time"; tick labels with ×layers; the speedup panel shares the y axis
+    and marks 1×; every series in the legend in its colour."""
+    from matplotlib.colors import to_rgb
+    rows = [_perf_row("a", "m1n1k1", 2, s, v) for s, v in
+            (("z_fast", 30.0), ("b_sme", 20.0), ("gemm_scalar", 2.0))]
+    rows += [_perf_row("a", "m1n1k1", 2, "b_sme", 99.0),  # a second row of the case: not drawn
+             _perf_row("b", "m2n2k2", 1, "b_sme", 7.0),
+             _perf_row("c", "m3n3k3", 3, "z_fast", float("nan")),
+             _perf_row("a", "m1n1k1", 2, "other_target", 5.0, target="qemu:svl=512"),
+             _perf_row("a", "m1n1k1", 2, "other_catalog", 5.0, catalog="d")]
+    frame = pd.DataFrame(rows)
+    colors = {"gemm_scalar": "#101010", "b_sme": "#202020", "z_fast": "#303030",
+              "other_target": "#404040", "other_catalog": "#505050"}
+    # the same series and case on another target or catalog come first: never drawn here
+    speed = pd.DataFrame([_perf_row("a", "m1n1k1", 2, "b_sme", 500.0, target="qemu:svl=512"),
+                          _perf_row("a", "m1n1k1", 2, "b_sme", 600.0, catalog="d"), *rows])
+    fig = rep.plot_performance(frame, speed, "host", "c", colors)
+    ax_g, ax_s = fig.axes
+    assert fig.get_suptitle() == "c on host"
+    assert (ax_g.get_title(), ax_s.get_title()) == ("throughput",
+                                                    "speedup over the scalar reference")
+    assert ax_g.get_xlabel() == "GFLOP/s (flops per call / median time)"
+    assert ax_g.get_ylabel() == "shape (×N: N layers)"
+    assert ax_s.get_xlabel() == "speedup over the scalar reference (×)"
+    assert {ax.get_subplotspec().get_geometry()[:2] for ax in (ax_g, ax_s)} == {(1, 2)}
+    assert ax_g.get_shared_y_axes().joined(ax_g, ax_s)
+    assert list(ax_g.get_yticks()) == [0, -1, -2]
+    assert [t.get_text() for t in ax_g.get_yticklabels()] == ["m1n1k1 ×2", "m2n2k2", "m3n3k3 ×3"]
+    assert ax_g.get_ylim() == (-2.5, 0.5)
+    h = 0.8 / 3
+    bars = [(to_rgb(p.get_facecolor()), round(p.get_y() + p.get_height() / 2, 9), p.get_width(),
+             p.get_height()) for p in ax_g.patches]
+    scalar, sme, fast = to_rgb("#101010"), to_rgb("#202020"), to_rgb("#303030")
+    assert [b[:3] for b in bars] == [
+        (scalar, round(h, 9), 2.0), (sme, 0.0, 20.0), (sme, -1.0, 7.0),
+        (fast, round(-h, 9), 30.0), (fast, -2.0, pytest.approx(float("nan"), nan_ok=True))]
+    assert all(b[3] == pytest.approx(h) for b in bars)
+    assert [(t.get_text(), t.get_position()) for t in ax_g.texts] == [(" no time", (0, -2.0))]
+    assert [p.get_width() for p in ax_s.patches][:3] == [0.2, 2.0, 0.7]
+    assert [(list(line.get_xdata()), line.get_color()) for line in ax_s.lines] == [
+        ([1.0, 1.0], "black")]
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["gemm_scalar", "b_sme", "z_fast"]
+    assert [to_rgb(h.get_facecolor()) for h in legend.legend_handles] == [scalar, sme, fast]
+
+
+def test_one_series_draws_full_height_bars_on_their_labels() -> None:
+    frame = pd.DataFrame([_perf_row("a", "m1n1k1", 1, "s", 3.0),
+                          _perf_row("b", "m2n2k2", 1, "s", 4.0)])
+    ax_g, _ = rep.plot_performance(frame, frame, "host", "c", {"s": "C0"}).axes
+    assert [(p.get_y() + p.get_height() / 2, p.get_height()) for p in ax_g.patches] == [
+        (pytest.approx(0.0), pytest.approx(0.8)), (pytest.approx(-1.0), pytest.approx(0.8))]
