@@ -155,3 +155,53 @@ def test_model_total_charts_use_two_columns_only_for_two_models_or_more() -> Non
 def test_model_total_charts_of_partial_models_only_draw_no_panel() -> None:
     fig = rep.plot_model_totals(pd.DataFrame([_total("host", "resnet", "a", 1e6, False)]), {})
     assert len(fig.axes) == 1 and _panels(fig) == []
+
+
+def _timed(case: str, realization: str, backend: str, ns: float, threads: int = 1,
+           kind: str = "exact", layers: int = 1, catalog: str = "m") -> dict:
+    return {"target": "host", "op": "gemm", "catalog": catalog, "case": case, "shape": case,
+            "kind": kind, "realization": realization, "backend": backend, "threads": threads,
+            "time_median_ns": ns, "layers": layers}
+
+
+def test_the_scalar_reference_is_the_operators_own_then_any_scalar_never_another_backend() -> None:
+    timed = pd.DataFrame([
+        # the operator's reference wins over a faster scalar one and over more threads
+        _timed("a", "gemm_scalar_f16acc", "scalar", 50.0), _timed("a", "gemm_neon", "neon", 5.0),
+        _timed("a", "gemm_scalar_f32acc", "scalar", 90.0, threads=2),
+        _timed("a", "gemm_scalar_f32acc", "scalar", 100.0),
+        # without it: the scalar backend's fastest at the fewest threads
+        _timed("b", "gemm_scalar_f16acc", "scalar", 70.0), _timed("b", "gemm_scalar_x", "scalar",
+                                                                 60.0, threads=4),
+        _timed("b", "gemm_neon", "neon", 5.0),
+        # no scalar realization: no reference
+        _timed("c", "gemm_neon", "neon", 5.0)])
+    ref = rep._reference_times(timed).set_index("case")
+    assert sorted(ref.index) == ["a", "b"]
+    assert (ref.loc["a", "ref_realization"], ref.loc["a", "ref_threads"],
+            ref.loc["a", "ref_time_median_ns"]) == ("gemm_scalar_f32acc", 1, 100.0)
+    assert (ref.loc["b", "ref_realization"], ref.loc["b", "ref_time_median_ns"]) == (
+        "gemm_scalar_f16acc", 70.0)
+
+
+def test_a_models_scalar_total_needs_every_shape_weighted_by_its_layers() -> None:
+    timed = pd.DataFrame([
+        _timed("a", "gemm_scalar_f32acc", "scalar", 100.0, layers=3),
+        _timed("a", "gemm_scalar_f32acc", "scalar", 300.0, layers=3, kind="normal"),
+        _timed("b", "gemm_scalar_f32acc", "scalar", 10.0, layers=2),
+        _timed("a", "gemm_scalar_f32acc", "scalar", 100.0, catalog="partial"),
+        _timed("b", "gemm_neon", "neon", 5.0, catalog="partial")])
+    tot = rep._reference_model_times(timed).set_index("catalog")["scalar_time_ns"]
+    # a shape's time: the mean over its input kinds, as the realizations' totals take it
+    assert tot["m"] == 3 * (100.0 + 300.0) / 2 + 2 * 10.0
+    assert math.isnan(tot["partial"])  # shape b has no scalar time: no total
+
+
+def test_our_realizations_are_those_of_kbenchs_own_backends() -> None:
+    rows = pd.DataFrame([{"realization": r, "backend": b} for r, b in (
+        ("gemm_scalar_f32acc", "scalar"), ("gemm_neon_f16acc", "neon"), ("gemm_sme2", "sme"),
+        ("ort_mlas", "ort"), ("plug_k", "plugin"))])
+    assert rep._our_realizations(rows) == {"gemm_scalar_f32acc", "gemm_neon_f16acc", "gemm_sme2"}
+    # rows without a backend column (older runs): every realization
+    assert rep._our_realizations(rows.drop(columns="backend")) == set(rows["realization"])
+    assert rep._is_ours("gemm_neon_f16acc") and not rep._is_ours("ort_mlas")

@@ -149,3 +149,63 @@ def test_a_failure_is_written_with_its_reproducer(tmp_path: Path) -> None:
     broken.error = OSError("disk full")
     broken.add_failure(v, "kbench run")
     assert not (tmp_path / "b" / "failures.csv").exists()
+
+
+def test_claiming_out_refuses_what_it_must_not_replace(tmp_path: Path) -> None:
+    """--out: a file, a folder of other files, or a run without --force is
+    refused with what to do; nested missing folders are made."""
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("x")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "run.json").write_text("{}")
+    cases = [
+        (tmp_path / "file", f"{tmp_path / 'file'} exists and is not a folder"),
+        (tmp_path / "other", f"{tmp_path / 'other'} is not empty and holds no kbench run: "
+                             "choose another folder"),
+        (tmp_path / "run", f"{tmp_path / 'run'} already holds a run: choose another folder, or "
+                           "--force to replace it"),
+    ]
+    for folder, text in cases:
+        with pytest.raises(store.RunDirError) as exc:
+            store.claim_out_dir(folder)
+        assert str(exc.value) == text
+    nested = tmp_path / "a" / "b" / "c"
+    assert store.claim_out_dir(nested) == nested and nested.is_dir()
+    assert list(nested.iterdir()) == []  # the write probe is gone
+
+
+def test_force_removes_the_old_runs_files_but_never_follows_a_link(tmp_path: Path) -> None:
+    run, outside = tmp_path / "run", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("x")
+    run.mkdir()
+    (run / "results.csv").write_text("x")
+    (run / "report").mkdir()
+    (run / "report" / "report.html").write_text("x")
+    (run / "linked").symlink_to(outside, target_is_directory=True)
+    assert store.claim_out_dir(run, force=True) == run
+    assert list(run.iterdir()) == []
+    assert (outside / "keep.txt").read_text() == "x"
+
+
+def test_a_file_that_cannot_be_removed_or_written_is_named(tmp_path: Path, monkeypatch) -> None:
+    import errno
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.csv").write_text("x")
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+    monkeypatch.setattr(Path, "unlink", refuse)
+    with pytest.raises(store.RunDirError) as exc:
+        store.claim_out_dir(run, force=True)
+    assert str(exc.value) == f"cannot remove {run / 'results.csv'}: Permission denied"
+    monkeypatch.undo()
+
+    def full(self: Path, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(store.RunDirError) as exc:
+        store.claim_out_dir(tmp_path / "new")
+    assert str(exc.value) == f"cannot write to {tmp_path / 'new'}: No space left on device"

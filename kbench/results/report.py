@@ -423,8 +423,10 @@ def model_totals(run: Run) -> pd.DataFrame:
 
 
 def _reference_model_times(timed: pd.DataFrame) -> pd.DataFrame:
-    """The scalar reference's weighted total per model (NaN if it misses a shape)."""
-    ref = _reference_times(timed).drop_duplicates(["target", "catalog", "case"])
+    """The scalar reference's weighted total per model (NaN if it misses a shape);
+    a shape's time is the mean over its input kinds, as in the realizations' totals."""
+    ref = _reference_times(timed).groupby(["target", "catalog", "case"], sort=False)[
+        "ref_time_median_ns"].mean().reset_index()
     layers = timed.drop_duplicates(["target", "catalog", "case"])[
         ["target", "catalog", "case", "layers"]]
     cases = layers.merge(ref, on=["target", "catalog", "case"], how="left")
