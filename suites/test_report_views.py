@@ -480,3 +480,60 @@ def test_one_series_draws_full_height_bars_on_their_labels() -> None:
     ax_g, _ = rep.plot_performance(frame, frame, "host", "c", {"s": "C0"}).axes
     assert [(p.get_y() + p.get_height() / 2, p.get_height()) for p in ax_g.patches] == [
         (pytest.approx(0.0), pytest.approx(0.8)), (pytest.approx(-1.0), pytest.approx(0.8))]
+
+
+def _err(target: str, real: str, accum: str, k: int, bound: float, ulp: float, rms: float,
+         op: str = "gemm") -> dict:
+    return {"target": target, "op": op, "realization": real, "accum": accum, "k": k,
+            "max_err_bound": bound, "max_ulp": ulp, "max_rms_rel": rms}
+
+
+def test_the_error_versus_k_chart_on_its_data() -> None:
+    """One line per realization and target in each of the three panels, at its
+    K sorted, its error figures as y; bit-identical realizations drawn once
+    under a joined label; "@ target" only when there are several targets; one
+    marker per target; FP16 accumulation solid and thicker, FP32 dashed; the
+    bound's 1 marked; the axes' scales; only the asked operator."""
+    from matplotlib.colors import to_rgb
+    rows = []
+    for target in ("host", "qemu:svl=512"):
+        for k, (b, u, r) in {64: (0.5, 2.0, 1e-3), 16: (0.25, 1.0, 1e-4)}.items():
+            rows.append(_err(target, "r_h", "fp16", k, b, u, r))
+            rows.append(_err(target, "r_f", "fp32", k, b / 10, u / 2, r / 10))
+            rows.append(_err(target, "r_g", "fp32", k, b / 10, u / 2, r / 10))  # = r_f
+            rows.append(_err(target, "conv_x", "fp32", k, 9.0, 9.0, 9.0, op="conv2d"))
+    table = pd.DataFrame(rows)
+    fig = rep.plot_error_vs_k(table, "gemm", {"r_h": "#aa0000", "r_f": "#00aa00"})
+    ax_b, ax_u, ax_r = fig.axes
+    lines = {line.get_label(): line for line in ax_b.lines if not line.get_label().startswith("_")}
+    assert sorted(lines) == ["r_f = r_g @ host", "r_f = r_g @ qemu:svl=512", "r_h @ host",
+                             "r_h @ qemu:svl=512"]
+    h = lines["r_h @ host"]
+    assert list(h.get_xdata()) == [16, 64] and list(h.get_ydata()) == [0.25, 0.5]
+    assert (h.get_linestyle(), h.get_linewidth(), to_rgb(h.get_color())) == (
+        "-", 1.6, to_rgb("#aa0000"))
+    f = lines["r_f = r_g @ qemu:svl=512"]
+    assert (f.get_linestyle(), f.get_linewidth(), to_rgb(f.get_color())) == (
+        "--", 1.0, to_rgb("#00aa00"))
+    assert h.get_marker() == "o" and f.get_marker() == "s"  # one marker per target
+    for ax, column in ((ax_u, [1.0, 2.0]), (ax_r, [1e-4, 1e-3])):
+        (same,) = [line for line in ax.lines if line.get_label() == "r_h @ host"]
+        assert list(same.get_xdata()) == [16, 64] and list(same.get_ydata()) == column
+    assert [list(line.get_ydata()) for line in ax_b.lines if line.get_label().startswith("_")] \
+        == [[1.0, 1.0]]
+    assert ax_b.get_ylim()[0] == 0
+    assert (ax_u.get_yscale(), ax_r.get_yscale()) == ("symlog", "log")
+    assert {ax.get_xscale() for ax in fig.axes} == {"log"}
+    assert [ax.get_title() for ax in fig.axes] == [
+        "error relative to the declared bound", "max ULP error", "RMS relative error"]
+    assert fig.get_suptitle().startswith("gemm: observed error versus K")
+    (legend,) = fig.legends
+    assert sorted(t.get_text() for t in legend.get_texts()) == sorted(lines)
+
+
+def test_one_target_needs_no_at_and_zero_rms_keeps_a_linear_axis() -> None:
+    table = pd.DataFrame([_err("host", "r_h", "fp16", k, 0.5, 1.0, 0.0) for k in (8, 16)])
+    fig = rep.plot_error_vs_k(table, "gemm", {})
+    ax_b, _, ax_r = fig.axes
+    assert [line.get_label() for line in ax_b.lines][0] == "r_h"
+    assert ax_r.get_yscale() == "linear"
