@@ -532,8 +532,17 @@ def test_the_error_versus_k_chart_on_its_data() -> None:
 
 
 def test_one_target_needs_no_at_and_zero_rms_keeps_a_linear_axis() -> None:
+    import math
+
+    from matplotlib.colors import to_rgb
     table = pd.DataFrame([_err("host", "r_h", "fp16", k, 0.5, 1.0, 0.0) for k in (8, 16)])
     fig = rep.plot_error_vs_k(table, "gemm", {})
     ax_b, _, ax_r = fig.axes
     assert [line.get_label() for line in ax_b.lines][0] == "r_h"
+    assert to_rgb(ax_b.lines[0].get_color()) == to_rgb("0.5")  # a name without a colour: grey
     assert ax_r.get_yscale() == "linear"
+    assert {ax.get_subplotspec().get_geometry()[:2] for ax in fig.axes} == {(1, 3)}
+    for ax in fig.axes:  # K ticks at powers of two, printed as numbers
+        ticks = list(ax.xaxis.get_major_locator().tick_values(8, 16))
+        assert {8.0, 16.0} <= set(ticks) and all(math.log2(t).is_integer() for t in ticks)
+        assert ax.xaxis.get_major_formatter()(16.0, 0) == "16"
