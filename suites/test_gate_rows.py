@@ -139,3 +139,17 @@ def test_count_tally_counts_every_verdict_once() -> None:
     comp = compare_counts(base, cand)
     assert comp.tally() == {MORE: 1, FEWER: 2, SAME: 1, MISSING: 1, NEW: 1}
     assert [d.key[2] for d in comp.regressions()] == ["up"]
+
+
+def test_the_unit_test_needs_two_passes_a_side_and_reads_exact_figures_exactly() -> None:
+    from kbench.results.compare import holm, unit_test
+    many = [1.0, 1.1, 0.9, 1.05]
+    for base, cand in (([1.0], many), (many, [5.0]), ([], many), (many, []), ([], [])):
+        assert unit_test(base, cand) == (1.0, 1.0)  # fewer than two passes on a side
+    # no spread on either side: the direction the medians moved is certain
+    assert unit_test([2.0, 2.0, 2.0], [3.0, 3.0]) == (0.0, 1.0)
+    assert unit_test([3.0, 3.0], [2.0, 2.0, 2.0]) == (1.0, 0.0)
+    assert unit_test([2.0, 2.0], [2.0, 2.0]) == (1.0, 1.0)
+    slower, faster = unit_test([1.0, 1.02, 0.98, 1.01], [2.0, 2.05, 1.95, 2.02])
+    assert slower < 1e-4 and faster > 0.999
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])

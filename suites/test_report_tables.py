@@ -205,3 +205,19 @@ def test_our_realizations_are_those_of_kbenchs_own_backends() -> None:
     # rows without a backend column (older runs): every realization
     assert rep._our_realizations(rows.drop(columns="backend")) == set(rows["realization"])
     assert rep._is_ours("gemm_neon_f16acc") and not rep._is_ours("ort_mlas")
+
+
+def test_a_ratio_is_missing_for_a_zero_negative_or_unreadable_denominator() -> None:
+    got = rep._ratio(pd.Series([1.0, 1.0, 1.0, "n/a", 3.0]), pd.Series([0.5, 0.0, -2.0, 1.0, "x"]))
+    assert got.iloc[0] == 2.0 and got.iloc[1:].isna().all()
+
+
+def test_series_labels_add_the_b_form_and_threads_only_where_they_vary() -> None:
+    df = pd.DataFrame([
+        {"realization": "a", "b_form": "plain", "threads": 1},
+        {"realization": "a", "b_form": "packed", "threads": 1},
+        {"realization": "b", "b_form": "plain", "threads": 1},
+        {"realization": "b", "b_form": "plain", "threads": 4},
+        {"realization": "c", "b_form": "plain", "threads": 2},
+        {"realization": "d", "b_form": "plain", "threads": 1}])
+    assert rep._series_labels(df) == ["a B:plain", "a B:packed", "b ×1t", "b ×4t", "c ×2t", "d"]

@@ -546,3 +546,19 @@ def test_one_target_needs_no_at_and_zero_rms_keeps_a_linear_axis() -> None:
         ticks = list(ax.xaxis.get_major_locator().tick_values(8, 16))
         assert {8.0, 16.0} <= set(ticks) and all(math.log2(t).is_integer() for t in ticks)
         assert ax.xaxis.get_major_formatter()(16.0, 0) == "16"
+
+
+def test_identical_errors_group_within_one_accumulation_to_twelve_decimals() -> None:
+    rows = []
+    for real, accum, e in (("a", "fp32", 0.1), ("b", "fp32", 0.1 + 3e-13),  # = a at 12 decimals
+                           ("c", "fp16", 0.1),  # the same figures, another accumulation
+                           ("d", "fp32", 0.3)):  # apart by less than 0.5
+        rows += [_err("host", real, accum, k, e, e, e) for k in (8, 16)]
+    groups = views.identical_error_groups(pd.DataFrame(rows))
+    assert groups == {("host", "gemm", "a"): ["a", "b"], ("host", "gemm", "c"): ["c"],
+                      ("host", "gemm", "d"): ["d"]}
+    # rows without an accumulation column group on the figures alone
+    plain = pd.DataFrame(rows).drop(columns="accum")
+    assert views.identical_error_groups(plain)[("host", "gemm", "a")] == ["a", "b", "c"]
+    assert views.group_label(["a", "b", "c"]) == "a = b = c"
+    assert views.group_label(["a", "b", "c", "d"]) == "a = b = c (+1 identical)"
