@@ -13,6 +13,7 @@ import pandas as pd
 from kbench.results import report as rep
 from kbench.results.count_compare import compare_counts
 from kbench.results.report_counts import DELTA_TABLE, delta_table
+from kbench.results.runfolder import Run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -221,3 +222,52 @@ def test_series_labels_add_the_b_form_and_threads_only_where_they_vary() -> None
         {"realization": "c", "b_form": "plain", "threads": 2},
         {"realization": "d", "b_form": "plain", "threads": 1}])
     assert rep._series_labels(df) == ["a B:plain", "a B:packed", "b ×1t", "b ×4t", "c ×2t", "d"]
+
+
+def _vm(target: str, backend: str, catalog: str, verdict: str, **counts: int) -> dict:
+    row = {"target": target, "backend": backend, "catalog": catalog, "verdict": verdict}
+    row.update({s: counts.get(s, 0) for s in rep.STATUSES})
+    row["cases"] = sum(row[s] for s in rep.STATUSES)
+    return row
+
+
+def _texts(table) -> list[list[tuple[str, str]]]:
+    return [[(c.text, c.cls) for c in row] for row in table.rows]
+
+
+def test_the_verdict_grid_cells_hold_the_worst_verdict_and_its_counts() -> None:
+    frame = pd.DataFrame([
+        _vm("host", "scalar", "smoke", "pass", **{"pass": 10}),
+        _vm("host", "scalar", "contracts", "pass", **{"pass": 4, "skip": 2}),
+        _vm("host", "scalar", "edge", "skip", skip=3),
+        _vm("host", "neon", "smoke", "fail", **{"pass": 6, "fail": 2, "error": 1, "crashed": 1,
+                                                "mistrusted": 1, "skip": 1}),
+        _vm("qemu:svl=512", "sme", "edge", "timeout", **{"pass": 1, "timeout": 2})])
+    grid = rep.verdict_grid(frame)
+    assert grid.columns == ["target", "backend", "edge", "smoke", "contracts"]
+    assert _texts(grid) == [
+        [("host", ""), ("scalar", ""), ("skip · 3 skipped", "verdict skip"),
+         ("pass · 10", "verdict pass"), ("pass · 4, 2 skipped", "verdict pass")],
+        [("host", ""), ("neon", ""), ("", "empty"),
+         ("fail · 6/11 pass, 2 fail, 1 error, 1 crashed, 1 mistrusted, 1 skipped",
+          "verdict fail"), ("", "empty")],
+        [("qemu:svl=512", ""), ("sme", ""), ("timeout · 1/3 pass, 2 timeout", "verdict timeout"),
+         ("", "empty"), ("", "empty")]]
+
+
+def test_the_targets_table_lists_each_runs_targets() -> None:
+    run = Run(path=Path("r"), meta={"targets": {
+        "qemu:svl=512": {"kind": "qemu", "emulated": True, "arch": "aarch64",
+                         "cpu_features": ["sme", "sme2"], "sme_vector_bits": 512, "isa": "sme2",
+                         "library_version": "0.3.0",
+                         "realizations": [{"name": "gemm_sme2"}, "gemm_neon"]},
+        "host": {"kind": "host", "emulated": False, "arch": "x86_64"},
+        "bad": "not a table"}}, results=pd.DataFrame())
+    table = rep._targets_table({"main": run, "base": run})
+    assert table.columns[:3] == ["run", "target", "kind"] and len(table.columns) == 10
+    assert [[c.text for c in row] for row in table.rows][:2] == [
+        ["main", "qemu:svl=512", "qemu", "yes", "aarch64", "sme, sme2", "512", "sme2", "0.3.0",
+         "2: gemm_sme2, gemm_neon"],
+        ["main", "host", "host", "no", "x86_64", "–", "0", "", "", "0: "]]
+    assert [row[0].text for row in table.rows] == ["main", "main", "base", "base"]
+    assert table.rows[0][-1].cls == "wrap"
