@@ -130,14 +130,19 @@ def test_model_total_charts_draw_complete_totals_one_panel_per_model_in_table_or
         _total("host", "resnet", "no total", math.nan),
         _total("host", "llama", "fast", 3e6),
         _total("qemu:svl=512", "alexnet", "fast", 2e6)])
-    fig = rep.plot_model_totals(table, {})
+    fig = rep.plot_model_totals(table, {"fast": "#0000ff"})
     panels = _panels(fig)
+    from matplotlib.colors import to_rgb
+    assert [to_rgb(p.get_facecolor()) for p in panels[0].patches] == [(0, 0, 1), to_rgb("0.5")]
     assert [ax.get_title() for ax in panels] == [
         "resnet on host (1 more lack some of its shapes: no total)", "llama on host",
         "alexnet on qemu:svl=512"]
     # bars: complete totals only, fastest on top
     assert [t.get_text() for t in panels[0].get_yticklabels()] == ["fast", "slow"]
     assert [p.get_width() for p in panels[0].patches] == [1.0, 4.0]
+    assert list(panels[0].get_yticks()) == [0, -1]  # the fastest at the top
+    assert [t.get_text() for t in panels[0].texts] == [" 1 ms", " 4 ms"]  # each bar's figure
+    assert panels[0].get_xlim()[0] == 0 and panels[0].get_xlim()[1] > 4.0
     # three panels: two columns, two rows, the fourth cell hidden
     assert all(ax.get_subplotspec().get_geometry()[:2] == (2, 2) for ax in fig.axes)
     assert len(fig.axes) == 4 and not fig.axes[3].get_visible()
