@@ -269,3 +269,49 @@ def test_the_google_benchmark_document_of_a_perf_run() -> None:
             ctx["kbench_cpu_model"], ctx["kbench_commit"]) == (
         "2026-01-01", "box", 8, [0.5, 0.4, 0.3], "CPU X", "abc123")
     assert google_benchmark_json([], {})["context"]["load_avg"] == []
+
+
+class _Asked(Exception):
+    """Raised by the recorder below once the report's header is asked for."""
+
+
+def _header_args(run: Run, monkeypatch, baseline: Run | None = None, gate: object = None,
+                 plots: dict | None = None, note: str = "") -> tuple:
+    from kbench.results import report_views as views
+    seen: list[tuple] = []
+
+    def record(*args: object) -> None:
+        seen.append(args)
+        raise _Asked
+    monkeypatch.setattr(views, "answers", record)
+    tables = report.compute_tables(run, baseline)
+    with pytest.raises(_Asked):
+        report.render_html(run, baseline, tables, plots or {}, {}, gate, note)
+    (args,) = seen
+    return args
+
+
+def test_the_report_header_is_asked_what_the_run_holds(tmp_path: Path, monkeypatch) -> None:
+    """render_html asks for the header's answers with the run's completeness,
+    the gate, whether a baseline is shown, the trend chart's run count, and
+    whether the run's only timings are emulated ones (then: counts or not)."""
+    timed = _run(tmp_path / "hw", [_verdict(times=[1000.0] * 3)])
+    args = _header_args(timed, monkeypatch)
+    assert args[1] is True and args[5] is None and args[6] is False  # complete, gate, baseline
+    assert args[7] == 0 and args[8] is False and args[9] is False
+    gate = object()
+    args = _header_args(timed, monkeypatch, baseline=timed, gate=gate,
+                        plots={"trends": ["chart"]}, note="12 run(s) of this machine in h.db")
+    assert args[5] is gate and args[6] is True and args[7] == 12
+    args = _header_args(timed, monkeypatch, plots={"trends": []},
+                        note="no timed hardware runs of this machine in h.db")
+    assert args[7] == 0
+    emulated_meta = {**META, "targets": {"host": {"emulated": True, "arch": "aarch64"}}}
+    w = RunWriter(tmp_path / "emu", emulated_meta)
+    counted = _verdict(times=[1000.0] * 3)
+    counted.count_call, counted.count_kernel = 5000.0, 4000.0
+    w.add_all([counted])
+    w.close(complete=False)
+    emu = load_run(tmp_path / "emu")
+    args = _header_args(emu, monkeypatch)
+    assert args[1] is False and args[8] is True and args[9] is True  # emulated only, counted
