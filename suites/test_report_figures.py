@@ -315,3 +315,14 @@ def test_the_report_header_is_asked_what_the_run_holds(tmp_path: Path, monkeypat
     emu = load_run(tmp_path / "emu")
     args = _header_args(emu, monkeypatch)
     assert args[1] is False and args[8] is True and args[9] is True  # emulated only, counted
+
+
+def test_the_report_escapes_markup_in_what_runs_record(tmp_path: Path) -> None:
+    """A case name or message holding markup (a plugin names its own cases) is
+    shown as text in report.html, never as markup."""
+    from dataclasses import replace
+    bad = replace(_verdict(case="c<i>x</i>"), status="fail", message="<script>alert(1)</script>")
+    run = _run(tmp_path / "run", [bad, _verdict(case="ok")])
+    html = report.build_report(run, None, tmp_path / "report").html.read_text(encoding="utf-8")
+    assert "c&lt;i&gt;x&lt;/i&gt;" in html and "<i>x</i>" not in html
+    assert "&lt;script&gt;alert(1)" in html and "<script>alert(1)" not in html
