@@ -255,6 +255,8 @@ step "mutation campaign: every mutant of the catalog, two at a time (8-minute ca
 # kbench mutate fails if a mutant survives (docs/mutation.md); the cap is a safety net: the
 # whole catalog takes about 6 minutes here, and what a spent cap leaves is listed as not run
 mut="$(mktemp -d)"
-kbench mutate --budget 8 --lanes 2 --quick --no-baseline --out "$mut/run" | tail -n 18
+# --timeout: a kill run took at most 24 s in CI's own runs; a mutant that corrupts memory can
+# hang its test process instead of crashing it, and a hang (a kill) should not hold CI 20 minutes
+kbench mutate --budget 8 --lanes 2 --quick --no-baseline --timeout 180 --out "$mut/run" | tail -n 18
 
 step "done"
