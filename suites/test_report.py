@@ -513,6 +513,19 @@ def test_report_files(built: rep.ReportFiles, runs: dict[str, Run]) -> None:
         assert _colours(img) > 8  # not one colour
 
 
+
+def test_report_names_its_emulated_targets_and_lists_target_fields_once(
+        built: rep.ReportFiles) -> None:
+    html = built.html.read_text(encoding="utf-8")
+    # the banner names the emulated target alone, never the host beside it
+    assert f"Emulated target: {QEMU}. Times measured there are" in html
+    section = html.split('<section id="metadata">', 1)[1].split("</section>", 1)[0]
+    targets, run_part = section.split("<h3>Run and baseline</h3>", 1)
+    # each target's fields sit in the targets table, the run table keeps the rest
+    assert f"target {QEMU}: emulated" not in run_part and f"target {HOST}:" not in run_part
+    assert "git_commit" in run_part and "c_flags" in run_part
+    assert QEMU in targets and HOST in targets
+
 def test_report_of_a_run_without_timings(runs: dict[str, Run], tmp_path: Path) -> None:
     files = rep.build_report(runs["correctness"], None, tmp_path)
     html = files.html.read_text(encoding="utf-8")
