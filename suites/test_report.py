@@ -11,6 +11,7 @@ failed), an emulated target with timed rows, and a baseline run."""
 from __future__ import annotations
 
 import base64
+import collections
 import io
 import json
 import os
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field, replace
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -525,6 +527,74 @@ def test_report_names_its_emulated_targets_and_lists_target_fields_once(
     assert f"target {QEMU}: emulated" not in run_part and f"target {HOST}:" not in run_part
     assert "git_commit" in run_part and "c_flags" in run_part
     assert QEMU in targets and HOST in targets
+
+
+TABLE = re.compile(r"<table[^>]*>(.*?)</table>", re.S)
+
+
+def _html_table_after(html: str, marker: str) -> tuple[list[str], list[list[str]], str]:
+    """The first table after `marker`: its columns, its rows' cell texts and its caption."""
+    body = TABLE.search(html, html.index(marker)).group(1)
+    caption = re.search(r"<caption>(.*?)</caption>", body, re.S)
+    cols = [unescape(c) for c in re.findall(r"<th>(.*?)</th>", body, re.S)]
+    rows = [[unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+            for tr in re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1], re.S)]
+    return cols, rows, unescape(caption.group(1)) if caption else ""
+
+
+def test_report_tables_show_their_columns_and_rows(built: rep.ReportFiles,
+                                                   runs: dict[str, Run]) -> None:
+    html = built.html.read_text(encoding="utf-8")
+    # one hardware target: the target column is left out of the timing tables
+    cols, rows, _ = _html_table_after(html, "<h3>Timings</h3>")
+    assert cols == ["catalog", "shape", "series", "threads", "gflops", "time_median_ns",
+                    "time_min_ns", "time_stdev_ns", "cv", "rounds", "reps_per_round",
+                    "pack_time_ns"]
+    assert len(rows) == len(rep.gflops_table(runs["main"]))
+    # speedups of every realization but the scalar reference itself
+    cols, rows, _ = _html_table_after(html, "<h3>Speedup over the scalar reference</h3>")
+    assert cols == ["catalog", "shape", "series", "speedup", "time_median_ns",
+                    "ref_time_median_ns", "ref_realization"]
+    s = rep.speedup_vs_scalar(runs["main"])
+    own = s["realization"] != s["ref_realization"]
+    assert 0 < own.sum() < len(s) and len(rows) == own.sum()
+    assert all(not r[2].startswith(r[6]) for r in rows)
+    cols, rows, _ = _html_table_after(html, '<section id="emulated">')
+    assert cols == ["catalog", "shape", "series", "threads", "label", "time_median_ns",
+                    "time_min_ns", "time_stdev_ns", "rounds"]
+    assert len(rows) == 6
+    # the tally above the page: each status's own count, 0 for those absent
+    counts = runs["main"].results["status"].value_counts()
+    tally = dict((s, int(n)) for n, s in re.findall(
+        r'<span class="[a-z_]+">(\d+) ([a-z_]+)</span>', html.split('<p class="counts">')[1]
+        .split("</p>")[0]))
+    assert tally == {s: int(counts.get(s, 0)) for s in rep.STATUSES}
+    assert 0 in tally.values() and max(tally.values()) > 1
+    # the targets of the run and of its baseline, each row naming its run
+    section = html.split('<section id="metadata">', 1)[1]
+    cols, rows, _ = _html_table_after(section, "<h3>Targets</h3>")
+    assert cols[:2] == ["run", "target"]
+    expect = [(label, spec) for label in ("run", "baseline")
+              for spec in runs["main" if label == "run" else "baseline"].meta["targets"]]
+    assert [(r[0], r[1]) for r in rows] == expect
+    assert f"· baseline {runs['baseline'].path.resolve().name}</p>" in html
+
+
+def test_report_lists_the_first_100_failures_and_says_so(runs: dict[str, Run]) -> None:
+    run = runs["main"]
+    tables = rep.compute_tables(run, None)
+    one = tables.failures.iloc[[0]]
+    many = pd.concat([one.assign(case=f"case{i:03d}") for i in range(150)], ignore_index=True)
+    csv_names = {name: f"{name}.csv" for name in rep.ReportTables.__dataclass_fields__}
+    html = rep.render_html(run, None, replace(tables, failures=many),
+                           collections.defaultdict(list), csv_names)
+    cols, rows, caption = _html_table_after(html, "<h3>Failures and errors (150)</h3>")
+    assert len(rows) == 100 and caption == "first 100 of 150 rows; all of them in the CSV"
+    assert [r[cols.index("case")] for r in rows] == [f"case{i:03d}" for i in range(100)]
+    # without a baseline the targets table holds the run's own targets alone
+    cols, rows, _ = _html_table_after(html.split('<section id="metadata">', 1)[1],
+                                      "<h3>Targets</h3>")
+    assert [(r[0], r[1]) for r in rows] == [("run", spec) for spec in run.meta["targets"]]
 
 def test_report_of_a_run_without_timings(runs: dict[str, Run], tmp_path: Path) -> None:
     files = rep.build_report(runs["correctness"], None, tmp_path)

@@ -1057,7 +1057,6 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
     runs = {"run": run} if baseline is None else {"run": run, "baseline": baseline}
     context = {
         "run": run, "baseline": baseline,
-        "run_name": run.path.resolve().name,
         "baseline_name": "" if baseline is None else baseline.path.resolve().name,
         "title": f"kbench report — {run.path.resolve().name}",
         "meta": run.meta,
