@@ -580,6 +580,68 @@ def test_report_tables_show_their_columns_and_rows(built: rep.ReportFiles,
     assert f"· baseline {runs['baseline'].path.resolve().name}</p>" in html
 
 
+def _shown(df: pd.DataFrame, columns: list[str]) -> list[str]:
+    """The columns html_table shows: the target column only where targets differ."""
+    return [c for c in columns if c != "target" or df["target"].nunique() > 1]
+
+
+def test_report_comparison_model_and_error_tables(built: rep.ReportFiles,
+                                                 runs: dict[str, Run]) -> None:
+    html = built.html.read_text(encoding="utf-8")
+    t = rep.compute_tables(runs["main"], runs["baseline"])
+    cols, rows, _ = _html_table_after(html, "rows are on one side only.")
+    assert cols == _shown(t.speedup_vs_baseline, [
+        "target", "catalog", "shape", "series", "threads", "speedup", "time_change",
+        "time_median_ns", "baseline_time_median_ns", "presence"])
+    one_side = (t.speedup_vs_baseline["presence"] != "both").sum()
+    assert 0 < one_side < len(rows)
+    assert f"{one_side} of {len(t.speedup_vs_baseline)} rows are on one side only" in html
+    # rows present on one side only are marked, every cell of them
+    marked = re.findall(r'<tr>(<td class="[^"]*missing[^"]*">.*?)</tr>',
+                        html.split("rows are on one side only.")[1].split("</table>")[0])
+    assert len(marked) == one_side
+    tables = [c for c, _, _ in (_html_table_after(html[m.start():], "<table")
+                                for m in TABLE.finditer(html))]
+    assert _shown(t.model_totals, ["target", "model", "series", "speedup_vs_scalar",
+                                   "total_time_ns", "gflops", "shapes", "shapes_in_model",
+                                   "complete", "layers"]) in tables
+    assert _shown(t.error_vs_k, ["target", "op", "realization", "accum", "k", "cases",
+                                 "max_err_bound", "max_ulp", "max_rms_rel",
+                                 "min_exact_fraction", "failed", "mistrusted"]) in tables
+
+
+def test_report_sections_of_plugins_tuning_determinism_and_coverage(
+        runs: dict[str, Run]) -> None:
+    run = runs["main"]
+    tables = rep.compute_tables(run, None)
+    n = 501
+    frames = {
+        "tuning": pd.DataFrame({"target": [HOST], "rule": ["m<=16"]}),
+        "plugins": pd.DataFrame({"target": [HOST], "plugin": ["libx.so"]}),
+        "plugin_probes": pd.DataFrame({"probe": [f"probe{i:03d}" for i in range(n)]}),
+        "determinism": pd.DataFrame({"target": [HOST], "realization": ["gemm_x"]}),
+        "coverage": pd.DataFrame({"unit": [f"unit{i:03d}" for i in range(n)],
+                                  "percent": [100.0] * 2 + [50.0] * (n - 2)}),
+    }
+    csv_names = {name: f"{name}.csv" for name in rep.ReportTables.__dataclass_fields__}
+    html = rep.render_html(run, None, replace(tables, coverage_listing="uncovered: f+0x10",
+                                              **frames),
+                           collections.defaultdict(list), csv_names)
+    for anchor in ("tuning", "plugins", "determinism", "coverage"):
+        assert f'<section id="{anchor}">' in html and f'<a href="#{anchor}">' in html
+    for marker, cell in (('<section id="tuning">', "m<=16"), ('<section id="plugins">', "libx.so"),
+                         ('<section id="determinism">', "gemm_x")):
+        cols, rows, _ = _html_table_after(html, marker)
+        assert [cell] in [[r[-1]] for r in rows]
+    assert "2 of 501 units fully covered" in html
+    assert "<pre class=\"listing\">uncovered: f+0x10</pre>" in html
+    for marker, first in (("units fully covered", "unit"), ("<h3>Contract probes (501)</h3>",
+                                                            "probe")):
+        cols, rows, caption = _html_table_after(html, marker)
+        assert len(rows) == 500 and caption == "first 500 of 501 rows; all of them in the CSV"
+        assert rows[0][0] == f"{first}000" and rows[-1][0] == f"{first}499"
+
+
 def test_report_lists_the_first_100_failures_and_says_so(runs: dict[str, Run]) -> None:
     run = runs["main"]
     tables = rep.compute_tables(run, None)
