@@ -642,6 +642,21 @@ def test_report_sections_of_plugins_tuning_determinism_and_coverage(
         assert rows[0][0] == f"{first}000" and rows[-1][0] == f"{first}499"
 
 
+def test_report_lists_the_first_500_fingerprints_without_their_label(
+        runs: dict[str, Run]) -> None:
+    run = runs["peer"]
+    tables = rep.compute_tables(run, None)
+    one = tables.fingerprints.iloc[[0]]
+    many = pd.concat([one.assign(case=f"case{i:03d}") for i in range(501)], ignore_index=True)
+    csv_names = {name: f"{name}.csv" for name in rep.ReportTables.__dataclass_fields__}
+    html = rep.render_html(run, None, replace(tables, fingerprints=many),
+                           collections.defaultdict(list), csv_names)
+    cols, rows, caption = _html_table_after(html, "<h3>Per case (501)</h3>")
+    assert cols == _shown(many, [c for c in rep.FINGERPRINT_COLUMNS if c != "label"])
+    assert len(rows) == 500 and caption == "first 500 of 501 rows; all of them in the CSV"
+    assert [r[cols.index("case")] for r in rows] == [f"case{i:03d}" for i in range(500)]
+
+
 def test_report_lists_the_first_100_failures_and_says_so(runs: dict[str, Run]) -> None:
     run = runs["main"]
     tables = rep.compute_tables(run, None)
