@@ -610,6 +610,18 @@ def test_report_comparison_model_and_error_tables(built: rep.ReportFiles,
                                  "min_exact_fraction", "failed", "mistrusted"]) in tables
 
 
+def _render_without_plots(run: Run, tables: rep.ReportTables) -> str:
+    """report.html of `tables` as render_html writes it, without charts."""
+    csv_names = {name: f"{name}.csv" for name in rep.ReportTables.__dataclass_fields__}
+    return rep.render_html(run, None, tables, collections.defaultdict(list), csv_names)
+
+
+def _cases(frame: pd.DataFrame, n: int) -> pd.DataFrame:
+    """n copies of frame's first row, named case000, case001, ..."""
+    one = frame.iloc[[0]]
+    return pd.concat([one.assign(case=f"case{i:03d}") for i in range(n)], ignore_index=True)
+
+
 def test_report_sections_of_plugins_tuning_determinism_and_coverage(
         runs: dict[str, Run]) -> None:
     run = runs["main"]
@@ -623,10 +635,8 @@ def test_report_sections_of_plugins_tuning_determinism_and_coverage(
         "coverage": pd.DataFrame({"unit": [f"unit{i:03d}" for i in range(n)],
                                   "percent": [100.0] * 2 + [50.0] * (n - 2)}),
     }
-    csv_names = {name: f"{name}.csv" for name in rep.ReportTables.__dataclass_fields__}
-    html = rep.render_html(run, None, replace(tables, coverage_listing="uncovered: f+0x10",
-                                              **frames),
-                           collections.defaultdict(list), csv_names)
+    html = _render_without_plots(run, replace(tables, coverage_listing="uncovered: f+0x10",
+                                              **frames))
     for anchor in ("tuning", "plugins", "determinism", "coverage"):
         assert f'<section id="{anchor}">' in html and f'<a href="#{anchor}">' in html
     for marker, cell in (('<section id="tuning">', "m<=16"), ('<section id="plugins">', "libx.so"),
@@ -646,11 +656,8 @@ def test_report_lists_the_first_500_fingerprints_without_their_label(
         runs: dict[str, Run]) -> None:
     run = runs["peer"]
     tables = rep.compute_tables(run, None)
-    one = tables.fingerprints.iloc[[0]]
-    many = pd.concat([one.assign(case=f"case{i:03d}") for i in range(501)], ignore_index=True)
-    csv_names = {name: f"{name}.csv" for name in rep.ReportTables.__dataclass_fields__}
-    html = rep.render_html(run, None, replace(tables, fingerprints=many),
-                           collections.defaultdict(list), csv_names)
+    many = _cases(tables.fingerprints, 501)
+    html = _render_without_plots(run, replace(tables, fingerprints=many))
     cols, rows, caption = _html_table_after(html, "<h3>Per case (501)</h3>")
     assert cols == _shown(many, [c for c in rep.FINGERPRINT_COLUMNS if c != "label"])
     assert len(rows) == 500 and caption == "first 500 of 501 rows; all of them in the CSV"
@@ -660,11 +667,8 @@ def test_report_lists_the_first_500_fingerprints_without_their_label(
 def test_report_lists_the_first_100_failures_and_says_so(runs: dict[str, Run]) -> None:
     run = runs["main"]
     tables = rep.compute_tables(run, None)
-    one = tables.failures.iloc[[0]]
-    many = pd.concat([one.assign(case=f"case{i:03d}") for i in range(150)], ignore_index=True)
-    csv_names = {name: f"{name}.csv" for name in rep.ReportTables.__dataclass_fields__}
-    html = rep.render_html(run, None, replace(tables, failures=many),
-                           collections.defaultdict(list), csv_names)
+    many = _cases(tables.failures, 150)
+    html = _render_without_plots(run, replace(tables, failures=many))
     cols, rows, caption = _html_table_after(html, "<h3>Failures and errors (150)</h3>")
     assert len(rows) == 100 and caption == "first 100 of 150 rows; all of them in the CSV"
     assert [r[cols.index("case")] for r in rows] == [f"case{i:03d}" for i in range(100)]
