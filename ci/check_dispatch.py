@@ -42,6 +42,9 @@ def check(table_path: Path, run: Path, target: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2

@@ -65,6 +65,9 @@ def main(run: Path, report: Path) -> list[str]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        print(__doc__)
+        sys.exit(0)
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     found = main(Path(sys.argv[1]), Path(sys.argv[2]))

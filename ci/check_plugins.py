@@ -92,6 +92,9 @@ def faulty(run: Path, report: Path, targets: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if len(argv) >= 3 and argv[0] == "good":
         problems = good(Path(argv[1]), argv[2:])
     elif len(argv) >= 4 and argv[0] == "faulty":

@@ -40,6 +40,9 @@ def run_args(config: dict, ab: bool = False) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0
     ab = len(argv) == 3 and argv[1] == "--ab"
     if ab:
         argv = [argv[0], argv[2]]

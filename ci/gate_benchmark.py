@@ -576,7 +576,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                         "the same commit: two builds, as the CI workflow has) [this checkout's]")
     p.add_argument("--ab-args", default="",
                    help="more options for kbench ab, after those of ci/gate.toml's [ci] table "
-                        "(the CI workflow's: " + shlex.join(ci_ab_args()) + '), e.g. "--rounds '
+                        "(the CI workflow's: " + shlex.join(ci_ab_args()).replace("%", "%%")
+                        + '), e.g. "--rounds '
                         '40"; a later option wins')
     ci_passes = ci_table().get("passes", 1)
     p.add_argument("--passes", type=int, default=ci_passes,
