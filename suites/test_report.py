@@ -652,6 +652,58 @@ def test_report_sections_of_plugins_tuning_determinism_and_coverage(
         assert rows[0][0] == f"{first}000" and rows[-1][0] == f"{first}499"
 
 
+def test_report_section_of_a_mutation_campaign(runs: dict[str, Run]) -> None:
+    """A mutation campaign's run folder: per-area and per-mutant tables (the
+    first 500 mutants) and the campaign's summary, read only from a run whose
+    kind says it is one."""
+    from kbench.results import mutation
+
+    base = runs["main"]
+    data = {"mutants": [{"id": f"m{i:03d}", "area": "judge" if i % 2 else "oracle",
+                         "status": "survived" if i < 3 else "killed",
+                         "runs": [{"target": HOST, "killed": i >= 3, "failed": int(i >= 3)}]}
+                        for i in range(501)]}
+    tables = replace(rep.compute_tables(base, None), mutation_areas=mutation.area_table(data),
+                     mutation_mutants=mutation.mutant_table(data))
+    summary = {"mutants": 501, "seconds": 150.0, "not_run": ["m900", "m901"]}
+    campaign = replace(base, meta={**base.meta, "kind": "mutation-campaign",
+                                   "summary": summary})
+    html = _render_without_plots(campaign, tables)
+    assert '<section id="mutation">' in html and '<a href="#mutation">' in html
+    assert "501 mutants in 2.5 min; 2 not run (time budget). CSV:" in html
+    cols, rows, _ = _html_table_after(html, '<section id="mutation">')
+    assert cols == mutation.AREA_COLUMNS
+    assert [r[:4] for r in rows] == [["judge", "250", "249", "1"], ["oracle", "251", "249", "2"],
+                                     ["all", "501", "498", "3"]]
+    cols, rows, caption = _html_table_after(html, "<h3>Per mutant (501, survivors first)</h3>")
+    assert cols == mutation.MUTANT_COLUMNS
+    assert len(rows) == 500 and caption == "first 500 of 501 rows; all of them in the CSV"
+    assert [r[0] for r in rows[:4]] == ["m000", "m001", "m002", "m003"]
+    assert rows[-1][0] == "m499"
+    # the summary is the campaign's: a run of another kind, or none, shows none
+    for meta in ({**base.meta, "kind": "perf", "summary": summary},
+                 {**base.meta, "kind": "mutation-campaign"}):
+        html = _render_without_plots(replace(base, meta=meta), tables)
+        assert "<h3>Per mutant (501, survivors first)</h3>" in html
+        assert "mutants in" not in html and "not run (time budget)" not in html
+    # a run that is no campaign has no mutation section
+    html = _render_without_plots(base, rep.compute_tables(base, None))
+    assert '<section id="mutation">' not in html and 'href="#mutation"' not in html
+
+
+def test_report_fastest_per_shape_table(runs: dict[str, Run]) -> None:
+    run = runs["main"]
+    tables = rep.compute_tables(run, None)
+    assert len(tables.fastest) > 1
+    html = _render_without_plots(run, tables)
+    cols, rows, _ = _html_table_after(html, "<h3>Fastest per shape</h3>")
+    assert cols == _shown(tables.fastest, ["target", "catalog", "shape", "fastest_ours",
+                                           "ours_time_ns", "ours_gflops", "fastest_peer",
+                                           "peer_time_ns", "peer_vs_ours"])
+    assert len(rows) == len(tables.fastest)
+    assert [r[cols.index("fastest_ours")] for r in rows] == list(tables.fastest["fastest_ours"])
+
+
 def test_report_lists_the_first_500_fingerprints_without_their_label(
         runs: dict[str, Run]) -> None:
     run = runs["peer"]
