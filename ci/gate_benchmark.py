@@ -267,6 +267,8 @@ def table(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str
         "",
         f"- machine: {meta.get('cpu_model')} ({meta.get('machine')}), host {meta.get('host')}, "
         f"commit {str(meta.get('git_commit') or '')[:12]}",
+        f"- {s.hog} CPU hog process(es) pinned to CPU 0..{max(0, s.hog - 1)} throughout"
+        if s.hog else "- no CPU hog",
         f"- perf suite on `{s.target}`, catalogs {', '.join(s.shapes)}; slowed realization "
         f"`{realization}`" + ("" if s.all_realizations else " (only realization run)")
         + f"; {s.passes} pass(es) per run"
@@ -485,7 +487,17 @@ def table_ab(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[
 
 
 def run(s: Settings) -> Result:
+    """The benchmark of the two-run protocol (--protocol runs), under --hog's
+    busy loops from the probe run to the last trial."""
     s.work.mkdir(parents=True, exist_ok=True)
+    hog = start_hog(s.hog)
+    try:
+        return _run_trials(s)
+    finally:
+        stop_hog(hog)
+
+
+def _run_trials(s: Settings) -> Result:
     started = time.monotonic()
     if not (s.reuse and (s.work / "probe" / "run.json").exists()):
         print(f"probe run ({shlex.join(s.command)} run --suite perf) ...", file=sys.stderr)

@@ -135,3 +135,40 @@ def test_the_targets_under_the_table_are_checked_not_asserted(over: dict, missed
     assert [w for w, _ in kbdocs._cell_targets(runs)] == [
         "A/A gate failures at most 1 of 20",
         "10% failing the gate on the slowed realization only, at least 19 of 20"]
+
+
+class _Measured(Exception):
+    """Raised by a stand-in for the first measurement, to stop the benchmark there."""
+
+
+@pytest.mark.parametrize("protocol", ["runs", "ab"])
+@pytest.mark.parametrize("hog", [0, 1])
+def test_both_protocols_measure_under_the_hog_they_record(tmp_path: Path, monkeypatch,
+                                                          protocol: str, hog: int) -> None:
+    """--hog N runs N busy loops for the whole benchmark in either protocol (the
+    cell records `hog`), stopped when it ends; the table says so."""
+    started: list[int] = []
+    stopped: list[int] = []
+    seen: list[tuple[int, int]] = []
+
+    def start(n: int) -> list:
+        started.append(n)
+        return [object()] * n
+
+    def measure(*_args: object, **_kw: object) -> None:
+        seen.append((sum(started), len(stopped)))
+        raise _Measured
+
+    monkeypatch.setattr(gb, "start_hog", start)
+    monkeypatch.setattr(gb, "stop_hog", lambda procs: stopped.append(len(procs)))
+    monkeypatch.setattr(gb, "wait_for_quiet", lambda s: 0.5)
+    monkeypatch.setattr(gb, "perf_run", measure)
+    monkeypatch.setattr(gb, "ab_run", measure)
+    s = _settings(tmp_path, protocol=protocol, hog=hog)
+    with pytest.raises(_Measured):
+        (gb.run_ab if protocol == "ab" else gb.run)(s)
+    assert seen == [(hog, 0)] and started == [hog] and stopped == [hog]
+    res = gb.Result("", _outcomes(), "r", 1200.0)
+    text = (gb.table_ab if protocol == "ab" else gb.table)(s, "r", res.outcomes, {}, 60.0)
+    assert ("- 1 CPU hog process(es) pinned to CPU 0..0 throughout" in text) == (hog == 1)
+    assert ("- no CPU hog" in text) == (hog == 0)
