@@ -61,3 +61,25 @@ def test_pytest_runs_a_mutants_tests_fastest_first_and_others_as_written(tmp_pat
         "test_fast", "test_slow", "test_new"]
     assert _run_order(tmp_path, None) == ["test_slow", "test_new", "test_fast"]
     assert _run_order(tmp_path, "stats") == ["test_slow", "test_new", "test_fast"]
+
+
+def test_child_processes_of_the_stats_run_run_the_original_code(monkeypatch):
+    assert order.stats_free({"MUTANT_UNDER_TEST": "stats", "A": "1"}) == {
+        "MUTANT_UNDER_TEST": "", "A": "1"}
+    mutant = {"MUTANT_UNDER_TEST": "kbench.results.report.x_f__mutmut_3"}
+    assert order.stats_free(mutant) == mutant and order.stats_free({}) == {}
+    show = [sys.executable, "-c", "import os; print(repr(os.environ.get('MUTANT_UNDER_TEST')))"]
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")
+    undo = order.children_without_stats()
+    try:
+        inherited = subprocess.run(show, capture_output=True, text=True).stdout.strip()
+        given = subprocess.run(show, capture_output=True, text=True,
+                               env={**os.environ, "X": "1"}).stdout.strip()
+        monkeypatch.setenv("MUTANT_UNDER_TEST", mutant["MUTANT_UNDER_TEST"])
+        under_mutant = subprocess.run(show, capture_output=True, text=True).stdout.strip()
+    finally:
+        undo()
+    assert inherited == given == "''"
+    assert under_mutant == repr(mutant["MUTANT_UNDER_TEST"])
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")
+    assert subprocess.run(show, capture_output=True, text=True).stdout.strip() == "'stats'"
