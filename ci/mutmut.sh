@@ -14,10 +14,12 @@
 #                                    campaign's survivors after the tests that should kill them
 #   MUTMUT_CHILDREN=N                mutants run in parallel (default: 2)
 #   MUTMUT_TESTS="suites/a.py ..."   the suites it runs (default: the host suites below)
-#   MUTMUT_K="EXPR"                  a pytest -k expression applied to every run (default
-#                                    "not chromium"; empty: none): tests that drive a browser or a
-#                                    subprocess are invisible to mutmut's per-function test map
-#                                    and only slow each mutant
+#   MUTMUT_K="EXPR"                  a pytest -k expression applied to every run (default:
+#                                    not the chromium tests, not the catalog check that reads the
+#                                    source mutmut rewrites, not the pytest-benchmark command that
+#                                    imports kbench from outside the copy; empty: none): tests that
+#                                    drive a browser or a subprocess are invisible to mutmut's
+#                                    per-function test map and only slow each mutant
 #   MUTMUT_WORK=DIR                  its work folder (default: build/mutmut), so campaigns over
 #                                    different paths can be kept side by side
 #
@@ -53,7 +55,7 @@ DEFAULT_TESTS="suites/test_judge_edges.py suites/test_judge_tightness.py suites/
   suites/test_plugin_counts.py suites/test_robust_runs.py"
 read -r -a TESTS <<< "$(echo ${MUTMUT_TESTS:-$DEFAULT_TESTS})"
 WORK="${MUTMUT_WORK:-$REPO/build/mutmut}"
-MUTMUT_K="${MUTMUT_K-not chromium}"
+MUTMUT_K="${MUTMUT_K-not chromium and not test_every_mutant_applies_cleanly and not test_pytest_benchmark_compare_shows_kbench_per_call_times}"
 mkdir -p "$WORK/build"
 # the tracked files and the built native module (the suites load it), refreshed each time
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$WORK"
