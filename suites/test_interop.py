@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from kbench.judge.verdict import Verdict
-from kbench.results.interop import benchmark_name, google_benchmark_json
+from kbench.results.interop import benchmark_name, google_benchmark_json, serializable_params
 
 # what Google Benchmark's compare.py reads from each entry of "benchmarks"
 GBENCH_FIELDS = ("name", "run_type", "real_time", "cpu_time", "time_unit", "iterations")
@@ -133,3 +136,62 @@ def test_google_benchmark_json_pools_passes_and_leaves_out_emulated_rows() -> No
     assert a["kbench_passes"] == 2 and a["kbench_min_ns"] == 10.0
     assert a["kbench_gflops"] == pytest.approx(2000 / 11.5)
     assert benchmark_name(_v("x", [1.0], 1)) == "r/cat/x"
+
+
+def test_google_benchmark_json_entry_and_context_field_by_field() -> None:
+    """Every field Google Benchmark's tools read, and kbench's own, of one entry
+    and of the context (a compare.py or dashboard reader keys on these names)."""
+    one = replace(_v("a", [10.0, 14.0, 12.0], 4), threads=1, backend="neon", op="gemm",
+                  shape="m1n2k3", flops=2400)
+    meta = {"date": "2026-12-06T10:00:00", "host": "board", "cpus": 8, "cpu_model": "X1",
+            "git_commit": "abc123", "machine_state": {"start": {"load_avg": [0.5, 0.4, 0.3]}}}
+    data = google_benchmark_json([one], meta)
+    (entry,) = data["benchmarks"]
+    assert entry == {
+        "name": "r/cat/a", "run_name": "r/cat/a", "family_index": 0,
+        "per_family_instance_index": 0, "run_type": "iteration", "repetitions": 1,
+        "repetition_index": 0, "threads": 1, "iterations": 12, "real_time": 12.0,
+        "cpu_time": 12.0, "time_unit": "ns", "kbench_realization": "r", "kbench_backend": "neon",
+        "kbench_case": "a", "kbench_catalog": "cat", "kbench_target": "host",
+        "kbench_op": "gemm", "kbench_shape": "m1n2k3", "kbench_rounds": 3, "kbench_passes": 1,
+        "kbench_reps_per_round": [4], "kbench_min_ns": 10.0, "kbench_mean_ns": 12.0,
+        "kbench_stdev_ns": 2.0, "kbench_gflops": 200.0, "kbench_flops": 2400,
+        "kbench_status": "pass"}
+    assert data["context"] == {
+        "date": "2026-12-06T10:00:00", "host_name": "board",
+        "executable": "kbench run --suite perf", "num_cpus": 8, "mhz_per_cpu": 0,
+        "cpu_scaling_enabled": False, "caches": [], "load_avg": [0.5, 0.4, 0.3],
+        "library_build_type": "release", "kbench_cpu_model": "X1", "kbench_commit": "abc123"}
+    # a run.json without those fields: empty strings and zeros, not None
+    assert google_benchmark_json([], {})["context"] == {
+        "date": "", "host_name": "", "executable": "kbench run --suite perf", "num_cpus": 0,
+        "mhz_per_cpu": 0, "cpu_scaling_enabled": False, "caches": [], "load_avg": [],
+        "library_build_type": "release", "kbench_cpu_model": "", "kbench_commit": ""}
+
+
+def test_google_benchmark_json_edges() -> None:
+    """One round is an entry (stdev 0); a row with no rounds is not; a median of
+    0 has no GFLOP/s; a fraction of a nanosecond still has one; the second
+    family is index 1."""
+    data = google_benchmark_json([_v("one", [3.0], 2), _v("none", [], 2),
+                                  _v("zero", [0.0, 0.0], 1), _v("tiny", [0.5, 0.5], 1)], {})
+    by_name = {e["name"]: e for e in data["benchmarks"]}
+    assert list(by_name) == ["r/cat/one", "r/cat/zero", "r/cat/tiny"]
+    assert by_name["r/cat/one"]["kbench_stdev_ns"] == 0.0
+    assert by_name["r/cat/one"]["kbench_rounds"] == 1
+    assert math.isnan(by_name["r/cat/zero"]["kbench_gflops"])
+    assert by_name["r/cat/tiny"]["kbench_gflops"] == 4000.0
+    assert [e["family_index"] for e in data["benchmarks"]] == [0, 1, 2]
+    # threads above one are in the name (a second thread count is another benchmark)
+    assert benchmark_name(replace(_v("x", [1.0], 1), threads=2)) == "r/cat/x/threads:2"
+    assert benchmark_name(replace(_v("x", [1.0], 1), threads=1)) == "r/cat/x"
+    assert benchmark_name(replace(_v("x", [1.0], 1), catalog="")) == "r/x"
+
+
+def test_pytest_benchmark_params_are_the_jobs_plain_fields() -> None:
+    job = SimpleNamespace(target="qemu:svl=128", catalog="smoke", kind="uniform",
+                          case=SimpleNamespace(name="m1_n2_k3"),
+                          realization=SimpleNamespace(name="gemm_neon_f16acc", backend="neon"))
+    assert serializable_params(job) == {
+        "target": "qemu:svl=128", "realization": "gemm_neon_f16acc", "backend": "neon",
+        "catalog": "smoke", "case": "m1_n2_k3", "kind": "uniform"}
