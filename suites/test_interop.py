@@ -179,6 +179,8 @@ def test_google_benchmark_json_edges() -> None:
     assert list(by_name) == ["r/cat/one", "r/cat/zero", "r/cat/tiny"]
     assert by_name["r/cat/one"]["kbench_stdev_ns"] == 0.0
     assert by_name["r/cat/one"]["kbench_rounds"] == 1
+    two = google_benchmark_json([_v("two", [1.0, 3.0], 1)], {})["benchmarks"][0]
+    assert two["kbench_stdev_ns"] == pytest.approx(math.sqrt(2))
     assert math.isnan(by_name["r/cat/zero"]["kbench_gflops"])
     assert by_name["r/cat/tiny"]["kbench_gflops"] == 4000.0
     assert [e["family_index"] for e in data["benchmarks"]] == [0, 1, 2]

@@ -12,9 +12,12 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
+import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from test_compare import rounds, row, write_run
@@ -22,9 +25,10 @@ from test_compare import rounds, row, write_run
 from kbench.cli.history import compare, gate_command, history
 from kbench.cli.report import report
 from kbench.resources import resource_dir
+from kbench.results import json_out
 from kbench.results.history import append_run
 from kbench.results.json_out import SCHEMAS, schema_id
-from kbench.results.runfolder import load_run
+from kbench.results.runfolder import Run, load_run
 from kbench.results.runref import RunRefError, resolve_run
 
 SCHEMA_DIR = resource_dir("reports") / "schema"
@@ -248,3 +252,55 @@ def test_count_json_validates(tmp_path: Path) -> None:
     validate(good, "count")
     with pytest.raises(jsonschema.ValidationError):
         validate([{k: v for k, v in good[0].items() if k != "count_call"}], "count")
+
+
+def test_plain_values_of_a_json_document() -> None:
+    """What `--json` makes of a frame's cells: JSON's own types kept (a bool is
+    no number), numpy scalars as Python numbers, NaN and NA as null, anything
+    else as its text."""
+    assert [json_out._plain(v) for v in (None, "s", True, False)] == [None, "s", True, False]
+    assert json_out._plain(True) is True
+    for value, want in ((np.float32(1.5), 1.5), (np.int64(7), 7), (np.bool_(True), True),
+                        (3, 3), (float("nan"), None), (np.float64("inf"), None)):
+        got = json_out._plain(value)
+        assert got == want and type(got) is type(want), (value, got)
+    assert json_out._plain(pd.NA) is None and json_out._plain(pd.NaT) is None
+    assert json_out._plain(Path("runs/a")) == "runs/a"
+
+
+def test_history_doc_rows() -> None:
+    runs = pd.DataFrame({"id": [np.int64(2), np.int64(1)], "git_dirty": [1.0, np.nan],
+                         "complete": [1, 0], "emulated": [0, np.nan], "note": ["a", None]})
+    doc = json_out.history_doc("h.sqlite", runs)
+    assert doc == {"schema": "kbench/history/1", "database": "h.sqlite", "runs": [
+        {"id": 2, "git_dirty": True, "complete": True, "emulated": False, "note": "a"},
+        {"id": 1, "git_dirty": None, "complete": False, "emulated": False, "note": None}]}
+    clean = json_out.history_doc("h", pd.DataFrame({"git_dirty": [0]}))["runs"][0]
+    assert clean["git_dirty"] is False
+
+
+def test_run_doc_of_a_run_folder(tmp_path: Path) -> None:
+    """`kbench run --json` built in-process: failures read as text (a case named
+    like a number stays text), no failures.csv is an empty list, and a summary
+    without per-realization rows, or not a table at all, gives none."""
+    results = pd.DataFrame({"status": ["pass", "fail", "pass"],
+                            "target": ["qemu:svl=128", "host", "host"]})
+    run = Run(path=tmp_path, meta={"complete": True, "summary": {
+        "by_realization": [{"realization": "r", "passed": np.int64(2), "time": np.nan}]}},
+        results=results)
+    doc = json_out.run_doc(run, 1, report="r.html")
+    assert doc["failures"] == [] and doc["targets"] == ["host", "qemu:svl=128"]
+    assert doc["status"] == {"pass": 2, "fail": 1} and doc["results"] == 3
+    assert doc["by_realization"] == [{"realization": "r", "passed": 2, "time": None}]
+    assert doc["exit_code"] == 1 and doc["report"] == "r.html" and "coverage" not in doc
+    (tmp_path / "failures.csv").write_text("case,status,reproduce\n0012,fail,kbench run -k 0012\n")
+    (tmp_path / "coverage.csv").write_text(
+        "unit,realizations,instructions,covered,percent\nk1,a b,10,9,90.0\n")
+    doc = json_out.run_doc(run, 1)
+    assert doc["failures"] == [{"case": "0012", "status": "fail",
+                                "reproduce": "kbench run -k 0012"}]
+    assert doc["coverage"] == [{"unit": "k1", "realizations": ["a", "b"], "instructions": 10,
+                                "covered": 9, "percent": 90.0}]
+    for summary in ({"passed": 3}, ["not", "a", "table"], None):
+        doc = json_out.run_doc(replace(run, meta={"summary": summary}), 0)
+        assert doc["by_realization"] == []
