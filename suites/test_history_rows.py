@@ -298,3 +298,17 @@ def test_a_postgresql_history_is_named_by_its_url(tmp_path: Path, pg_server) -> 
                                  False)) for i in range(2)]
     got = resolve_run("latest~1", url)
     assert got.source == "history" and got.run_id == ids[0]
+
+
+def test_trends_default_to_the_last_50_runs(tmp_path: Path) -> None:
+    from kbench.results.report_views import history_trends
+    db = tmp_path / "history.sqlite"
+    ids = []
+    for i in range(51):
+        v = _row("a", rounds=3)
+        v.time_median_ns = 100.0 + i
+        run = _run(tmp_path / f"r{i}", [v], f"2025-01-01T00:00:{i:02d}+00:00", False)
+        ids.append(append_run(db, run))
+    trends = history_trends(db, "CPU", "aarch64")
+    assert list(trends["run_id"]) == ids[1:]  # the oldest of 51 left out
+    assert list(trends["time_median_ns"]) == [100.0 + i for i in range(1, 51)]

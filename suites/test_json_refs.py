@@ -304,3 +304,10 @@ def test_run_doc_of_a_run_folder(tmp_path: Path) -> None:
     for summary in ({"passed": 3}, ["not", "a", "table"], None):
         doc = json_out.run_doc(replace(run, meta={"summary": summary}), 0)
         assert doc["by_realization"] == []
+
+
+def test_history_values_spelled_as_results_csv_spells_them() -> None:
+    from kbench.results.runref import _cell
+    assert [_cell(v) for v in (None, float("nan"), 2.0, 2.5, "x", 3, "")] == [
+        "", "", 2, 2.5, "x", 3, ""]
+    assert type(_cell(2.0)) is int

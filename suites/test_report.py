@@ -1296,3 +1296,8 @@ def test_every_chart_has_data_and_keeps_its_legend_inside(runs: dict[str, Run],
             e = leg.get_window_extent()
             assert box.x0 - 1 <= e.x0 and e.x1 <= box.x1 + 1, (fig, e, box)
             assert box.y0 - 1 <= e.y0 and e.y1 <= box.y1 + 1, (fig, e, box)
+
+
+def test_the_trend_count_is_the_notes_first_number() -> None:
+    assert rep._trend_runs("12 run(s) of this machine, newest last") == 12
+    assert rep._trend_runs("") == 0 and rep._trend_runs("no runs of this machine") == 0

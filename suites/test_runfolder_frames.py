@@ -57,3 +57,15 @@ def test_the_kill_rate_of_an_area_leaves_stale_mutants_out() -> None:
     assert rows["all"]["mutants"] == 5 and rows["all"]["kill_rate"] == 2 / 3
     assert list(area_table(data)["area"]) == ["gate", "judge", "all"]
     assert area_table(None).empty and area_table({"mutants": []}).empty
+
+
+def test_a_bad_cell_is_shown_up_to_40_characters() -> None:
+    path = Path("runs/x/results.csv")
+    exact = "y" * 40
+    err = rf._bad_cell(path, 7, "time_median_ns", exact, "a number")
+    assert str(err) == f"{path}: line 7, column time_median_ns: {exact!r} is not a number"
+    err = rf._bad_cell(path, 9, "rounds", exact + "1", "an integer")
+    assert f"{exact + '...'!r} is not an integer" in str(err)
+    long = "z" * 40 + "tail"
+    err = rf._bad_cell(path, 8, "rounds", long, "an integer")
+    assert str(err) == f"{path}: line 8, column rounds: {'z' * 40 + '...'!r} is not an integer"

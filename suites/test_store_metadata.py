@@ -209,3 +209,57 @@ def test_a_file_that_cannot_be_removed_or_written_is_named(tmp_path: Path, monke
     with pytest.raises(store.RunDirError) as exc:
         store.claim_out_dir(tmp_path / "new")
     assert str(exc.value) == f"cannot write to {tmp_path / 'new'}: No space left on device"
+
+
+def test_run_folder_defaults_nesting_and_errors(tmp_path: Path, monkeypatch) -> None:
+    """Under ./runs by default, with no suffix; a missing base is made with its
+    parents; an error names the folder and the system's reason alone; a name
+    taken 9,999 times over is given up with a message."""
+    import errno
+    import re
+    import socket
+    monkeypatch.chdir(tmp_path)
+    host = re.escape(socket.gethostname())
+    assert store.default_run_dir().parent == Path("runs")
+    first = store.reserve_run_dir()
+    assert first.parent == Path("runs") and re.fullmatch(rf"\d{{8}}-\d{{6}}-{host}", first.name)
+    deep = store.reserve_run_dir(tmp_path / "a" / "b" / "runs")
+    assert deep.is_dir() and deep.parent == tmp_path / "a" / "b" / "runs"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(store.RunDirError) as exc:
+        store.reserve_run_dir(tmp_path / "file" / "runs")
+    assert str(exc.value) == f"cannot create {tmp_path / 'file' / 'runs'}: Not a directory"
+
+    real_mkdir = Path.mkdir
+    tries: list[Path] = []
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        if kwargs.get("parents"):
+            return real_mkdir(self, *args, **kwargs)
+        tries.append(self)
+        raise (FileExistsError(errno.EEXIST, "File exists") if fail == "taken"
+               else PermissionError(errno.EACCES, "Permission denied"))
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    fail = "denied"
+    with pytest.raises(store.RunDirError) as exc:
+        store.reserve_run_dir(tmp_path / "runs", "-s")
+    assert str(exc.value) == f"cannot create {tries[0]}: Permission denied"
+    assert tries[0].name.endswith("-s")
+    fail, tries[:] = "taken", []
+    with pytest.raises(store.RunDirError) as exc:
+        store.reserve_run_dir(tmp_path / "runs", "-s")
+    assert len(tries) == 9_999 and tries[-1].name.endswith("-s-9999")
+    assert str(exc.value) == f"no free run folder name next to {tries[0]}"
+
+
+def test_a_failures_csv_that_cannot_be_written_is_the_writers_error(tmp_path: Path) -> None:
+    from kbench.judge.verdict import Verdict
+    v = Verdict(case="c1", op="gemm", shape="m8n8k8", kind="exact", target="host",
+                backend="scalar", realization="gemm_scalar_f32acc", kernel="k", accum="fp32",
+                k=8, m=8, n=8, b_form="plain", vector_bits=0, status="fail", catalog="cat",
+                suite="correctness")
+    w = store.RunWriter(tmp_path / "r", {"date": "2026-01-01"})
+    (tmp_path / "r" / "failures.csv").mkdir()  # open() of it for writing fails
+    w.add_failure(v, "kbench run --case c1")
+    assert isinstance(w.error, IsADirectoryError)
+    w.close(complete=False)
