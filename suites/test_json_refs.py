@@ -100,7 +100,10 @@ def test_a_run_whose_folder_is_gone_is_read_from_the_history(
     before = load_run(folders[2])
     shutil.rmtree(folders[2])
     found = resolve_run("latest", db)
-    assert found.source == "history" and "is gone" in found.note
+    assert found.source == "history" and found.note == (
+        f"run 3: its folder {folders[2]} is gone; read from the history (every result row "
+        "it holds)")
+    assert found.run.path == folders[2]
     got = found.run.results.sort_values(["suite", "case"]).reset_index(drop=True)
     want = before.results.sort_values(["suite", "case"]).reset_index(drop=True)
     assert list(got["case"]) == list(want["case"])
@@ -119,7 +122,9 @@ def test_a_folder_that_holds_another_run_now_is_not_read_for_the_old_one(
     write_run(folders[0], [row("other", suite="correctness")],
               date="2026-03-01T00:00:00+00:00")  # a new run in the same folder
     found = resolve_run("1", db)
-    assert found.source == "history" and "holds another run now" in found.note
+    assert found.source == "history" and found.note == (
+        f"run 1: its folder {folders[0]} holds another run now; read from the history (every "
+        "result row it holds)")
     assert set(found.run.results["case"]) == {"c1", "c2", "chk"}
     assert resolve_run(str(folders[0]), db).run.results["case"].tolist() == ["other"]
 
@@ -311,3 +316,35 @@ def test_history_values_spelled_as_results_csv_spells_them() -> None:
     assert [_cell(v) for v in (None, float("nan"), 2.0, 2.5, "x", 3, "")] == [
         "", "", 2, 2.5, "x", 3, ""]
     assert type(_cell(2.0)) is int
+
+
+def test_an_unreadable_folder_or_a_history_row_without_metadata(
+        history_db: tuple[Path, list[Path]]) -> None:
+    """A folder that exists but is no run folder any more is said so (not "gone");
+    a history row without stored metadata is read with none."""
+    import sqlite3
+    db, folders = history_db
+    (folders[1] / "results.csv").write_text("not,a,results,header\n")
+    found = resolve_run("2", db)
+    assert found.source == "history" and found.note == (
+        f"run 2: its folder {folders[1]} is no longer a readable run folder; read from the "
+        "history (every result row it holds)")
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE runs SET meta = NULL WHERE id = 2")
+    found = resolve_run("2", db)
+    assert found.source == "history" and found.run.meta == {}
+    assert set(found.run.results["case"]) == {"c1", "c2", "chk"}
+
+
+def test_a_run_without_a_date_is_read_from_its_folder(tmp_path: Path) -> None:
+    """The history stores a missing date as "", and the folder's run.json still
+    matches it: the folder is read (no note), not the history's copy."""
+    folder = tmp_path / "nodate"
+    write_run(folder, [row("c1", suite="correctness")])
+    meta = json.loads((folder / "run.json").read_text())
+    del meta["date"]
+    (folder / "run.json").write_text(json.dumps(meta))
+    db = tmp_path / "h.sqlite"
+    run_id = append_run(db, load_run(folder))
+    found = resolve_run(str(run_id), db)
+    assert found.note == "" and found.run.path == folder and found.run_id == run_id
