@@ -14,7 +14,8 @@ at /lib (box_root). box.json may
 also hold emulate = false (aarch64 executables then fail to run, as on a
 box of another architecture) and drop_after = N: the N-th request frame sent to a worker kills the
 connection (the sshd process serving it, or the adb shell) before the
-worker sees it, once (a marker file remembers it happened)."""
+worker sees it, once (a marker file remembers it happened); until then each
+worker connection that ends appends its request count to STATE/requests.log."""
 
 from __future__ import annotations
 
@@ -117,6 +118,8 @@ def run_worker(box: dict, state: Path, path: Path, isa: str | None, mode: str) -
         child.stdin.write(head + body)
         child.stdin.flush()
     child.stdin.close()
+    with open(state / "requests.log", "a") as log:  # for a test's failure message
+        log.write(f"a worker connection ended after {count} request(s)\n")
     return child.wait()
 
 

@@ -125,7 +125,10 @@ def test_run_fleet_example_in_parallel_with_a_killed_connection(tmp_path: Path) 
         res = kbench("run", "--fleet", str(EXAMPLE), "--suite", "correctness", "--shapes",
                      "smoke", "--kinds", "exact", "--backend", "scalar", "--backend", "neon",
                      "--tails", "none", "--out", str(out), "--db", str(db), env=env)
-        assert (sshd.folder / "dropped").exists()
+        log = sshd.folder / "requests.log"
+        assert (sshd.folder / "dropped").exists(), (
+            (log.read_text() if log.exists() else "no worker connection ended\n")
+            + res.stdout[-3000:] + res.stderr[-3000:])
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]  # one case failed
     ssh_spec = f"ssh:127.0.0.1:{sshd.port},emulated"
     df = pd.read_csv(out / "results.csv", keep_default_na=False)
