@@ -145,3 +145,48 @@ def test_a_kernel_on_placed_buffers_computes_what_it_does_in_place(target, case)
         assert len(placed) == len(in_place)
         for x, y in zip(in_place, placed, strict=True):
             np.testing.assert_array_equal(x, y)
+
+
+def test_kbench_runs_timed_calls_draw_a_layout_per_call_except_on_emulated_targets(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """perf.time_native (each case of each pass of `kbench run --suite perf`)
+    times the kernel on operands copied to a random place, drawn afresh per
+    call, keeping each buffer's address modulo ALIGN; on an emulated target
+    the buffers stay where they are (instruction counts must not depend on
+    the allocator)."""
+    from kbench.harness.runner import InputCache, applicable
+    t = parse_target("host")
+    case = GemmCase(name="m5_n8_k16", m=5, n=8, k=16)
+    real = next(r for r in t.info().realizations
+                if applicable(case, r) and r.backend == "scalar")
+    job = Job(case, perf.PERF_KIND, real, t.name)
+    settings = perf.PerfSettings(warmup=0, rounds=1, min_round_ns=0)
+    cache = InputCache()
+    seen: list[tuple[int, int, int]] = []
+    gemm_raw = t.engine.gemm_raw
+
+    def recording(m, n, k, problems, sel, timing):  # type: ignore[no-untyped-def]
+        p = problems[0]
+        seen.append((_addr(p.a), _addr(p.b), _addr(p.c)))
+        return gemm_raw(m, n, k, problems, sel, timing)
+
+    monkeypatch.setattr(t.engine, "gemm_raw", recording)
+    monkeypatch.setattr(t.engine, "emulated", True, raising=False)
+    assert t.emulated
+    for _ in range(3):
+        res, _packing = perf.time_native(t, job, settings, cache)
+        assert res.times_ns
+    in_place = seen[:]
+    assert in_place[0][:2] == in_place[1][:2] == in_place[2][:2]  # a and b: the cached inputs
+    monkeypatch.setattr(t.engine, "emulated", False)
+    seen.clear()
+    for _ in range(12):
+        perf.time_native(t, job, settings, cache)
+    assert len(seen) == 12
+    for addrs in seen:
+        # a and b keep their alignment: numpy allocates at 16 bytes, offsets are
+        # multiples of ALIGN (c is a fresh guarded buffer per call anyway)
+        assert all(x % 16 == y % 16 for x, y in zip(addrs[:2], in_place[0][:2], strict=True))
+        assert addrs[0] != in_place[0][0] and addrs[1] != in_place[0][1]  # copies
+    assert len({a % SPAN for a, _b, _c in seen}) > 1  # drawn per call (64 offsets each)
+    assert len({b % SPAN for _a, b, _c in seen}) > 1

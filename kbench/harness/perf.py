@@ -7,6 +7,7 @@ never a speed."""
 from __future__ import annotations
 
 import os
+import random
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -137,9 +138,20 @@ def prepare(target: Target, job: Job, settings: PerfSettings,
 
 
 def time_native(target: Target, job: Job, settings: PerfSettings,
-                cache: InputCache | None = None) -> tuple[CallResult, CallResult | None]:
-    """Native rounds inside the target (and packing B, timed on its own)."""
-    prep = prepare(target, job, settings, cache)
+                cache: InputCache | None = None,
+                placement: Placement | None = None) -> tuple[CallResult, CallResult | None]:
+    """Native rounds inside the target (and packing B, timed on its own).
+    On a target whose times are speeds (not emulated) the operands and
+    outputs are first copied to a random place (kbench.harness.placement),
+    drawn afresh at every call: each pass of a case (`kbench run --passes`)
+    gets its own buffer layout, so a layout that one process happened to
+    give a case becomes pass-to-pass variance that the gate's per-pass test
+    sees, instead of a bias of the whole run. Emulated targets keep their
+    buffers where they are: their instruction counts stay independent of
+    where the allocator put them."""
+    if placement is None and not target.emulated:
+        placement = Placement(random.Random())
+    prep = prepare(target, job, settings, cache, placement)
     return prep.run(settings.timing()), prep.packing
 
 

@@ -14,7 +14,9 @@ random offset — a multiple of ALIGN bytes below `span` — before a round, so
 every round draws its own placement and a layout effect becomes round-to-round
 variance, shared by both sides, that the paired statistics see. The offsets
 keep every alignment the kernels rely on (FP16 elements: 2 bytes; a packed
-buffer's header: 8 bytes): a buffer's address modulo ALIGN is what it was.
+buffer's header: 8 bytes): a buffer keeps its offset from the start of its
+allocation modulo ALIGN; in process the new allocation is numpy's (16-byte
+aligned, as the original's), so the address modulo 16 is what it was.
 Views into one buffer (a batch's problems) stay views into one new buffer.
 A buffer that is not contiguous is left where it is.
 
