@@ -1,0 +1,82 @@
+"""The report's plugin table, read from a run in memory: one row per plugin file
+a target was given (loaded or refused), and only that plugin's verdicts and
+probe findings on that target counted in its row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from kbench.results.plugin_report import CONTRADICTION, PLUGIN_COLUMNS, PROBE_SUITE, plugin_table
+from kbench.results.runfolder import Run
+
+HOST, ARM = "host", "qemu:sme2:512"
+
+
+def _row(target: str, plugin: str, realization: str, status: str, *, suite: str = "gemm",
+         case: str = "c", message: str = "") -> dict[str, str]:
+    return {"target": target, "backend": f"plugin:{plugin}", "plugin": plugin,
+            "realization": f"{plugin}.{realization}", "suite": suite, "case": case,
+            "status": status, "message": message}
+
+
+def _probe(target: str, plugin: str, probe: str, finding: str) -> dict[str, str]:
+    return _row(target, plugin, "r", "pass", suite=PROBE_SUITE, case=f"probe_{probe}",
+                message=f"{finding}: detail of {probe}")
+
+
+def _run() -> Run:
+    rows = [
+        # kai on the host: 2 pass, 1 fail (a contradiction), 1 error, 2 faults, 1 mistrusted
+        _row(HOST, "kai", "a", "pass"), _row(HOST, "kai", "b", "pass"),
+        _row(HOST, "kai", "a", "fail", message=f"{CONTRADICTION}: fma vs f32"),
+        _row(HOST, "kai", "a", "error"), _row(HOST, "kai", "a", "crashed"),
+        _row(HOST, "kai", "b", "timeout"), _row(HOST, "kai", "b", "mistrusted"),
+        _probe(HOST, "kai", "nan", "refused"), _probe(HOST, "kai", "ld", "silently wrong"),
+        _probe(HOST, "kai", "ldc", "silently wrong"),
+        # the same plugin on another target, and a plugin whose name extends kai's
+        _row(ARM, "kai", "a", "fail"), _row(ARM, "kai", "a", "fail"),
+        _probe(ARM, "kai", "nan", "crashed"),
+        _row(HOST, "kai2", "a", "fail"), _probe(HOST, "kai2", "nan", "accepted, correct"),
+        # the plugin's name as a realization outside the plugin backend is not its verdict
+        {**_row(HOST, "kai", "a", "fail"), "backend": "neon"},
+        # an anonymous plugin's verdicts (backend "plugin:")
+        _row(HOST, "", "z", "error"),
+    ]
+    kai = {"name": "kai", "version": "1.2", "path": "/p/libkai.so",
+           "realizations": [{"name": "kai.a", "usable": True}, {"name": "kai.b", "usable": True},
+                            {"name": "kai.c", "usable": False}]}
+    targets = {
+        "broken": "not a target's record",   # skipped, and the targets after it still read
+        HOST: {"plugins": [kai, {"name": "kai2", "path": "/p/libkai2.so",
+                                 "realizations": [{"name": "kai2.a"}]},
+                           {"path": "/p/libanon.so"}],
+               "plugin_errors": [{"path": "/p/libbad.so", "message": "no kb_plugin_init"}]},
+        ARM: {"plugins": [{**kai, "realizations": [{"name": "kai.a", "usable": True}]}]},
+    }
+    return Run(path=Path("run"), meta={"targets": targets}, results=pd.DataFrame(rows))
+
+
+def test_each_plugin_row_counts_only_its_own_verdicts_and_probes_on_its_target() -> None:
+    table = plugin_table(_run())
+    assert list(table.columns) == PLUGIN_COLUMNS
+    got = [list(r) for r in table.itertuples(index=False)]
+    assert got == [
+        [HOST, "kai", "1.2", "loaded", "kai.a, kai.b", 2, 1, 1, 2, 1,
+         "1 refused, 2 silently wrong", 1, "/p/libkai.so"],
+        [HOST, "kai2", "", "loaded", "–", 0, 1, 0, 0, 0, "1 accepted, correct", 0,
+         "/p/libkai2.so"],
+        [HOST, "", "", "loaded", "–", 0, 0, 1, 0, 0, "–", 0, "/p/libanon.so"],
+        [HOST, "libbad.so", "", "refused: no kb_plugin_init", "–", 0, 0, 0, 0, 0, "–", 0,
+         "/p/libbad.so"],
+        [ARM, "kai", "1.2", "loaded", "kai.a", 0, 2, 0, 0, 0, "1 crashed", 0, "/p/libkai.so"],
+    ]
+
+
+def test_a_run_without_targets_or_plugins_has_an_empty_table() -> None:
+    results = pd.DataFrame([_row(HOST, "kai", "a", "pass")])
+    for meta in ({}, {"targets": {}}, {"targets": {HOST: {}}},
+                 {"targets": {HOST: {"plugins": [], "plugin_errors": []}}}):
+        table = plugin_table(Run(path=Path("run"), meta=meta, results=results))
+        assert table.empty and list(table.columns) == PLUGIN_COLUMNS
