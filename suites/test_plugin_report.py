@@ -1,6 +1,6 @@
-"""The report's plugin table, read from a run in memory: one row per plugin file
-a target was given (loaded or refused), and only that plugin's verdicts and
-probe findings on that target counted in its row."""
+"""The report's plugin tables, read from a run in memory: one row per plugin file
+a target was given (loaded or refused), with only that plugin's verdicts and
+probe findings on that target counted in its row; one row per probe verdict."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from kbench.results.plugin_report import CONTRADICTION, PLUGIN_COLUMNS, PROBE_SUITE, plugin_table
+from kbench.results.plugin_report import (
+    CONTRADICTION,
+    PLUGIN_COLUMNS,
+    PROBE_COLUMNS,
+    PROBE_SUITE,
+    plugin_table,
+    probe_table,
+)
 from kbench.results.runfolder import Run
 
 HOST, ARM = "host", "qemu:sme2:512"
@@ -80,3 +87,27 @@ def test_a_run_without_targets_or_plugins_has_an_empty_table() -> None:
                  {"targets": {HOST: {"plugins": [], "plugin_errors": []}}}):
         table = plugin_table(Run(path=Path("run"), meta=meta, results=results))
         assert table.empty and list(table.columns) == PLUGIN_COLUMNS
+
+
+def test_the_probe_table_has_one_row_per_probe_verdict_with_its_finding_and_detail() -> None:
+    results = _run().results
+    odd = {**_probe(HOST, "kai", "odd", "refused"), "status": "error",
+           "message": "no finding named: the probe itself failed"}
+    table = probe_table(pd.concat([results, pd.DataFrame([odd])], ignore_index=True))
+    assert list(table.columns) == PROBE_COLUMNS
+    assert [list(r) for r in table.itertuples(index=False)] == [
+        [HOST, "kai", "kai.r", "nan", "refused", "detail of nan"],
+        [HOST, "kai", "kai.r", "ld", "silently wrong", "detail of ld"],
+        [HOST, "kai", "kai.r", "ldc", "silently wrong", "detail of ldc"],
+        [ARM, "kai", "kai.r", "nan", "crashed", "detail of nan"],
+        [HOST, "kai2", "kai2.r", "nan", "accepted, correct", "detail of nan"],
+        # a message that names no finding: the verdict's status stands in for it
+        [HOST, "kai", "kai.r", "odd", "error", "the probe itself failed"],
+    ]
+
+
+def test_a_run_without_probe_verdicts_has_an_empty_probe_table() -> None:
+    plain = pd.DataFrame([_row(HOST, "kai", "a", "pass")])
+    for results in (pd.DataFrame(), plain.drop(columns=["suite"]), plain):
+        table = probe_table(results)
+        assert table.empty and list(table.columns) == PROBE_COLUMNS
