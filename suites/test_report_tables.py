@@ -1,7 +1,9 @@
 """Tables of the report checked on their data: the instruction-count delta
 table holds each counted case's figures under its own column, and rows of
 the baseline comparison present on one side only are marked with the
-class the page's stylesheet greys out."""
+class the page's stylesheet greys out; the determinism table counts each
+realization's checks per target, and the coverage table and listing are the
+run folder's files, ordered and cut as the page shows them."""
 
 from __future__ import annotations
 
@@ -279,3 +281,68 @@ def test_the_targets_table_lists_each_runs_targets() -> None:
                                                "0: "]
     assert [row[0].text for row in table.rows] == ["main"] * 3 + ["base"] * 3
     assert table.rows[0][-1].cls == "wrap"
+
+
+def _det(target: str, realization: str, status: str, case: str = "c",
+         message: str = "") -> dict:
+    return {"target": target, "realization": realization, "plugin": "kai" if "." in realization
+            else "", "suite": "determinism", "case": case, "status": status, "message": message}
+
+
+def test_the_determinism_table_counts_each_realizations_checks_on_each_target() -> None:
+    rows = [_det("host", "gemm_neon", "pass"), _det("host", "gemm_neon", "pass", "threads"),
+            _det("host", "kai.x", "fail", "repeat", "bits differ at 3"),
+            _det("host", "kai.x", "crashed", "threads", "SIGSEGV"),
+            _det("host", "kai.x", "error", "blocked", "no buffer"),
+            _det("host", "kai.x", "timeout", "t2", "60 s"), _det("host", "kai.x", "pass"),
+            _det("qemu", "gemm_neon", "fail", "repeat", "bits differ"),
+            {**_det("host", "gemm_neon", "fail"), "suite": "gemm"}]  # not a determinism check
+    table = rep.determinism_table(pd.DataFrame(rows))
+    assert list(table.columns) == rep.DETERMINISM_COLUMNS
+    assert [list(r) for r in table.itertuples(index=False)] == [
+        ["host", "gemm_neon", "", 2, 2, 0, 0, ""],
+        ["host", "kai.x", "kai", 5, 1, 1, 3,
+         "repeat: bits differ at 3; threads: SIGSEGV; blocked: no buffer; t2: 60 s"],
+        ["qemu", "gemm_neon", "", 1, 0, 1, 0, "repeat: bits differ"]]
+    for results in (pd.DataFrame(), pd.DataFrame(rows[-1:])):
+        empty = rep.determinism_table(results)
+        assert empty.empty and list(empty.columns) == rep.DETERMINISM_COLUMNS
+
+
+def _folder(path: Path, **files: str) -> Run:
+    path.mkdir()
+    for name, text in files.items():
+        (path / name.replace("_txt", ".txt").replace("_csv", ".csv")).write_text(text)
+    return Run(path=path, meta={}, results=pd.DataFrame())
+
+
+def test_the_coverage_table_is_the_runs_csv_least_covered_first(tmp_path: Path) -> None:
+    head = ",".join([*rep.COVERAGE_COLUMNS, "extra"])
+    lines = ["host,ours,b,kernel,r1,10,5,50.0,0x4 0x8,e", "host,ours,a,kernel,r1,10,10,100.0,,e",
+             "qemu,kai,z,packer,,4,2,50.0,NA,e", "host,ours,a2,kernel,r1,10,5,50.0,0x1,e"]
+    table = rep.coverage_table(_folder(tmp_path / "r", coverage_csv="\n".join([head, *lines])))
+    assert list(table.columns) == rep.COVERAGE_COLUMNS and list(table.index) == [0, 1, 2, 3]
+    assert [(r.target, r.unit, r.percent) for r in table.itertuples()] == [
+        ("host", "a2", 50.0), ("host", "b", 50.0), ("qemu", "z", 50.0), ("host", "a", 100.0)]
+    assert table["uncovered"].tolist() == ["0x1", "0x4 0x8", "NA", ""]  # text stays text
+    assert table["realizations"].tolist() == ["r1", "r1", "", "r1"]
+    for run in (_folder(tmp_path / "none"), _folder(tmp_path / "blank", coverage_csv=head)):
+        empty = rep.coverage_table(run)
+        assert empty.empty and list(empty.columns) == rep.COVERAGE_COLUMNS
+
+
+def test_the_coverage_listing_is_the_uncovered_disassembly_cut_at_its_limit(
+        tmp_path: Path) -> None:
+    assert rep.coverage_listing(_folder(tmp_path / "none")) == ""
+    only_comments = "# uncovered instructions\n\n# none\n"
+    assert rep.coverage_listing(_folder(tmp_path / "c", coverage_uncovered_txt=only_comments)) == ""
+    short = "# unit f\nf+0x10: fmla z0.h\n"
+    assert rep.coverage_listing(_folder(tmp_path / "s", coverage_uncovered_txt=short)) == \
+        "# unit f\nf+0x10: fmla z0.h"
+    n = rep.COVERAGE_LISTING_LINES
+    exact = [f"f+{i:#x}: nop" for i in range(n)]
+    assert rep.coverage_listing(_folder(tmp_path / "e", coverage_uncovered_txt="\n".join(exact))) \
+        == "\n".join(exact)
+    long = rep.coverage_listing(_folder(tmp_path / "l",
+                                        coverage_uncovered_txt="\n".join([*exact, "x", "y"])))
+    assert long.splitlines() == [*exact, "... 2 more lines in coverage_uncovered.txt"]
