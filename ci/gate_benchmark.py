@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.cli.history import load_gate_config, parse_fraction
-from kbench.results.compare import INCONCLUSIVE, SLOWER, UNIT_TEST, gate
+from kbench.results.compare import INCONCLUSIVE, SLOWER, TWO_RUN_TEST, gate
 from kbench.results.runfolder import Run, load_run
 
 AA = "A/A"
@@ -274,7 +274,7 @@ def table(s: Settings, realization: str, outcomes: list[Outcome], meta: dict[str
         + f"; {s.passes} pass(es) per run"
         + (f"; `kbench run {shlex.join(s.run_args)}`" if s.run_args else ""),
         f"- gate: slowdown limit {s.max_slowdown:.0%}, alpha {s.alpha:g} ("
-        f"{UNIT_TEST}, Holm-adjusted; a slowdown must show in more than half of the "
+        f"{TWO_RUN_TEST}, Holm-adjusted; a slowdown must show in more than half of the "
         f"passes); {s.trials} trials per condition, "
         f"{seconds / 60:.1f} min",
         f"- 1-minute load average at the start of the runs: median {statistics.median(loads):.2f}"

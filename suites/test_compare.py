@@ -4,6 +4,7 @@ synthetic (seeded), so nothing here depends on this machine's timing."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 
 from kbench.cli.history import compare, gate_command, load_gate_config, parse_fraction
 from kbench.judge.verdict import Verdict
+from kbench.results import modt
 from kbench.results.compare import (
     FASTER,
     INCONCLUSIVE,
@@ -21,10 +23,15 @@ from kbench.results.compare import (
     NOT_COMPARABLE,
     SAME,
     SLOWER,
+    UNIT_TEST,
     UNTIMED,
+    _index,
     compare_runs,
     gate,
+    holm,
     markdown,
+    two_run_tests,
+    unit_medians,
     unit_test,
 )
 from kbench.results.runfolder import Run, load_run
@@ -461,17 +468,25 @@ def test_many_cases_are_corrected_for_multiple_comparisons(tmp_path: Path) -> No
     # Holm-adjusted over the 20 cases compared it is 20 times that, above 0.01
     b0_medians = [1.00e6, 1.025e6, 0.975e6]
     c0_medians = [1.1 * m for m in b0_medians]
-    raw, _ = unit_test(b0_medians, c0_medians)
     b0 = passes("c0", b0_medians, 1, noise=0.0)
-    assert 0.0005 < raw < 0.01
     c0_rows = passes("c0", c0_medians, 2, noise=0.0)
     base, cand = pair(tmp_path, b0 + base_rows, c0_rows + cand_rows)
+    b_idx, c_idx = _index(base), _index(cand)
+    units = [(unit_medians(b_idx[k]), unit_medians(c_idx[k])) for k in b_idx]
+    raws, test = two_run_tests(units, [0.05] * len(units))
+    raw = raws[[k[4] for k in b_idx].index("c0")][0]
+    assert test.startswith(modt.NAME) and 0.0005 < raw < 0.01
     result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
     c0 = by_case(result.comparison)["c0"]
     assert c0.ratio > 1.05 and c0.p_slower == pytest.approx(20 * raw)
+    assert result.comparison.test == test
     assert c0.verdict == SAME and result.passed
-    # the same pair alone is significant
-    alone = gate(*pair(tmp_path / "alone", b0, c0_rows), alpha=0.01)
+    # the same pair alone: too few cases for the moderated test's prior, Welch's t per
+    # case against half the limit (2.5%), unadjusted (one case)
+    alone = gate(*pair(tmp_path / "alone", b0, c0_rows), alpha=0.05)
+    welch = unit_test(b0_medians, c0_medians, math.log1p(0.025))
+    assert alone.comparison.test.startswith(UNIT_TEST) and 0.01 < welch[0] < 0.05
+    assert by_case(alone.comparison)["c0"].p_slower == pytest.approx(welch[0])
     assert not alone.passed and by_case(alone.comparison)["c0"].verdict == SLOWER
 
 
@@ -593,3 +608,47 @@ def test_each_pass_of_a_worker_target_runs_in_a_fresh_process(tmp_path: Path) ->
     assert all(len(p) == 1 and "" not in p and "nan" not in p for p in procs)
     assert procs[1] != procs[2]
     assert perf.groupby("case")["perf_pass"].nunique().eq(2).all()
+
+
+def _two_runs(tmp_path: Path, factor: dict[int, float], n: int = 30,
+              sd: float = 0.015) -> tuple[Run, Run]:
+    """n cases of 3 passes a side, pass medians spread by sd (log); the
+    candidate's case i scaled by factor[i] in every pass."""
+    rng = np.random.default_rng(17)
+    base_rows, cand_rows = [], []
+    for i in range(n):
+        size = 1e4 * 2 ** (i % 8)
+        b = list(size * np.exp(rng.normal(0, sd, 3)))
+        c = list(size * factor.get(i, 1.0) * np.exp(rng.normal(0, sd, 3)))
+        base_rows += passes(f"c{i:02d}", b, 2 * i + 1, noise=0.0)
+        cand_rows += passes(f"c{i:02d}", c, 2 * i + 2, noise=0.0)
+    return pair(tmp_path, base_rows, cand_rows)
+
+
+def test_a_case_that_one_process_runs_a_little_slower_does_not_fail_the_gate(
+        tmp_path: Path) -> None:
+    """Two processes of one build: one case 4.5% slower in every pass of the
+    candidate (a process-level state no pass shows), inside the limit of 5% but
+    beyond a test against no move at all. The two-run test's null is a move of
+    half the limit, so the case is "same" and the gate passes; against no move
+    (margin 0) its p would be below alpha."""
+    base, cand = _two_runs(tmp_path, {3: 1.045}, sd=0.008)
+    result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
+    assert result.passed and result.comparison.test.startswith(modt.NAME)
+    assert {c.verdict for c in result.comparison.cases} == {SAME}
+    b_idx, c_idx = _index(base), _index(cand)
+    units = [(unit_medians(b_idx[k]), unit_medians(c_idx[k])) for k in b_idx]
+    without_margin, _ = modt.moderated_tests(units)
+    assert holm([p for p, _ in without_margin])[3] < 0.01
+
+
+def test_a_ten_percent_slowdown_of_a_third_of_the_cases_fails_on_those_cases_only(
+        tmp_path: Path) -> None:
+    slowed = set(range(0, 30, 3))
+    base, cand = _two_runs(tmp_path, {i: 1.10 for i in slowed})
+    result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
+    flagged = {int(f.case.split("/c")[1].split()[0]) for f in result.failures}
+    assert not result.passed and {f.reason for f in result.failures} == {"slowdown"}
+    assert flagged <= slowed and len(flagged) >= 7
+    assert all("over 3 and 3 passes (moderated t on log pass medians" in f.detail
+               for f in result.failures)

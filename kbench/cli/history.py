@@ -343,8 +343,11 @@ def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
             max_count_growth: str | None, config: str | None,
             markdown_file: str | None, as_json: bool = False, db: str | None = None) -> None:
     """Compare two runs case by case: ratio of median times, one-sided
-    Welch t-tests on the logs of the per-pass medians (the pass is the unit;
-    a case with one pass a side gets no p-value), and a verdict (faster,
+    moderated t-tests on the logs of the per-pass medians (the pass is the
+    unit; a case with one pass a side gets no p-value; each case's variance
+    is shrunk towards that of the run's cases of its size; the null is a
+    move of half the slowdown limit, what two processes of one build can
+    differ by), and a verdict (faster,
     slower, same; not-comparable for emulated times or too few passes);
     instruction counts of emulated targets exactly (more, fewer, same). BASE
     and CAND are run folders, or runs of the history database: an id,

@@ -84,8 +84,8 @@ TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI 
                              "List recorded runs (newest first); --add records run folders."),
                  "compare": ("kbench.cli.history:compare",
                              "Compare two runs case by case: ratio of median times, one-sided "
-                             "Welch t-tests on the logs of the per-pass medians (the pass is "
-                             "the unit; a case with one pass a side gets no p-value), and a "
+                             "moderated t-tests on the logs of the per-pass medians (the pass "
+                             "is the unit; a case with one pass a side gets no p-value), and a "
                              "verdict (faster, slower, same; not-comparable for emulated times "
                              "or too few passes); instruction counts of emulated targets "
                              "exactly (more, fewer, same)."),

@@ -15,8 +15,15 @@ the statistics is therefore the pass, never the round: a perf run with
 several passes (`kbench run --passes N`: the whole catalog N times, so
 each case's rounds are spread over the run; on worker targets each pass
 in a fresh worker process) records one row per case per pass, and the
-test is one-sided Welch t-tests on the logarithms of the per-pass medians
-(UNIT_TEST). A case with fewer than MIN_UNITS passes on either side gets
+test is on the logarithms of the per-pass medians (TWO_RUN_TEST): a
+one-sided moderated t over all the cases compared (kbench.results.modt:
+with 3 passes a case's own variance has 4 degrees of freedom, too few for
+a test that must survive Holm's adjustment, so each variance is shrunk
+towards that of the run's cases of its size), or Welch's t per case when
+the cases are too few to fit that. Two runs are two processes, and a case
+differs between two processes of one build by more than the passes of
+either show, so the null of each test is a move of MARGIN_SHARE of the
+limit, not none. A case with fewer than MIN_UNITS passes on either side gets
 no p-value at all: it is "not-comparable", and the comparison says so. The
 comparison also computes, per candidate pass, the ratio of that pass's
 median to the base median, and takes the lower median of those ratios
@@ -56,7 +63,7 @@ from scipy.stats import ttest_ind
 
 from kbench.judge.numbers import time_unit
 from kbench.judge.verdict import FAILING, FAULTS
-from kbench.results import abgate
+from kbench.results import abgate, modt
 from kbench.results.abgate import AbRun, AbVerdict
 from kbench.results.count_compare import (
     DEFAULT_LIMIT,
@@ -77,7 +84,15 @@ FASTER, SLOWER, SAME = "faster", "slower", "same"
 NOT_COMPARABLE, MISSING, NEW, UNTIMED = "not-comparable", "missing", "new", "untimed"
 INCONCLUSIVE = "inconclusive"
 MIN_UNITS = 2  # passes per run below which a case gets no p-value (rounds are no units)
-UNIT_TEST = "one-sided Welch t on log per-pass medians"
+UNIT_TEST = "one-sided Welch t on log per-pass medians, per case"
+# Two runs are two processes: beside the pass-to-pass spread a run shows, a case
+# differs between two processes of the same build by an amount no pass of either
+# run can show (of the order of a percent, a few percent for some cases, on this
+# project's test machine). The two-run test's null is therefore "slower by at most
+# MARGIN_SHARE of the limit", not "not slower at all".
+MARGIN_SHARE = 0.5
+TWO_RUN_TEST = (f"{modt.NAME}, or {UNIT_TEST} when fewer than {modt.MIN_CASES} cases "
+                f"spread; each against a move of {MARGIN_SHARE:.0%} of its limit")
 DRIFT_MIN_CASES = 8  # fewer cases compared as speed: no run-wide shift is inferred
 DRIFT_SHARE = 0.75  # this share of them moving one way beyond the limit is machine drift
 FAILED = FAILING  # fail, error and the faults (crashed, exited, timeout)
@@ -182,6 +197,7 @@ class Comparison:
     cases: list[CaseComparison]
     warnings: list[str] = field(default_factory=list)
     instructions: CountComparison = field(default_factory=CountComparison)  # exact counts
+    test: str = ""  # the test that gave the p-values (two_run_tests); "" when none ran
 
     def timed(self) -> list[CaseComparison]:
         return [c for c in self.cases if c.timed]
@@ -233,14 +249,18 @@ def unit_medians(entry: _Entry) -> list[float]:
     return [float(np.median(g)) for g in entry.passes if g]
 
 
-def unit_test(base: Sequence[float], cand: Sequence[float]) -> tuple[float, float]:
+def unit_test(base: Sequence[float], cand: Sequence[float],
+              margin: float = 0.0) -> tuple[float, float]:
     """(p_slower, p_faster): one-sided p-values for "the candidate's
     per-pass medians are larger" and "... smaller", from Welch's t-test on
     their logarithms (a ratio is a difference of logs; the spread between
     passes is what the test sees, the number of rounds in a pass is not).
-    Fewer than MIN_UNITS passes on a side: (1, 1), no evidence either way.
-    Passes without any spread on both sides: 0 in the direction the medians
-    moved (the figures are exact), 1 in the other.
+    With a margin m (a log ratio >= 0), "larger by more than m" and
+    "smaller by more than m". Fewer than MIN_UNITS passes on a side: (1, 1),
+    no evidence either way. Passes without any spread on both sides: 0 in
+    the direction the medians moved beyond the margin (the figures are
+    exact), 1 otherwise. The gate's test when the cases are too few to fit
+    the moderated test's prior (TWO_RUN_TEST).
 
     Why one-sided: each verdict answers a directional question, and the
     gate asks only one: is the candidate slower? At the same alpha the
@@ -256,14 +276,35 @@ def unit_test(base: Sequence[float], cand: Sequence[float]) -> tuple[float, floa
         spread = np.ptp(lb), np.ptp(lc)
     if spread == (0, 0):
         d = float(lc.mean() - lb.mean())
-        return (0.0 if d > 0 else 1.0), (0.0 if d < 0 else 1.0)
+        return (0.0 if d > margin else 1.0), (0.0 if d < -margin else 1.0)
     with warnings.catch_warnings(), np.errstate(invalid="ignore"):
         # scipy warns of "catastrophic cancellation" when one side barely spreads, and of
         # NaN statistics: the p-values say what they can, NaN is no evidence (below)
         warnings.simplefilter("ignore", RuntimeWarning)
-        slower = float(ttest_ind(lc, lb, equal_var=False, alternative="greater").pvalue)
-        faster = float(ttest_ind(lc, lb, equal_var=False, alternative="less").pvalue)
+        slower = float(ttest_ind(lc - margin, lb, equal_var=False,
+                                 alternative="greater").pvalue)
+        faster = float(ttest_ind(lc + margin, lb, equal_var=False, alternative="less").pvalue)
     return (1.0 if math.isnan(slower) else slower), (1.0 if math.isnan(faster) else faster)
+
+
+def two_run_tests(units: Sequence[tuple[Sequence[float], Sequence[float]]],
+                  limits: Sequence[float]) -> tuple[list[tuple[float, float]], str]:
+    """(p_slower, p_faster) per case of two runs, from its per-pass medians
+    (base, candidate), before Holm's adjustment; and the name of the test
+    that gave them. Each case is tested against MARGIN_SHARE of its slowdown
+    limit (see TWO_RUN_TEST): the moderated t over all the cases when they
+    are enough to fit its prior (kbench.results.modt), else Welch's t per
+    case (unit_test)."""
+    margins = [math.log1p(MARGIN_SHARE * lim) for lim in limits]
+    null = f", against a move of {MARGIN_SHARE:.0%} of each case's limit"
+    fitted = modt.moderated_tests(units, margins)
+    if fitted is not None:
+        pvalues, prior = fitted
+        return pvalues, (f"{modt.NAME} (prior on {prior.df:.1f} degrees of freedom){null}"
+                         if math.isfinite(prior.df) else
+                         f"{modt.NAME} (the cases agree: each has its size's variance){null}")
+    return ([unit_test(b, c, m) for (b, c), m in zip(units, margins, strict=True)],
+            UNIT_TEST + null)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -369,6 +410,7 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
     keys = list(b_idx) + [k for k in c_idx if k not in b_idx]
     cases: list[CaseComparison] = []
     tested: list[int] = []  # indices of the cases compared as speed
+    units: list[tuple[list[float], list[float]]] = []  # their per-pass medians (base, cand)
     few_units = 0
     for key in keys:
         b, c = b_idx.get(key), c_idx.get(key)
@@ -409,13 +451,16 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
                                         p_slower=nan, p_faster=nan, verdict=NOT_COMPARABLE,
                                         note=note))
             continue
-        p_slower, p_faster = unit_test(unit_medians(b), unit_medians(c))
         limit = max(max_slowdown, (noise or {}).get(key, 0.0))
-        cases.append(CaseComparison(**common, ratio=ratio, p_slower=p_slower,
-                                    p_faster=p_faster, verdict=SAME,
+        units.append((unit_medians(b), unit_medians(c)))
+        cases.append(CaseComparison(**common, ratio=ratio, p_slower=nan,
+                                    p_faster=nan, verdict=SAME,
                                     pass_ratio=pass_ratio(b, c), passes=len(c.passes),
                                     base_passes=len(b.passes), limit=limit))
         tested.append(len(cases) - 1)
+    pvalues, test = two_run_tests(units, [cases[i].limit for i in tested])
+    for i, (ps, pf) in zip(tested, pvalues, strict=True):
+        cases[i] = replace(cases[i], p_slower=ps, p_faster=pf)
     cases = _adjusted(cases, tested, alpha)
     cases = _within_noise(cases, tested, max_slowdown)
     cases, drift = _drift(cases, tested, max_slowdown)
@@ -435,7 +480,8 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
         warnings.append(f"instruction counts come from different QEMU versions (base "
                         f"{', '.join(sorted(qemu['base']))}, candidate "
                         f"{', '.join(sorted(qemu['candidate']))})")
-    return Comparison(b_info, c_info, alpha, max_slowdown, cases, warnings, instructions)
+    return Comparison(b_info, c_info, alpha, max_slowdown, cases, warnings, instructions,
+                      test if tested else "")
 
 
 def _adjusted(cases: list[CaseComparison], tested: list[int],
@@ -560,7 +606,7 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
                 "slowdown", case.label,
                 f"{case.ratio - 1:+.1%} ({why}){in_passes}, "
                 f"p = {case.p_slower:.2g} < {alpha:g} over {case.base_passes} and "
-                f"{case.passes} passes (Welch t on log pass medians, Holm-adjusted)"))
+                f"{case.passes} passes ({_short(comp.test)}, Holm-adjusted)"))
         if strict and case.verdict == INCONCLUSIVE:
             failures.append(GateFailure("inconclusive", case.label,
                                         f"{case.ratio - 1:+.1%}, {case.note} (--strict)"))
@@ -608,6 +654,12 @@ def _count_failures(comp: Comparison, c_idx: dict[CaseKey, _Entry]) -> list[Gate
     return out
 
 
+def _short(test: str) -> str:
+    """The test's name for a failure line: moderated or Welch t."""
+    return ("moderated t on log pass medians" if test.startswith(modt.NAME)
+            else "Welch t on log pass medians")
+
+
 def _fmt_ns(ns: float) -> str:
     if ns != ns:  # NaN
         return "–"
@@ -623,7 +675,8 @@ def _fmt_pass(c: CaseComparison) -> str:
 
 
 def _fmt_p(p: float) -> str:
-    return "–" if p != p else f"{p:.2g}"
+    """A p-value; one that underflowed to 0 is shown as below the smallest double."""
+    return "–" if p != p else "< 1e-300" if p == 0 else f"{p:.2g}"
 
 
 def _md(text: str) -> str:
@@ -696,9 +749,9 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
               f"- slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} "
               + ("(speed from the interleaved run below only: the two runs' times are not "
                  "compared)" if gate_result is not None and gate_result.ab_path else
-                 f"({UNIT_TEST}, Holm-adjusted over the cases compared; the unit is the "
-                 "pass, never the round, and a slowdown must show in more than half of "
-                 "the passes)") + "; emulated times are never compared as speed",
+                 f"({comp.test or TWO_RUN_TEST}, Holm-adjusted over the cases compared; the "
+                 "unit is the pass, never the round, and a slowdown must show in more than "
+                 "half of the passes)") + "; emulated times are never compared as speed",
               f"- instruction counts (emulated targets) are compared exactly: a call or B "
               f"packing that grew by more than {comp.instructions.limit:.2%} fails"]
     counts = comp.counts()

@@ -155,7 +155,7 @@ class GateView:
 
 def gate_view(result: Any) -> GateView:
     """From a kbench.results.compare.GateResult."""
-    from kbench.results.compare import UNIT_TEST
+    from kbench.results.compare import TWO_RUN_TEST
 
     comp = result.comparison
     failures = pd.DataFrame([{"reason": f.reason, "case": f.case, "detail": f.detail}
@@ -166,8 +166,8 @@ def gate_view(result: Any) -> GateView:
             "ratio", "pass_ratio", "p_slower", "verdict", "note"]
     cases = timed[cols].reset_index(drop=True) if len(timed) else pd.DataFrame(columns=cols)
     settings = (f"slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} ("
-                f"{UNIT_TEST}, Holm-adjusted; the pass is the unit, never the round, and the "
-                "slowdown must show in more than half of the passes)")
+                f"{comp.test or TWO_RUN_TEST}, Holm-adjusted; the pass is the unit, never "
+                "the round, and the slowdown must show in more than half of the passes)")
     return GateView(result.passed, settings, failures, cases, comp.counts(),
                     list(comp.warnings))
 
