@@ -673,6 +673,14 @@ def gate_matrix(detail: str = "") -> str:
                 + "; ".join(f"{what} (`{c['catalogs']}`, {c['protocol']}, "
                             f"{'quiet' if not c['hog'] else 'hog'})" for c, what in missed)
                 + ".\n"))
+    have = {(c["catalogs"], c["protocol"], bool(c["hog"])) for c in cells}
+    absent = [(cat, p, hog) for p in proto for hog in (False, True)
+              for cat in ("smoke", "llm_llama7b_small", "resnet50_small")
+              if (cat, p, hog) not in have]
+    if absent:
+        text += ("Not yet measured: "
+                 + "; ".join(f"`{cat}`, {p}, {'hog' if hog else 'quiet'}"
+                             for cat, p, hog in absent) + ".\n")
     meta = rec["record"]
     if detail:
         lines = ["", "| catalog | protocol | hog | slowed realization | limit | minutes "
