@@ -229,12 +229,17 @@ def _judged_runs(s: Settings, realization: str, fraction: float, base: Run, cand
     failed = {f.case for f in result.failures if f.reason == "slowdown"}
     timed = [c for c in result.comparison.timed() if not math.isnan(c.ratio)]
     slow = [c for c in timed if c.verdict == SLOWER and c.label in failed]
+    # realizations failed with their cases together (kbench.results.compare.realization_tests)
+    slow_reals = [r for r in result.comparison.realizations
+                  if r.verdict == SLOWER and r.label in failed]
     mine = [c for c in timed if c.key[6] == realization]
     big = [c for c in mine if c.base_median_ns >= BIG_NS]
-    untouched = [c.label for c in slow if fraction == 0 or c.key[6] != realization]
+    untouched = ([c.label for c in slow if fraction == 0 or c.key[6] != realization]
+                 + [r.label for r in slow_reals if fraction == 0 or r.key[3] != realization])
     j = Judged(limit=limit,
-               failed=bool(slow) if fraction == 0 else any(c.key[6] == realization
-                                                           for c in slow),
+               failed=(bool(slow or slow_reals) if fraction == 0 else
+                       any(c.key[6] == realization for c in slow)
+                       or any(r.key[3] == realization for r in slow_reals)),
                slow_cases=len(slow), untouched_slow=untouched, big=len(big),
                big_caught=sum(c.label in failed and c.verdict == SLOWER for c in big),
                big_missed=[f"{c.label} {c.robust_ratio:.3f}" for c in big

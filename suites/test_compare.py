@@ -189,7 +189,9 @@ def test_a_run_wide_shift_is_machine_drift_not_28_regressions(tmp_path: Path) ->
     md = markdown(result)
     assert "### Inconclusive (28, not failures)" in md and "**slower**" not in md
     strict = gate(base, cand, max_slowdown=0.05, strict=True)
-    assert [f.reason for f in strict.failures] == ["inconclusive"] * 28
+    # the 28 cases, and their realization with them together
+    assert [f.reason for f in strict.failures] == ["inconclusive"] * 29
+    assert strict.failures[-1].case.endswith("[28 cases together]")
     assert "### Inconclusive (28, failures under --strict)" in markdown(strict)
     base, cand = shifted_runs(tmp_path / "down", 28, {i: 0.8 for i in range(28)})
     comp = compare_runs(base, cand, max_slowdown=0.05)
@@ -210,10 +212,15 @@ def test_a_slowdown_of_a_few_cases_is_no_drift(tmp_path: Path) -> None:
     assert not any("drift" in w for w in result.warnings)
     base, cand = shifted_runs(tmp_path / "few", 5, {i: 1.2 for i in range(5)})
     result = gate(base, cand, max_slowdown=0.05)
-    assert [f.reason for f in result.failures] == ["slowdown"] * 5
-    # 20 of 28 move (under the 3/4 share): each of them is judged on its own
+    # each case, and their realization with its 5 cases together
+    assert [f.reason for f in result.failures] == ["slowdown"] * 6
+    assert result.failures[-1].case == "host gemm_scalar_f32acc [5 cases together]"
+    assert result.failures[-1].detail.startswith("+20.0% median over its 5 cases")
+    # 20 of 28 move (under the 3/4 share): each of them is judged on its own, and so is
+    # their realization (its median case moved)
     base, cand = shifted_runs(tmp_path / "most", 28, {i: 1.2 for i in range(20)})
-    assert len(gate(base, cand, max_slowdown=0.05).failures) == 20
+    failures = gate(base, cand, max_slowdown=0.05).failures
+    assert len(failures) == 21 and failures[-1].case.endswith("[28 cases together]")
 
 
 def test_the_gate_cli_lists_drift_and_strict_fails_it(tmp_path: Path) -> None:
@@ -465,7 +472,7 @@ def test_many_cases_are_corrected_for_multiple_comparisons(tmp_path: Path) -> No
         base_rows += passes(f"c{i}", [1e6] * 3, 2 * i)
         cand_rows += passes(f"c{i}", [1e6] * 3, 2 * i + 1)
     # c0: +10%, with passes spread so that its raw one-sided p is just below 0.01;
-    # Holm-adjusted over the 20 cases compared it is 20 times that, above 0.01
+    # Holm-adjusted over the 20 cases and their realization it is 21 times that, above 0.01
     b0_medians = [1.00e6, 1.025e6, 0.975e6]
     c0_medians = [1.1 * m for m in b0_medians]
     b0 = passes("c0", b0_medians, 1, noise=0.0)
@@ -478,8 +485,10 @@ def test_many_cases_are_corrected_for_multiple_comparisons(tmp_path: Path) -> No
     assert test.startswith(modt.NAME) and 0.0005 < raw < 0.01
     result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
     c0 = by_case(result.comparison)["c0"]
-    assert c0.ratio > 1.05 and c0.p_slower == pytest.approx(20 * raw)
-    assert result.comparison.test == test
+    # one family: the 20 cases and their realization (its 20 cases together)
+    assert [r.cases for r in result.comparison.realizations] == [20]
+    assert c0.ratio > 1.05 and c0.p_slower == pytest.approx(21 * raw)
+    assert result.comparison.test.startswith(test) and "per realization" in result.comparison.test
     assert c0.verdict == SAME and result.passed
     # the same pair alone: too few cases for the moderated test's prior, Welch's t per
     # case against half the limit (2.5%), unadjusted (one case)
@@ -652,3 +661,61 @@ def test_a_ten_percent_slowdown_of_a_third_of_the_cases_fails_on_those_cases_onl
     assert flagged <= slowed and len(flagged) >= 7
     assert all("over 3 and 3 passes (moderated t on log pass medians" in f.detail
                for f in result.failures)
+
+
+def _process_runs(tmp_path: Path, slow: float, n: int = 24, bias: float = 0.03,
+                  sd: float = 0.02) -> tuple[Run, Run]:
+    """n cases of each of two realizations, 3 passes a side: every case of
+    the candidate moved by its own process-level bias (normal, sd `bias`, the
+    same in all its passes), and gemm_scalar_f32acc's by `slow` too; pass
+    medians spread by sd."""
+    rng = np.random.default_rng(29)
+    base_rows, cand_rows = [], []
+    for j, (real, factor) in enumerate((("gemm_scalar_f32acc", slow), ("gemm_neon", 1.0))):
+        for i in range(n):
+            size = 1e4 * 2 ** (i % 6)
+            b = list(size * np.exp(rng.normal(0, sd, 3)))
+            shift = factor * math.exp(rng.normal(0, bias))
+            c = list(size * shift * np.exp(rng.normal(0, sd, 3)))
+            seed = 2 * (i + n * j)
+            base_rows += passes(f"c{i:02d}", b, seed + 1, noise=0.0, realization=real)
+            cand_rows += passes(f"c{i:02d}", c, seed + 2, noise=0.0, realization=real)
+    return pair(tmp_path, base_rows, cand_rows)
+
+
+def test_a_realization_slowed_as_a_whole_fails_even_where_no_case_alone_does(
+        tmp_path: Path) -> None:
+    """Every case 7% slower, each also moved by its own process-level bias
+    (sd 3%) and spread between passes (sd 3%): no case alone reaches Holm's
+    alpha against the margin, the realization's cases together do, and the
+    gate names the realization."""
+    base, cand = _process_runs(tmp_path, 1.07, sd=0.03)
+    result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
+    comp = result.comparison
+    assert not any(c.verdict == SLOWER for c in comp.cases)
+    real, other = sorted(comp.realizations, key=lambda r: r.key[3] != "gemm_scalar_f32acc")
+    assert real.verdict == SLOWER and real.cases == 24 and 1.05 < real.median_ratio < 1.12
+    assert other.verdict == SAME and not any("drift" in w for w in comp.warnings)
+    assert [(f.reason, f.case) for f in result.failures] == [
+        ("slowdown", "host gemm_scalar_f32acc [24 cases together]")]
+    md = markdown(result)
+    assert "### Realizations, their cases together (2)" in md
+    assert "| host | `gemm_scalar_f32acc` | 24 |" in md and "| **slower** |" in md
+
+
+def test_process_level_biases_of_single_cases_do_not_make_a_realization_slower(
+        tmp_path: Path) -> None:
+    """Identical builds, each case moved by its own process-level bias (sd
+    3%): over the cases the biases are spread, not a shift, and nothing fails."""
+    base, cand = _process_runs(tmp_path, 1.0)
+    result = gate(base, cand, alpha=0.01, max_slowdown=0.05)
+    reals = result.comparison.realizations
+    assert result.passed and len(reals) == 2
+    assert all(r.verdict == SAME and r.p_slower > 0.5 for r in reals)
+
+
+def test_a_realization_needs_five_tested_cases_for_its_own_test(tmp_path: Path) -> None:
+    base, cand = shifted_runs(tmp_path, 4, {i: 1.2 for i in range(4)})
+    comp = gate(base, cand, max_slowdown=0.05).comparison
+    assert comp.realizations == [] and "Realizations" not in markdown(comp)
+    assert sum(c.verdict == SLOWER for c in comp.cases) == 4

@@ -23,7 +23,12 @@ towards that of the run's cases of its size), or Welch's t per case when
 the cases are too few to fit that. Two runs are two processes, and a case
 differs between two processes of one build by more than the passes of
 either show, so the null of each test is a move of MARGIN_SHARE of the
-limit, not none. A case with fewer than MIN_UNITS passes on either side gets
+limit, not none. A slowdown of a whole realization moves all of its cases,
+while two processes of one build move single cases each their own way: so
+each realization with REALIZATION_MIN_CASES or more tested cases is also
+tested with its cases' log ratios as the units (realization_tests), in the
+same Holm family as the cases, and fails the gate by its median case's
+ratio. A case with fewer than MIN_UNITS passes on either side gets
 no p-value at all: it is "not-comparable", and the comparison says so. The
 comparison also computes, per candidate pass, the ratio of that pass's
 median to the base median, and takes the lower median of those ratios
@@ -59,7 +64,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import ttest_ind
+from scipy.stats import ttest_1samp, ttest_ind
 
 from kbench.judge.numbers import time_unit
 from kbench.judge.verdict import FAILING, FAULTS
@@ -91,8 +96,11 @@ UNIT_TEST = "one-sided Welch t on log per-pass medians, per case"
 # project's test machine). The two-run test's null is therefore "slower by at most
 # MARGIN_SHARE of the limit", not "not slower at all".
 MARGIN_SHARE = 0.5
+REALIZATION_MIN_CASES = 5  # tested cases a realization needs for its own test
 TWO_RUN_TEST = (f"{modt.NAME}, or {UNIT_TEST} when fewer than {modt.MIN_CASES} cases "
-                f"spread; each against a move of {MARGIN_SHARE:.0%} of its limit")
+                f"spread; each against a move of {MARGIN_SHARE:.0%} of its limit; and per "
+                f"realization of {REALIZATION_MIN_CASES} or more cases a one-sided t over its "
+                "cases' log ratios")
 DRIFT_MIN_CASES = 8  # fewer cases compared as speed: no run-wide shift is inferred
 DRIFT_SHARE = 0.75  # this share of them moving one way beyond the limit is machine drift
 FAILED = FAILING  # fail, error and the faults (crashed, exited, timeout)
@@ -168,6 +176,9 @@ class CaseComparison:
     # the slowdown limit this case is held to: --max-slowdown, or its run-to-run
     # spread over the history where that is wider (--history); NaN: not tested
     limit: float = math.nan
+    # mean log per-pass median, candidate minus base (NaN: not tested): the case's
+    # unit in its realization's test
+    log_ratio: float = math.nan
 
     @property
     def robust_ratio(self) -> float:
@@ -188,6 +199,30 @@ class CaseComparison:
         return self.p_faster if self.ratio < 1 else self.p_slower
 
 
+RealizationKey = tuple[str, str, str, str, int]  # suite, target, op, realization, threads
+
+
+@dataclass(frozen=True)
+class RealizationComparison:
+    """A realization's cases tested together (realization_tests): a change
+    that moves all of them shows in their log ratios as units even where no
+    case alone reaches a verdict."""
+
+    key: RealizationKey
+    cases: int
+    median_ratio: float  # the median of its cases' ratios of per-pass mean logs
+    p_slower: float  # Holm-adjusted with the cases
+    p_faster: float
+    verdict: str = SAME
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        suite, target, op, realization, threads = self.key
+        t = f" x{threads}" if threads > 1 else ""
+        return f"{target} {realization}{t} [{self.cases} cases together]"
+
+
 @dataclass
 class Comparison:
     base: RunInfo
@@ -198,6 +233,7 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     instructions: CountComparison = field(default_factory=CountComparison)  # exact counts
     test: str = ""  # the test that gave the p-values (two_run_tests); "" when none ran
+    realizations: list[RealizationComparison] = field(default_factory=list)
 
     def timed(self) -> list[CaseComparison]:
         return [c for c in self.cases if c.timed]
@@ -305,6 +341,36 @@ def two_run_tests(units: Sequence[tuple[Sequence[float], Sequence[float]]],
                          f"{modt.NAME} (the cases agree: each has its size's variance){null}")
     return ([unit_test(b, c, m) for (b, c), m in zip(units, margins, strict=True)],
             UNIT_TEST + null)
+
+
+def realization_tests(cases: Sequence[CaseComparison], tested: Sequence[int],
+                      max_slowdown: float) -> list[RealizationComparison]:
+    """Per realization with at least REALIZATION_MIN_CASES tested cases: one-
+    sided t-tests over its cases' log ratios as units (before Holm's
+    adjustment), against a move of MARGIN_SHARE of the limit. A change that
+    slows a realization moves all its cases; a case's move between two
+    processes of one build is its own (the between-process effect the
+    margin is for), so over the cases it is spread, not shift."""
+    groups: dict[RealizationKey, list[float]] = {}
+    for i in tested:
+        c = cases[i]
+        if math.isfinite(c.log_ratio):
+            suite, target, op, _, _, _, realization, threads = c.key
+            groups.setdefault((suite, target, op, realization, threads), []).append(c.log_ratio)
+    m = math.log1p(MARGIN_SHARE * max_slowdown)
+    out = []
+    for key, units in groups.items():
+        if len(units) < REALIZATION_MIN_CASES:
+            continue
+        u = np.asarray(units)
+        if np.ptp(u) == 0:  # exact figures: 0 in the direction they moved beyond m
+            slower, faster = (0.0 if u[0] > m else 1.0), (0.0 if u[0] < -m else 1.0)
+        else:
+            slower = float(ttest_1samp(u - m, 0.0, alternative="greater").pvalue)
+            faster = float(ttest_1samp(u + m, 0.0, alternative="less").pvalue)
+        out.append(RealizationComparison(key, len(units), float(np.exp(np.median(u))),
+                                         slower, faster))
+    return out
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -459,13 +525,22 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
                                     base_passes=len(b.passes), limit=limit))
         tested.append(len(cases) - 1)
     pvalues, test = two_run_tests(units, [cases[i].limit for i in tested])
-    for i, (ps, pf) in zip(tested, pvalues, strict=True):
-        cases[i] = replace(cases[i], p_slower=ps, p_faster=pf)
-    cases = _adjusted(cases, tested, alpha)
+    for i, (ps, pf), (ub, uc) in zip(tested, pvalues, units, strict=True):
+        cases[i] = replace(cases[i], p_slower=ps, p_faster=pf,
+                           log_ratio=_log_ratio(ub, uc))
+    reals = realization_tests(cases, tested, max_slowdown)
+    if reals:
+        test += (f"; per realization of {REALIZATION_MIN_CASES} or more cases also a one-"
+                 "sided t over its cases' log ratios, against the same margin, in the same "
+                 "Holm family")
+    cases, reals = _adjusted(cases, tested, reals, alpha)
     cases = _within_noise(cases, tested, max_slowdown)
     cases, drift = _drift(cases, tested, max_slowdown)
     if drift:
         warnings.append(drift)
+        way = SLOWER if run_shift(cases, tested, max_slowdown)[0] > 1 else FASTER
+        reals = [replace(r, verdict=INCONCLUSIVE, note="moved with the whole run: machine "
+                         "drift, not this change") if r.verdict == way else r for r in reals]
     if few_units:
         warnings.append(f"{few_units} timed case(s) have fewer than {MIN_UNITS} passes in a "
                         "run: the rounds of one pass share the machine's state and are not "
@@ -481,16 +556,33 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
                         f"{', '.join(sorted(qemu['base']))}, candidate "
                         f"{', '.join(sorted(qemu['candidate']))})")
     return Comparison(b_info, c_info, alpha, max_slowdown, cases, warnings, instructions,
-                      test if tested else "")
+                      test if tested else "", reals)
+
+
+def _log_ratio(base: Sequence[float], cand: Sequence[float]) -> float:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = float(np.mean(np.log(np.asarray(cand, float)))
+                  - np.mean(np.log(np.asarray(base, float))))
+    return d if math.isfinite(d) else math.nan
 
 
 def _adjusted(cases: list[CaseComparison], tested: list[int],
-              alpha: float) -> list[CaseComparison]:
-    """Holm-adjusts the p-values of the tested cases and sets their verdicts."""
+              reals: list[RealizationComparison], alpha: float
+              ) -> tuple[list[CaseComparison], list[RealizationComparison]]:
+    """Holm-adjusts the p-values of the tested cases and the realizations
+    together (one family: alpha bounds the chance of any verdict of either
+    kind on identical builds) and sets their verdicts."""
     if not tested:
-        return cases
-    slower = holm([cases[i].p_slower for i in tested])
-    faster = holm([cases[i].p_faster for i in tested])
+        return cases, reals
+    n = len(tested)
+    slower = holm([cases[i].p_slower for i in tested] + [r.p_slower for r in reals])
+    faster = holm([cases[i].p_faster for i in tested] + [r.p_faster for r in reals])
+    out_r = []
+    for r, ps, pf in zip(reals, slower[n:], faster[n:], strict=True):
+        verdict = (SLOWER if ps < alpha and r.median_ratio > 1 else
+                   FASTER if pf < alpha and r.median_ratio < 1 else SAME)
+        out_r.append(replace(r, p_slower=ps, p_faster=pf, verdict=verdict))
+    slower, faster = slower[:n], faster[:n]
     out = list(cases)
     for i, ps, pf in zip(tested, slower, faster, strict=True):
         c = cases[i]
@@ -498,7 +590,7 @@ def _adjusted(cases: list[CaseComparison], tested: list[int],
         down = c.ratio < 1 and not c.robust_ratio >= 1
         verdict = SLOWER if ps < alpha and up else FASTER if pf < alpha and down else SAME
         out[i] = replace(c, p_slower=ps, p_faster=pf, verdict=verdict)
-    return out
+    return out, out_r
 
 
 def _within_noise(cases: list[CaseComparison], tested: list[int],
@@ -610,6 +702,17 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
         if strict and case.verdict == INCONCLUSIVE:
             failures.append(GateFailure("inconclusive", case.label,
                                         f"{case.ratio - 1:+.1%}, {case.note} (--strict)"))
+    for r in comp.realizations:
+        if r.verdict == SLOWER and r.median_ratio > 1 + max_slowdown:
+            failures.append(GateFailure(
+                "slowdown", r.label,
+                f"{r.median_ratio - 1:+.1%} median over its {r.cases} cases (limit "
+                f"{max_slowdown:.1%}), p = {r.p_slower:.2g} < {alpha:g} (one-sided t over "
+                f"the cases' log ratios against a move of {MARGIN_SHARE:.0%} of the limit, "
+                "Holm-adjusted with the cases)"))
+        if strict and r.verdict == INCONCLUSIVE:
+            failures.append(GateFailure("inconclusive", r.label,
+                                        f"{r.median_ratio - 1:+.1%}, {r.note} (--strict)"))
     failures += _count_failures(comp, c_idx)
     status = cand.meta.get("pytest_exit_status")
     if status not in (None, 0) and not any(f.reason == "correctness" for f in failures):
@@ -777,6 +880,17 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
         tally = ", ".join(f"{n} {v}" for v, n in sorted(comp.instructions.tally().items()))
         lines += ["", f"### Instruction counts ({tally})", "",
                   *markdown_table(comp.instructions, max_rows)]
+    if comp.realizations:
+        lines += ["", f"### Realizations, their cases together ({len(comp.realizations)})", "",
+                  "| target | realization | cases | median ratio | p (slower) | verdict |",
+                  "|---|---|---:|---:|---:|---|"]
+        for r in sorted(comp.realizations, key=lambda r: -r.median_ratio):
+            suite, target, op, realization, threads = r.key
+            t = f" ×{threads}" if threads > 1 else ""
+            verdict = f"**{r.verdict}**" if r.verdict == SLOWER else r.verdict
+            lines.append(f"| {_md(target)} | `{_md(realization)}{t}` | {r.cases} "
+                         f"| {_fmt_ratio(r.median_ratio)} | {_fmt_p(r.p_slower)} "
+                         f"| {verdict}{f' ({_md(r.note)})' if r.note else ''} |")
     timed = comp.timed()
     if timed:
         lines += ["", f"### Timed cases ({len(timed)})", "", *_perf_table(timed, max_rows)]
