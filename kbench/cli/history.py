@@ -348,8 +348,8 @@ def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
     is shrunk towards that of the run's cases of its size; the null is a
     move of half the slowdown limit, what two processes of one build can
     differ by; a realization of 5 or more cases is also tested with its cases
-    together), and a verdict (faster,
-    slower, same; not-comparable for emulated times or too few passes);
+    together), and a verdict (faster, slower, same; not-comparable for
+    emulated times or too few passes);
     instruction counts of emulated targets exactly (more, fewer, same). BASE
     and CAND are run folders, or runs of the history database: an id,
     latest, latest~N (N runs before the newest) or a commit prefix.

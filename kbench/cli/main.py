@@ -84,11 +84,15 @@ TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI 
                              "List recorded runs (newest first); --add records run folders."),
                  "compare": ("kbench.cli.history:compare",
                              "Compare two runs case by case: ratio of median times, one-sided "
-                             "moderated t-tests on the logs of the per-pass medians (the pass "
-                             "is the unit; a case with one pass a side gets no p-value), and a "
-                             "verdict (faster, slower, same; not-comparable for emulated times "
-                             "or too few passes); instruction counts of emulated targets "
-                             "exactly (more, fewer, same)."),
+                             "moderated t-tests on the logs of the per-pass medians (the pass is "
+                             "the unit; a case with one pass a side gets no p-value; each case's "
+                             "variance is shrunk towards that of the run's cases of its size; "
+                             "the null is a move of half the slowdown limit, what two processes "
+                             "of one build can differ by; a realization of 5 or more cases is "
+                             "also tested with its cases together), and a verdict (faster, "
+                             "slower, same; not-comparable for emulated times or too few "
+                             "passes); instruction counts of emulated targets exactly (more, "
+                             "fewer, same)."),
                  "ab": ("kbench.cli.ab:ab",
                         "Time a base and a candidate build interleaved (rounds alternate in "
                         "one run) and report, per case, the paired ratio with its confidence "
