@@ -4,10 +4,12 @@ synthetic (seeded), so nothing here depends on this machine's timing."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -34,6 +36,7 @@ from kbench.results.compare import (
     unit_medians,
     unit_test,
 )
+from kbench.results.json_out import gate_doc
 from kbench.results.runfolder import Run, load_run
 from kbench.results.store import RunWriter
 
@@ -698,6 +701,17 @@ def test_a_realization_slowed_as_a_whole_fails_even_where_no_case_alone_does(
     assert other.verdict == SAME and not any("drift" in w for w in comp.warnings)
     assert [(f.reason, f.case) for f in result.failures] == [
         ("slowdown", "host gemm_scalar_f32acc [24 cases together]")]
+    doc = json.loads(json.dumps(gate_doc(result)))
+    schema = json.loads((Path(__file__).resolve().parents[1] / "reports" / "schema"
+                         / "gate.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    got = {r["realization"]: r for r in doc["realizations"]}
+    assert got["gemm_scalar_f32acc"]["verdict"] == "slower"
+    assert got["gemm_neon"]["verdict"] == "same"
+    assert got["gemm_scalar_f32acc"]["cases"] == 24 and got["gemm_scalar_f32acc"]["label"] == (
+        "host gemm_scalar_f32acc [24 cases together]")
+    assert got["gemm_scalar_f32acc"]["median_ratio"] == pytest.approx(real.median_ratio)
+    assert doc["test"] == comp.test and "per realization" in doc["test"]
     md = markdown(result)
     assert "### Realizations, their cases together (2)" in md
     assert "| host | `gemm_scalar_f32acc` | 24 |" in md and "| **slower** |" in md

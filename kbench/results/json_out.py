@@ -11,7 +11,14 @@ from typing import Any
 
 import pandas as pd
 
-from kbench.results.compare import KEY, CaseComparison, Comparison, GateResult, RunInfo
+from kbench.results.compare import (
+    KEY,
+    CaseComparison,
+    Comparison,
+    GateResult,
+    RealizationComparison,
+    RunInfo,
+)
 from kbench.results.count_compare import CountDelta
 from kbench.results.counts import COLUMNS as COUNT_COLUMNS
 from kbench.results.runfolder import Run
@@ -69,6 +76,15 @@ def _counts(d: CountDelta, regressions: list[CountDelta]) -> dict[str, Any]:
             "candidate": {p: number(d.cand.get(f"count_{p}")) for p in phases}}
 
 
+def _realization(r: RealizationComparison) -> dict[str, Any]:
+    """A realization's cases tested together (kbench.results.compare)."""
+    suite, target, op, realization, threads = r.key
+    return {"suite": suite, "target": target, "op": op, "realization": realization,
+            "threads": int(threads), "label": r.label, "cases": int(r.cases),
+            "median_ratio": number(r.median_ratio), "p_slower": number(r.p_slower),
+            "p_faster": number(r.p_faster), "verdict": r.verdict, "note": r.note}
+
+
 def comparison_doc(comp: Comparison, ids: tuple[int | None, int | None] = (None, None)
                    ) -> dict[str, Any]:
     """`kbench compare --json`: both runs, every case, the tallies."""
@@ -77,7 +93,9 @@ def comparison_doc(comp: Comparison, ids: tuple[int | None, int | None] = (None,
             "base": run_info(comp.base, ids[0]), "candidate": run_info(comp.cand, ids[1]),
             "alpha": comp.alpha, "max_slowdown": comp.max_slowdown,
             "count_limit": comp.instructions.limit,
+            "test": comp.test,
             "cases": [_case(c) for c in comp.cases],
+            "realizations": [_realization(r) for r in comp.realizations],
             "timed_tally": comp.counts(),
             "instructions": [_counts(d, regressions) for d in comp.instructions.deltas],
             "instructions_tally": comp.instructions.tally(),
