@@ -22,6 +22,13 @@
 #                                    per-function test map and only slow each mutant
 #   MUTMUT_WORK=DIR                  its work folder (default: build/mutmut), so campaigns over
 #                                    different paths can be kept side by side
+#   MUTMUT_PROGRESS=FILE             the kills carried across work folders and checkouts
+#                                    (default: ci/mutmut_progress.json; empty: none): read
+#                                    into a work folder's modules that have no results yet,
+#                                    written back every 5 minutes and at the end, so a
+#                                    campaign longer than one sitting resumes in a fresh
+#                                    checkout; a kill is carried only for the function it
+#                                    was observed on (ci/mutmut_progress.py)
 #
 # Each mutant's tests run fastest first (suites/kb_mutmut_order.py, by the durations
 # mutmut recorded), so a mutant a quick test kills stops there (pytest -x).
@@ -80,7 +87,16 @@ pytest_add_cli_args_test_selection = [$(list "${TESTS[@]}")]
 also_copy = ["suites", "reference", "reports", "native", "build", "examples", "docs", "ci", "setup.py", "mkdocs.yml"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"${MUTMUT_K:+, \"-k\", \"$MUTMUT_K\"}]
 EOF
+PROGRESS="${MUTMUT_PROGRESS-$REPO/ci/mutmut_progress.json}"
 cd "$WORK"
+if [ -n "$PROGRESS" ]; then
+  python "$REPO/ci/mutmut_progress.py" restore "$WORK" --progress "$PROGRESS"
+  save() { python "$REPO/ci/mutmut_progress.py" save "$WORK" --progress "$PROGRESS" || true; }
+  ( while sleep 300; do save; done ) &
+  SAVER=$!
+  trap 'kill $SAVER 2>/dev/null; save' EXIT
+  trap 'exit 143' TERM INT
+fi
 # mutant names (or globs) as arguments after the paths, separated by "--", rerun those only
 nice mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "${NAMES[@]}"
 mutmut results
