@@ -5,7 +5,9 @@ max_rows, units from ns to s, threads, emulated targets, the interleaved
 section, machine drift with and without --strict. The expected texts
 (suites/data/gate_markdown/) were read line by line against the runs they
 come from (see each scenario); a change of wording or figures shows here as
-a diff to review."""
+a diff to review. After such a change, `python suites/test_gate_markdown.py`
+writes the texts the code renders now over them: read `git diff` before
+committing it."""
 
 from __future__ import annotations
 
@@ -83,6 +85,25 @@ GOLD = Path(__file__).resolve().parent / "data" / "gate_markdown"
 
 def _gold(name: str) -> str:
     return (GOLD / f"{name}.md").read_text()
+
+
+def rendered(tmp: Path) -> dict[str, str]:
+    """Every expected text's name and what the code renders now, as the tests compare it
+    (each scenario in a folder of its own, shown as TMP)."""
+    def at(name: str, make):
+        folder = tmp / name
+        folder.mkdir()
+        got = make(folder)
+        return tuple(t.replace(str(folder), "TMP") for t in got) if isinstance(got, tuple) \
+            else got.replace(str(folder), "TMP")
+    gate_md, compare_md = at("every", every_verdict)
+    strict, lax = at("drift", drift)
+    table, details = counts()
+    out = {"every_gate": gate_md, "every_compare": compare_md,
+           "threads": at("threads", threads_and_emulated),
+           "interleaved": at("interleaved", interleaved), "drift_strict": strict, "drift": lax}
+    return {**out, "counts_table": table, "counts_detail": "\n".join(details)}
+
 
 def test_a_gate_and_a_comparison_with_every_verdict(tmp_path: Path) -> None:
     gate_md, compare_md = every_verdict(tmp_path)
@@ -197,3 +218,17 @@ def test_the_gate_json_carries_p_values_and_a_failed_interleaved_case(tmp_path: 
     (broken,) = [v for v in cases if v["verdict"] == "failed"]
     assert broken["median_ratio"] is None and broken["ci_low"] is None
     assert broken["ci_high"] is None
+
+
+def test_the_expected_texts_are_exactly_the_rendered_ones(tmp_path: Path) -> None:
+    # no stale file in the folder, none missing (the regeneration below writes these)
+    assert sorted(p.stem for p in GOLD.glob("*.md")) == sorted(rendered(tmp_path))
+
+
+if __name__ == "__main__":  # regenerate the expected texts (see the module's docstring)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        for name, text in rendered(Path(d)).items():
+            (GOLD / f"{name}.md").write_text(text)
+            print(f"wrote {GOLD / name}.md")
