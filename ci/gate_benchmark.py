@@ -702,15 +702,18 @@ def write_record(path: Path, new: dict[str, Any], machine: str) -> None:
     """Puts a cell into the matrix record at path (replacing the cell of the
     same catalogs, protocol and hog), keeping its summary and notes, and
     rewrites its [record] table from the cells (the newest date; every
-    commit and command)."""
+    commit, machine and command). Each cell names the machine it was
+    measured on (a cell written before cells did takes the record's)."""
     import tomllib
     rec: dict[str, Any] = {}
     if path.exists():
         with path.open("rb") as fh:
             rec = tomllib.load(fh)
     key = ("catalogs", "protocol", "hog")
-    cells = [c for c in rec.get("cell", []) if tuple(c[k] for k in key)
-             != tuple(new[k] for k in key)] + [new]
+    before = rec.get("record", {}).get("machine", "")
+    cells = [{**c, "machine": c.get("machine") or before} for c in rec.get("cell", [])
+             if tuple(c[k] for k in key) != tuple(new[k] for k in key)]
+    cells.append({**new, "machine": machine})
     order = {"smoke": 0, "llm_llama7b_small": 1, "resnet50_small": 2}
     cells.sort(key=lambda c: (c["protocol"] != "ab", c["hog"], order.get(c["catalogs"], 9),
                               c["catalogs"]))
@@ -723,7 +726,7 @@ def write_record(path: Path, new: dict[str, Any], machine: str) -> None:
     commits = sorted({c["commit"] for c in cells})
     lines += ["", "[record]", f"date = {_toml_value(max(c['date'] for c in cells))}",
               f"commit = {_toml_value(', '.join(commits))}",
-              f"machine = {_toml_value(machine)}",
+              f"machine = {_toml_value(' and '.join(sorted({c['machine'] for c in cells})))}",
               f"command = {_toml_value(sorted({c['command'] for c in cells}))}", ""]
     for c in cells:
         lines.append("[[cell]]")

@@ -100,12 +100,26 @@ def test_the_record_keeps_one_cell_per_catalog_protocol_andload_script(tmp_path:
     again = {**base, "aa_gate_failed": "0/20"}  # the same cell measured again: replaced
     gb.write_record(path, again, "a test machine")
     rec = tomllib.loads(path.read_text())
+    assert rec["record"]["machine"] == "a test machine"
+    # a cell measured on another machine says so; the record names both
+    gb.write_record(path, {**base, "hog": 1, "commit": "1111111"}, "another machine")
+    rec = tomllib.loads(path.read_text())
+    assert [c["machine"] for c in rec["cell"]] == ["a test machine", "another machine",
+                                                   "a test machine"]
+    assert rec["record"]["machine"] == "a test machine and another machine"
+    # a record written before cells named their machine: its cells take the record's
+    old = path.read_text().replace('machine = "a test machine"\n', "")
+    path.write_text(old.replace('machine = "a test machine and another machine"',
+                                'machine = "the old one"'))
+    gb.write_record(path, {**base, "hog": 1, "commit": "1111111"}, "a test machine")
+    rec = tomllib.loads(path.read_text())
+    assert [c["machine"] for c in rec["cell"]] == ["the old one", "a test machine",
+                                                   "the old one"]
     assert rec["summary"] == "kept\nacross writes" and rec["notes"] == ["a note"]
     cells = rec["cell"]
     assert [(c["protocol"], c["hog"]) for c in cells] == [("ab", 0), ("ab", 1), ("runs", 0)]
     assert cells[0]["aa_gate_failed"] == "0/20"
     assert rec["record"]["date"] == "2026-12-06" and "1111111" in rec["record"]["commit"]
-    assert rec["record"]["machine"] == "a test machine"
     # what kbdocs reads: the record's provenance holds
     assert all(rec["record"][k] for k in ("date", "commit", "machine", "command"))
 

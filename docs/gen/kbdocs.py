@@ -693,7 +693,8 @@ def gate_matrix(detail: str = "") -> str:
                 f"| {c['limit']} | {c['minutes']:.0f} | {c['load_median']:.2f} / "
                 f"{c['load_max']:.2f} | {c.get('s10_median_ratio', '–')} "
                 f"| {c.get('s5_median_ratio', '–')} | {c.get('s5_gate_clean', '–')} "
-                f"| {c['date']}, `{c['commit']}` | `{c['command']}` |")
+                f"| {c['date']}, `{c['commit']}`{', ' + c['machine'] if c.get('machine') else ''} "
+                f"| `{c['command']}` |")
         text += "\n".join(lines) + "\n"
         missed = [(c, c["s10_big_missed"]) for c in cells if c.get("s10_big_missed")]
         if missed:
