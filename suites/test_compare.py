@@ -117,6 +117,13 @@ def test_one_sided_tests_are_complementary() -> None:
     # passes without spread: exact figures, certain in the direction they moved
     assert unit_test([2.0, 2.0], [3.0, 3.0]) == (0.0, 1.0)
     assert unit_test([2.0, 2.0], [2.0, 2.0]) == (1.0, 1.0)
+    # ... beyond the margin only: a move inside it is no evidence either way
+    assert unit_test([2.0, 2.0], [2.02, 2.02], margin=0.05) == (1.0, 1.0)
+    assert unit_test([2.0, 2.0], [1.98, 1.98], margin=0.05) == (1.0, 1.0)
+    assert unit_test([2.0, 2.0], [1.9, 1.9], margin=0.01) == (1.0, 0.0)
+    # one side without spread, the other spread by a log of exactly 1: Welch's t, t = 1 on
+    # one degree of freedom (mean log ratio 0.5, its standard error 0.5)
+    assert unit_test([1.0, 1.0], [1.0, math.e]) == pytest.approx((0.25, 0.75))
 
 
 def test_one_pass_gives_no_p_value() -> None:
@@ -667,11 +674,11 @@ def test_a_ten_percent_slowdown_of_a_third_of_the_cases_fails_on_those_cases_onl
 
 
 def _process_runs(tmp_path: Path, slow: float, n: int = 24, bias: float = 0.03,
-                  sd: float = 0.02) -> tuple[Run, Run]:
+                  sd: float = 0.02, neon_threads: int = 1) -> tuple[Run, Run]:
     """n cases of each of two realizations, 3 passes a side: every case of
     the candidate moved by its own process-level bias (normal, sd `bias`, the
     same in all its passes), and gemm_scalar_f32acc's by `slow` too; pass
-    medians spread by sd."""
+    medians spread by sd. gemm_neon's cases run on neon_threads threads."""
     rng = np.random.default_rng(29)
     base_rows, cand_rows = [], []
     for j, (real, factor) in enumerate((("gemm_scalar_f32acc", slow), ("gemm_neon", 1.0))):
@@ -683,6 +690,9 @@ def _process_runs(tmp_path: Path, slow: float, n: int = 24, bias: float = 0.03,
             seed = 2 * (i + n * j)
             base_rows += passes(f"c{i:02d}", b, seed + 1, noise=0.0, realization=real)
             cand_rows += passes(f"c{i:02d}", c, seed + 2, noise=0.0, realization=real)
+    for v in (*base_rows, *cand_rows):
+        if v.realization == "gemm_neon":
+            v.threads = neon_threads
     return pair(tmp_path, base_rows, cand_rows)
 
 
@@ -711,10 +721,28 @@ def test_a_realization_slowed_as_a_whole_fails_even_where_no_case_alone_does(
     assert got["gemm_scalar_f32acc"]["cases"] == 24 and got["gemm_scalar_f32acc"]["label"] == (
         "host gemm_scalar_f32acc [24 cases together]")
     assert got["gemm_scalar_f32acc"]["median_ratio"] == pytest.approx(real.median_ratio)
+    for r, name in ((real, "gemm_scalar_f32acc"), (other, "gemm_neon")):
+        assert (got[name]["p_slower"], got[name]["p_faster"]) == pytest.approx(
+            (r.p_slower, r.p_faster))
+    assert got["gemm_scalar_f32acc"]["p_slower"] < 0.01 < got["gemm_neon"]["p_slower"]
     assert doc["test"] == comp.test and "per realization" in doc["test"]
     md = markdown(result)
     assert "### Realizations, their cases together (2)" in md
     assert "| host | `gemm_scalar_f32acc` | 24 |" in md and "| **slower** |" in md
+
+
+def test_the_realizations_table_lists_the_slowest_first_and_names_threads(
+        tmp_path: Path) -> None:
+    base, cand = _process_runs(tmp_path, 0.9, neon_threads=2)  # the scalar one 10% faster
+    comp = gate(base, cand, alpha=0.01, max_slowdown=0.05).comparison
+    assert {r.key[4] for r in comp.realizations} == {1, 2}
+    section = markdown(comp).split("### Realizations, their cases together (2)")[1]
+    section = section.split("###")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| host |")]
+    assert [line.split(" | ")[1] for line in rows] == ["`gemm_neon ×2`", "`gemm_scalar_f32acc`"]
+    with_one = markdown(gate(*_process_runs(tmp_path / "one", 0.9)).comparison)
+    assert "`gemm_neon`" in with_one
+    assert "×" not in with_one.split("### Realizations")[1].split("###")[0]
 
 
 def test_process_level_biases_of_single_cases_do_not_make_a_realization_slower(

@@ -147,3 +147,15 @@ def test_a_case_with_an_infinite_or_zero_time_has_no_evidence() -> None:
     res, _ = modt.moderated_tests(pairs)
     assert res[3] == (1.0, 1.0) and res[4] == (1.0, 1.0)
     assert modt.moderated_tests(pairs[:modt.MIN_CASES - 1]) is None
+
+
+def test_the_trigamma_inverse_solves_over_its_whole_range() -> None:
+    from scipy import special
+
+    from kbench.results.modt import _trigamma_inverse
+    for v in (1e-7, 1e-3, 0.5, 1.0, 10.0, 1e4, 1e12):
+        y = _trigamma_inverse(v)
+        assert float(special.polygamma(1, y)) == pytest.approx(v, rel=1e-6)
+    # beyond the bracket: a trigamma that small is an infinite prior, that large the least df
+    assert _trigamma_inverse(1e-9) == math.inf
+    assert _trigamma_inverse(1e17) == 1e-8
