@@ -88,10 +88,13 @@ also_copy = ["suites", "reference", "reports", "native", "build", "examples", "d
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"${MUTMUT_K:+, \"-k\", \"$MUTMUT_K\"}]
 EOF
 PROGRESS="${MUTMUT_PROGRESS-$REPO/ci/mutmut_progress.json}"
+# the commit the copy was taken at (the checkout may move on while the campaign runs)
+COMMIT="$(git describe --always --dirty --abbrev=7)"
 cd "$WORK"
 if [ -n "$PROGRESS" ]; then
   python "$REPO/ci/mutmut_progress.py" restore "$WORK" --progress "$PROGRESS"
-  save() { python "$REPO/ci/mutmut_progress.py" save "$WORK" --progress "$PROGRESS" || true; }
+  save() { python "$REPO/ci/mutmut_progress.py" save "$WORK" --progress "$PROGRESS" \
+             --commit "$COMMIT" || true; }
   ( while sleep 300; do save; done ) &
   SAVER=$!
   trap 'kill $SAVER 2>/dev/null; save' EXIT
