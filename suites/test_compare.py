@@ -124,6 +124,7 @@ def test_one_sided_tests_are_complementary() -> None:
     # one side without spread, the other spread by a log of exactly 1: Welch's t, t = 1 on
     # one degree of freedom (mean log ratio 0.5, its standard error 0.5)
     assert unit_test([1.0, 1.0], [1.0, math.e]) == pytest.approx((0.25, 0.75))
+    assert unit_test([1.0, math.e], [1.0, 1.0]) == pytest.approx((0.75, 0.25))
 
 
 def test_one_pass_gives_no_p_value() -> None:
