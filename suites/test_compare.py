@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,16 @@ def test_one_sided_tests_are_complementary() -> None:
     # one degree of freedom (mean log ratio 0.5, its standard error 0.5)
     assert unit_test([1.0, 1.0], [1.0, math.e]) == pytest.approx((0.25, 0.75))
     assert unit_test([1.0, math.e], [1.0, 1.0]) == pytest.approx((0.75, 0.25))
+
+
+def test_a_log_ratio_of_a_zero_negative_or_infinite_time_is_missing_without_a_warning() -> None:
+    from kbench.results.compare import _log_ratio
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning reaches a user's terminal
+        assert _log_ratio([1.0, 4.0], [2.0, 8.0]) == pytest.approx(math.log(2))
+        assert math.isnan(_log_ratio([0.0, 1.0], [1.0, 1.0]))
+        assert math.isnan(_log_ratio([1.0, 1.0], [math.inf, 1.0]))
+        assert math.isnan(_log_ratio([-1.0, 1.0], [1.0, 1.0]))
 
 
 def test_one_pass_gives_no_p_value() -> None:
