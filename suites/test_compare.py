@@ -28,6 +28,7 @@ from kbench.results.compare import (
     SLOWER,
     UNIT_TEST,
     UNTIMED,
+    GateFailure,
     _index,
     compare_runs,
     gate,
@@ -773,3 +774,84 @@ def test_a_realization_needs_five_tested_cases_for_its_own_test(tmp_path: Path) 
     comp = gate(base, cand, max_slowdown=0.05).comparison
     assert comp.realizations == [] and "Realizations" not in markdown(comp)
     assert sum(c.verdict == SLOWER for c in comp.cases) == 4
+
+
+def exact_passes(case: str, pass_rounds: list[list[float]], **kw: Any) -> list[Verdict]:
+    """One row per pass with exactly these round times."""
+    return [row(case, times=list(times), **kw) for times in pass_rounds]
+
+
+def test_a_slowdown_exactly_at_the_limit_does_not_fail(tmp_path: Path) -> None:
+    """The gate fails a case whose ratio of medians and pass ratio both
+    exceed 1 + limit; either one exactly at 1 + limit is not beyond it,
+    however significant the move."""
+    base = exact_passes("k", [[1e6] * 5] * 8)
+    # the ratio of medians exactly 1.05, the pass ratio 1.1
+    at_ratio = exact_passes("k", [[1e6] * 5] * 2 + [[1.05e6] * 2 + [1.1e6] * 3] * 6)
+    # the pass ratio exactly 1.05, the ratio of medians 1.125
+    at_pass = exact_passes("k", [[1.05e6] * 3] * 4 + [[1.2e6] * 3] * 4)
+    for name, cand, ratio, robust in (("ratio", at_ratio, 1.05, 1.1),
+                                      ("pass", at_pass, 1.125, 1.05)):
+        b, c = pair(tmp_path / name, base, cand)
+        result = gate(b, c, alpha=0.05, max_slowdown=0.05)
+        k = by_case(result.comparison)["k"]
+        assert k.verdict == SLOWER and (k.ratio, k.robust_ratio) == (ratio, robust)
+        assert result.passed, result.failures
+        assert not gate(b, c, alpha=0.05, max_slowdown=0.049).passed  # just inside: fails
+
+
+def test_a_realization_fails_only_beyond_the_limit(tmp_path: Path) -> None:
+    """A realization whose cases together are slower fails the gate only
+    when their median ratio exceeds 1 + limit: 4% slower (beyond the
+    margin, inside the limit) passes, exactly at the limit passes, beyond
+    it fails, with the realization's statistics in the failure."""
+    base_rows = [r for i in range(5) for r in exact_passes(f"c{i}", [[1e6 * (i + 1)] * 3] * 3)]
+
+    def run_of(factor: float, folder: str) -> tuple[Run, Run]:
+        cand = [r for i in range(5)
+                for r in exact_passes(f"c{i}", [[1e6 * (i + 1) * factor] * 3] * 3)]
+        return pair(tmp_path / folder, base_rows, cand)
+
+    inside = gate(*run_of(1.04, "inside"), alpha=0.01, max_slowdown=0.05)
+    (real,) = inside.comparison.realizations
+    assert real.verdict == SLOWER and real.median_ratio == pytest.approx(1.04)
+    assert inside.passed, inside.failures
+    b, c = run_of(1.05, "at")
+    (real,) = gate(b, c, alpha=0.01, max_slowdown=0.05).comparison.realizations
+    at = gate(b, c, alpha=0.01, max_slowdown=real.median_ratio - 1)
+    assert (at.comparison.realizations[0].verdict, at.comparison.realizations[0].median_ratio) \
+        == (SLOWER, 1 + (real.median_ratio - 1))
+    assert not any("cases together" in f.case for f in at.failures), at.failures
+    beyond = gate(b, c, alpha=0.01, max_slowdown=real.median_ratio - 1.001)
+    (f,) = [f for f in beyond.failures if "cases together" in f.case]
+    assert f == GateFailure("slowdown", "host gemm_scalar_f32acc [5 cases together]", (
+        f"{real.median_ratio - 1:+.1%} median over its 5 cases (limit "
+        f"{real.median_ratio - 1.001:.1%}), p = 0 < 0.01 (one-sided t over the cases' log "
+        "ratios against a move of 50% of the limit, Holm-adjusted with the cases)"))
+
+
+def test_a_failed_suite_is_its_own_failure_only_without_a_failing_row(tmp_path: Path) -> None:
+    """pytest's exit status != 0: a "suite" failure (run-level, its text
+    saying why) unless a correctness failure already explains it; any other
+    failure (a slowdown) does not."""
+    rows = [row("a", suite="correctness"), *exact_passes("k", [[1e6] * 3] * 3)]
+    base, cand = pair(tmp_path / "alone", rows, rows, pytest_exit_status=2)
+    assert gate(base, cand).failures == [GateFailure(
+        "suite", "", "the candidate's suites exited with status 2 without a failing result "
+        "row (a test outside the case verdicts failed, e.g. determinism)")]
+    failing = [row("a", suite="correctness", status="fail", message="wrong"),
+               *exact_passes("k", [[1e6] * 3] * 3)]
+    base, cand = pair(tmp_path / "row", rows, failing, pytest_exit_status=1)
+    assert [f.reason for f in gate(base, cand).failures] == ["correctness"]
+    slow = [row("a", suite="correctness"), *exact_passes("k", [[1.5e6] * 3] * 3)]
+    base, cand = pair(tmp_path / "slow", rows, slow, pytest_exit_status=1)
+    assert [f.reason for f in gate(base, cand).failures] == ["slowdown", "suite"]
+
+
+def test_a_failing_rows_detail_is_its_status_and_message(tmp_path: Path) -> None:
+    base_rows = [row("a", suite="correctness")]
+    for message, detail in (("overflow past FLT_MAX", "fail: overflow past FLT_MAX"),
+                            ("", "fail")):
+        result = gate(*pair(tmp_path / str(len(message)), base_rows,
+                            [row("a", suite="correctness", status="fail", message=message)]))
+        assert [(f.reason, f.detail) for f in result.failures] == [("correctness", detail)]

@@ -593,11 +593,15 @@ def test_count_gate_flags_counts_that_differ_between_passes_and_lost_counts(
     passes = _write(tmp_path / "passes", [_row("a", "r", _counts(1000)),
                                           _row("a", "r", _counts(1001))])
     result = gate(base, passes)
-    assert any("not deterministic" in f.detail for f in result.failures)
+    (delta,) = result.comparison.instructions.deltas
+    assert delta.label and "r" in delta.label
+    assert [(f.reason, f.case) for f in result.failures if "not deterministic" in f.detail] == [
+        ("count", delta.label)]
     uncounted = _row("a", "r", {})
     lost = gate(base, _write(tmp_path / "lost", [uncounted]))
-    assert any(f.reason == "count" and "not in the candidate" in f.detail
-               for f in lost.failures)
+    assert [(f.reason, f.case, f.detail) for f in lost.failures] == [
+        ("count", lost.comparison.instructions.deltas[0].label, "counted in the base run, not "
+         "in the candidate (run it with --count-method tb)")]
 
 
 def test_gate_command_on_counts(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -18,7 +19,9 @@ from test_report import (
     DevTools,
     _baseline_rows,
     _chromium,
+    _correctness_rows,
     _error_events,
+    _meta,
     _perf_rows,
     write_run,
 )
@@ -28,6 +31,8 @@ from kbench.results import report as rep
 from kbench.results import report_views as views
 from kbench.results.compare import gate
 from kbench.results.history import append_run
+from kbench.results.runfolder import load_run
+from kbench.results.store import RunWriter
 
 
 def test_families_and_their_colours() -> None:
@@ -562,3 +567,125 @@ def test_identical_errors_group_within_one_accumulation_to_twelve_decimals() -> 
     assert views.identical_error_groups(plain)[("host", "gemm", "a")] == ["a", "b", "c"]
     assert views.group_label(["a", "b", "c"]) == "a = b = c"
     assert views.group_label(["a", "b", "c", "d"]) == "a = b = c (+1 identical)"
+
+
+def test_legend_columns_fit_the_widest_label() -> None:
+    """As many columns as labels of the widest one's width (its text plus 6
+    characters for the handle and the gap) fit in the width, at least 1, at
+    most one per label."""
+    assert views.legend_columns([]) == 1
+    assert views.legend_columns(["a" * 14]) == 1  # one label: one column
+    # 141 = 3 x 47 and 140 = 4 x 35: one character more or less changes the count
+    assert views.legend_columns(["a" * 41] * 5) == 2  # 140 // 47
+    assert views.legend_columns(["a" * 41] * 5, 141) == 3
+    assert views.legend_columns(["a" * 29, "b"] * 3) == 4  # 140 // 35, the widest decides
+    assert views.legend_columns(["a" * 28] * 5) == 4  # 140 // 34
+    assert views.legend_columns(["a" * 200] * 3) == 1  # wider than the figure: one column
+    assert views.legend_columns(["ab", "c"]) == 2  # never more columns than labels
+    assert isinstance(views.legend_columns(["a" * 29] * 9), int)
+
+
+@pytest.mark.parametrize("inches,widest,ncol", [(12, 41, 2), (12.09, 41, 3), (12, 29, 4),
+                                                (6, 29, 2), (11.2, 29, 3)])
+def test_a_figure_wide_legend_below_takes_the_figures_width(inches: float, widest: int,
+                                                            ncol: int) -> None:
+    """_legend_below: one legend for the figure, under the axes (outside,
+    lower centre), small font, no frame, a handle per series in its colour,
+    in as many columns as fit (140 characters per 12 inches)."""
+    import matplotlib.font_manager as fm
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(inches, 4), layout="constrained")
+    ax = fig.subplots()
+    labels = ["a" * widest, "s1", "s2", "s3", "s4"]
+    for i, label in enumerate(labels):
+        ax.bar([i], [1.0], color=f"C{i}", label=label)
+    rep._legend_below(fig, ax)
+    (leg,) = fig.legends
+    assert leg._ncols == ncol
+    assert leg._loc == 8 and leg._outside_loc == "lower"  # lower center, outside the axes
+    assert not leg.get_frame_on()
+    small = fm.FontProperties(size="small").get_size_in_points()
+    assert [t.get_fontsize() for t in leg.get_texts()] == [small] * len(labels)
+    assert [t.get_text() for t in leg.get_texts()] == labels
+    assert [h.get_facecolor()[:3] for h in leg.legend_handles] == [
+        ax.patches[i].get_facecolor()[:3] for i in range(len(labels))]
+    empty = Figure(figsize=(12, 4))
+    rep._legend_below(empty, empty.subplots())  # nothing labelled: no legend
+    assert empty.legends == []
+
+
+def test_shades_of_a_family_run_from_its_colour_to_lighter() -> None:
+    rgb = (0.2, 0.4, 0.6)
+    assert views._shade(rgb, 0, 1) == rgb
+    assert views._shade((*rgb, 0.5), 0, 1) == rgb  # RGBA: its alpha is not a channel
+    assert views._shade(rgb, 0, 2) == rgb
+    last = tuple(c + (1 - c) * 0.55 for c in rgb)
+    assert views._shade(rgb, 1, 2) == pytest.approx(last)  # the last shade: 55% to white
+    assert views._shade(rgb, 3, 4) == pytest.approx(last)
+    assert views._shade(rgb, 1, 3) == pytest.approx(tuple(c + (1 - c) * 0.275 for c in rgb))
+
+
+def test_every_table_csv_holds_its_columns_and_no_index(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "r", _correctness_rows() + _perf_rows())
+    tables = rep.compute_tables(run, None)
+    (tmp_path / "out").mkdir()
+    paths = rep.write_tables(tables, tmp_path / "out")
+    frames = tables.frames()
+    assert set(paths) == {n for n, f in frames.items() if not f.empty} and len(paths) > 3
+    for name, path in paths.items():
+        assert path == tmp_path / "out" / f"{name}.csv"
+        header = path.read_text(encoding="utf-8").splitlines()[0]
+        assert header == ",".join(map(str, frames[name].columns)), name
+        assert len(pd.read_csv(path)) == len(frames[name])
+
+
+def _machine_run(folder: Path, factor: float, **meta: Any) -> Any:
+    """A perf run of another (or no) CPU model or architecture: meta None drops a key."""
+    fields = {k: v for k, v in {**_meta("e" * 40), **meta}.items() if v is not None}
+    writer = RunWriter(folder, fields)
+    writer.add_all([replace(v, time_median_ns=v.time_median_ns * factor) for v in _perf_rows()])
+    writer.close(complete=True)
+    return load_run(folder)
+
+
+def test_a_report_with_history_draws_this_machines_runs_only(tmp_path: Path) -> None:
+    """build_report(history_db=...): the runs of this run's CPU model and
+    architecture (a run that names neither matches the runs that name
+    neither), their trends in history_trends.csv (no index column), a
+    History section that says how many; no runs: the section says so and a
+    trends CSV an earlier report left is removed. No database: no section."""
+    db = tmp_path / "history.sqlite"
+    ours = [append_run(db, _machine_run(tmp_path / f"h{i}", f)) for i, f in enumerate((1.2, 1.0))]
+    other_cpu = append_run(db, _machine_run(tmp_path / "cpu", 1.1, cpu_model="Other"))
+    other_arch = append_run(db, _machine_run(tmp_path / "arch", 1.1, machine="x86_64"))
+    bare = append_run(db, _machine_run(tmp_path / "bare", 1.3, cpu_model=None, machine=None))
+    run = write_run(tmp_path / "run", _perf_rows())
+    out = tmp_path / "out"
+    files = rep.build_report(run, None, out, history_db=db)
+    assert files.tables["history_trends"] == out / "history_trends.csv"
+    trends = pd.read_csv(out / "history_trends.csv")
+    assert list(trends.columns) == views.TREND_COLUMNS
+    assert sorted(trends["run_id"].unique()) == sorted(ours)
+    html = files.html.read_text(encoding="utf-8")
+    history = html.split('<section id="history">')[1].split("</section>")[0]
+    assert f"2 run(s) of this machine in {db}" in history and "<img " in history
+    assert 'href="history_trends.csv"' in history and 'href="#history"' in html
+    # a run naming no CPU model or architecture: the runs that name neither
+    nameless = _machine_run(tmp_path / "nameless", 1.0, cpu_model=None, machine=None)
+    rep.build_report(nameless, None, tmp_path / "out2", history_db=db)
+    assert list(pd.read_csv(tmp_path / "out2" / "history_trends.csv")["run_id"].unique()) == [
+        bare]
+    assert {other_cpu, other_arch}.isdisjoint(trends["run_id"])
+    # no runs of this machine: said so; a fresh folder, then one an earlier report left
+    alone = _machine_run(tmp_path / "alone", 1.0, cpu_model="Unrecorded")
+    for folder in (tmp_path / "fresh", out):
+        files = rep.build_report(alone, None, folder, history_db=db)
+        assert "history_trends" not in files.tables
+        assert not (folder / "history_trends.csv").exists()
+        html = files.html.read_text(encoding="utf-8")
+        history = html.split('<section id="history">')[1].split("</section>")[0]
+        assert f"no timed hardware runs of this machine in {db}" in history
+        assert "<img " not in history
+    # no database: no History section and no link to one
+    html = rep.build_report(run, None, tmp_path / "plain").html.read_text(encoding="utf-8")
+    assert '<section id="history">' not in html and 'href="#history"' not in html
