@@ -587,6 +587,18 @@ def test_count_gate_passes_a_over_a_and_fails_exactly_past_the_limit(tmp_path: P
     assert gate(b, _write(tmp_path / "pack2", packing), max_count_growth=0.02).passed
 
 
+def test_a_count_grown_exactly_by_the_limit_is_no_regression() -> None:
+    """A count fails only when it grew by more than the limit: exactly
+    1 + limit times the base is MORE, not a regression; one more is."""
+    base = [{"target": "qemu:svl=512", "catalog": "c", "case": "x", "realization": "r",
+             "count_call": 1000.0}]
+    for grown, failing in ((1250.0, False), (1251.0, True)):
+        comp = compare_counts(base, [{**base[0], "count_call": grown}], limit=0.25)
+        (d,) = comp.deltas
+        assert d.verdict == MORE and d.worst() == ("count_call", grown / 1000)
+        assert (comp.regressions() == [d]) is failing
+
+
 def test_count_gate_flags_counts_that_differ_between_passes_and_lost_counts(
         tmp_path: Path) -> None:
     base = _write(tmp_path / "base", [_row("a", "r", _counts(1000))])
