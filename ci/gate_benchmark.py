@@ -636,6 +636,9 @@ def cell(s: Settings, res: Result, meta: dict[str, Any]) -> dict[str, Any]:
     loads = [o.load for o in res.outcomes if not math.isnan(o.load)]
     out: dict[str, Any] = {
         "catalogs": ", ".join(s.shapes), "protocol": s.protocol, "hog": s.hog,
+        # two runs: where they time (worker:*: every pass a fresh process; host: all the
+        # passes of a run in its one process) and how many passes each has
+        **({"target": s.target, "passes": s.passes} if s.protocol == "runs" else {}),
         "trials": s.trials, "slowed": res.realization,
         "limit": f"{s.max_slowdown:.1%}", "detect_limit": f"{DETECT:.1%}",
         "aa_gate_failed": _frac(sum(o.gate.failed for o in aa if o.gate), len(aa)),
@@ -698,9 +701,16 @@ def _toml_value(v: Any) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def cell_key(c: dict[str, Any]) -> tuple[str, str, int, str]:
+    """What a cell of the matrix is of: catalogs, protocol, hog and, for two
+    runs, the target they time on (a cell that names none: host)."""
+    return (c["catalogs"], c["protocol"], c["hog"],
+            c.get("target", "host") if c["protocol"] == "runs" else "")
+
+
 def write_record(path: Path, new: dict[str, Any], machine: str) -> None:
     """Puts a cell into the matrix record at path (replacing the cell of the
-    same catalogs, protocol and hog), keeping its summary and notes, and
+    same catalogs, protocol, hog and two-run target), keeping its summary and notes, and
     rewrites its [record] table from the cells (the newest date; every
     commit, machine and command). Each cell names the machine it was
     measured on (a cell written before cells did takes the record's)."""
@@ -709,14 +719,13 @@ def write_record(path: Path, new: dict[str, Any], machine: str) -> None:
     if path.exists():
         with path.open("rb") as fh:
             rec = tomllib.load(fh)
-    key = ("catalogs", "protocol", "hog")
     before = rec.get("record", {}).get("machine", "")
     cells = [{**c, "machine": c.get("machine") or before} for c in rec.get("cell", [])
-             if tuple(c[k] for k in key) != tuple(new[k] for k in key)]
+             if cell_key(c) != cell_key(new)]
     cells.append({**new, "machine": machine})
     order = {"smoke": 0, "llm_llama7b_small": 1, "resnet50_small": 2}
-    cells.sort(key=lambda c: (c["protocol"] != "ab", c["hog"], order.get(c["catalogs"], 9),
-                              c["catalogs"]))
+    cells.sort(key=lambda c: (c["protocol"] != "ab", c.get("target", "host") == "host",
+                              c["hog"], order.get(c["catalogs"], 9), c["catalogs"]))
     lines = ["# A dated record read by docs/gen/kbdocs.py (gate_matrix): the regression gate's",
              "# false-alarm and detection rates per catalog, protocol and machine load, one",
              "# [[cell]] per `python ci/gate_benchmark.py ... --record` (written by it).", ""]

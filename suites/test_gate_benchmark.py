@@ -7,6 +7,7 @@ targets docs/gen/kbdocs.py checks the README's table against."""
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,9 @@ def test_a_cell_counts_what_the_targets_are_stated_in(tmp_path: Path) -> None:
     assert c["minutes"] == 20.0 and c["minutes_per_trial"] == 1.0
     assert c["load_median"] == pytest.approx(0.605, abs=0.006) and c["load_max"] == 0.7
     assert c["commit"] == "abcdef0" and c["protocol"] == "ab" and c["hog"] == 0
+    assert "target" not in c and "passes" not in c  # kbench ab times on its own workers
+    runs = gb.cell(replace(s, protocol="runs", target="worker:host", passes=5), res, {})
+    assert (runs["protocol"], runs["target"], runs["passes"]) == ("runs", "worker:host", 5)
 
 
 def test_the_record_keeps_one_cell_per_catalog_protocol_andload_script(tmp_path: Path) -> None:
@@ -122,6 +126,14 @@ def test_the_record_keeps_one_cell_per_catalog_protocol_andload_script(tmp_path:
     assert rec["record"]["date"] == "2026-12-06" and "1111111" in rec["record"]["commit"]
     # what kbdocs reads: the record's provenance holds
     assert all(rec["record"][k] for k in ("date", "commit", "machine", "command"))
+    # two runs on another target are a cell of their own, listed before the host's
+    worker = {**base, "protocol": "runs", "target": "worker:host", "passes": 5}
+    gb.write_record(path, worker, "a test machine")
+    gb.write_record(path, {**worker, "aa_gate_failed": "0/20"}, "a test machine")
+    cells = tomllib.loads(path.read_text())["cell"]
+    assert [(c["protocol"], c["hog"], c.get("target")) for c in cells] == [
+        ("ab", 0, None), ("ab", 1, None), ("runs", 0, "worker:host"), ("runs", 0, None)]
+    assert cells[2]["passes"] == 5 and cells[2]["aa_gate_failed"] == "0/20"
 
 
 def _cell(**over: object) -> dict:
