@@ -257,7 +257,9 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
               help="perf: sweep the catalogs this many times, splitting each case's rounds "
                    "(and --max-time) over the passes: background load during one stretch of "
                    "time then touches one pass of a case, and the gate can require a slowdown "
-                   "in most passes. Use 3 or more for runs that `kbench gate` compares.")
+                   "in most passes. Use 3 or more for runs that `kbench gate` compares; on a "
+                   "worker target each pass runs in a fresh process, so the process is the "
+                   "comparison's unit (--target worker:host --passes 5).")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="perf: threads per call.")
 @click.option("--count-method", type=click.Choice(["tb", "insn", "none"]), default="tb",
