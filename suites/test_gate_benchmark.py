@@ -98,6 +98,7 @@ def test_the_record_keeps_one_cell_per_catalog_protocol_andload_script(tmp_path:
     path = tmp_path / "gate_matrix.toml"
     path.write_text('summary = """kept\\nacross writes"""\nnotes = ["a note"]\n')
     base = gb.cell(_settings(tmp_path), gb.Result("", _outcomes(), "r", 60.0), {})
+    base["date"] = "2026-12-05"  # measured before the runs cell below, whatever today is
     gb.write_record(path, base, "a test machine")
     gb.write_record(path, {**base, "hog": 1, "commit": "1111111"}, "a test machine")
     gb.write_record(path, {**base, "protocol": "runs", "date": "2026-12-06"}, "a test machine")
@@ -198,3 +199,43 @@ def test_both_protocols_measure_under_the_hog_they_record(tmp_path: Path, monkey
     text = (gb.table_ab if protocol == "ab" else gb.table)(s, "r", res.outcomes, {}, 60.0)
     assert ("- 1 CPU hog process(es) pinned to CPU 0..0 throughout" in text) == (hog == 1)
     assert ("- no CPU hog" in text) == (hog == 0)
+
+
+def test_the_table_checks_each_protocol_and_sets_in_process_runs_aside(monkeypatch) -> None:
+    """The README's table: a row per cell, labelled with how its two runs were
+    timed; the targets tallied per protocol over the interleaved and the
+    process-per-pass rows; in-process two runs shown, their misses named
+    apart and not counted; the cells not yet measured listed."""
+    full = {"trials": 20, "aa_detect_flagged": "0/20", "slowed": "r", "limit": "5.0%",
+            "minutes": 10.0, "minutes_per_trial": 0.5, "load_median": 1.0, "load_max": 1.1,
+            "date": "2026-12-06", "commit": "abc1234", "command": "python ci/gate_benchmark.py",
+            "machine": "a test machine"}
+    cells = [{**full, **_cell()},
+             {**full, **_cell(protocol="runs", target="worker:host", passes=5,
+                              s10_gate_clean="18/20")},
+             {**full, **_cell(protocol="runs", target="host", passes=3, aa_gate_failed="2/20")}]
+    for c in cells[1:]:
+        del c["s5_detect_clean"]
+    rec = {"record": {"date": "2026-12-06", "commit": "abc1234", "machine": "a test machine",
+                      "command": ["python ci/gate_benchmark.py"]}, "cell": cells}
+    monkeypatch.setattr(kbdocs, "record", lambda name: rec)
+    front = kbdocs.gate_matrix()  # the README: the gate's own protocol, two runs elsewhere
+    assert "| interleaved: `kbench ab` + `gate --ab` |" in front and "| two runs" not in front
+    assert "The rows of two runs measured apart (`gate A B` without `--ab`) are in" in front
+    text = kbdocs.gate_matrix("detail")
+    assert "The rows of two runs measured apart" not in text
+    assert "| two runs, a process per pass (`--target worker:host --passes 5`): `gate A B` |" \
+        in text
+    assert "| two runs, the passes in one process (`--target host --passes 3`): `gate A B` |" \
+        in text
+    assert ("Targets met in 5 of 6 checks (interleaved: 4 of 4, two runs: 1 of 2); missed: "
+            "10% failing the gate on the slowed realization only, at least 19 of 20 (`smoke`, "
+            "runs on worker:host, 5 passes, quiet).") in text
+    assert front.split("\n\nTargets met")[1].split("The rows of")[0] \
+        == text.split("\n\nTargets met")[1].split("Not yet measured")[0]
+    aside = text.split("they miss: ")[1].splitlines()[0]
+    assert aside == "A/A gate failures at most 1 of 20 (`smoke`, quiet)."
+    absent = text.split("Not yet measured: ")[1].splitlines()[0]
+    assert "`smoke`, runs on worker:host, quiet" not in absent
+    assert "`smoke`, runs on worker:host, hog" in absent and "`smoke`, ab, hog" in absent
+    assert absent.count("`") == 2 * 10  # 12 cells of 3 catalogs x 2 protocols x 2 loads, 2 done
