@@ -637,6 +637,10 @@ def _protocol(c: Mapping[str, Any]) -> str:
     return f"runs on {c.get('target', 'host')}{passes}"
 
 
+def _load(c: Mapping[str, Any]) -> str:
+    return "quiet" if not c["hog"] else "hog"
+
+
 def _cell_targets(c: Mapping[str, Any]) -> list[tuple[str, bool]]:
     """Each target the issue states, for one cell: (what, met)."""
     out = []
@@ -702,7 +706,7 @@ def gate_matrix(detail: str = "") -> str:
                          f"{len(oks)}" for p, oks in per.items() if oks) + ")"
              + (": every one.\n" if not missed else "; missed: "
                 + "; ".join(f"{what} (`{c['catalogs']}`, {_protocol(c)}, "
-                            f"{'quiet' if not c['hog'] else 'hog'})" for c, what in missed)
+                            f"{_load(c)})" for c, what in missed)
                 + ".\n"))
     aside = [(c, what) for c in cells if _one_process(c)
              for what, ok in _cell_targets(c) if not ok]
@@ -711,7 +715,7 @@ def gate_matrix(detail: str = "") -> str:
                  "the CI workflow's own two runs) are shown for comparison, not checked "
                  "(the two-run protocol gives each pass a process of its own); they miss: "
                  + "; ".join(f"{what} (`{c['catalogs']}`, "
-                             f"{'quiet' if not c['hog'] else 'hog'})" for c, what in aside)
+                             f"{_load(c)})" for c, what in aside)
                  + ".\n")
     if not detail and any(c["protocol"] != "ab" for c in cells):
         text += ("The rows of two runs measured apart (`gate A B` without `--ab`) are in [How "
@@ -746,7 +750,7 @@ def gate_matrix(detail: str = "") -> str:
                      "often did not fail at 10%, with their median paired ratio in those "
                      "trials (the slowdown the knob really made there):\n\n")
             text += "".join(f"- `{c['catalogs']}`, {_protocol(c)}, "
-                            f"{'quiet' if not c['hog'] else 'hog'}: "
+                            f"{_load(c)}: "
                             + "; ".join(f"`{m.split(': ')[0]}`: {m.split(': ', 1)[1]}"
                                         for m in ms) + "\n"
                             for c, ms in missed)
