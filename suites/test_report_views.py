@@ -7,6 +7,7 @@ like the rest of the report."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -689,3 +690,57 @@ def test_a_report_with_history_draws_this_machines_runs_only(tmp_path: Path) -> 
     # no database: no History section and no link to one
     html = rep.build_report(run, None, tmp_path / "plain").html.read_text(encoding="utf-8")
     assert '<section id="history">' not in html and 'href="#history"' not in html
+
+
+@pytest.mark.parametrize("left_out", [0, 3])
+def test_the_history_figure_gets_the_runs_dates_colours_and_what_it_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, left_out: int) -> None:
+    """build_report hands plot_trends one colour per realization, the dates
+    of this run and of its baseline to mark (a run without a date marks
+    ""), and shows the figure titled "history", its caption naming the
+    cases it left out to the CSV; report.html is written as UTF-8 whatever
+    the locale."""
+    from matplotlib.figure import Figure
+    db = tmp_path / "history.sqlite"
+    for i, f in enumerate((1.2, 1.0)):
+        append_run(db, _machine_run(tmp_path / f"h{i}", f))
+    seen: list[tuple[Any, Any, Any]] = []
+
+    def plot_trends(trends: pd.DataFrame, colors: Any, marks: Any = None) -> tuple[Any, int]:
+        seen.append((trends, colors, marks))
+        return Figure(figsize=(2, 1)), left_out
+
+    monkeypatch.setattr(rep.views, "plot_trends", plot_trends)
+    encodings: list[Any] = []
+    write_text = Path.write_text
+
+    def spy(self: Path, data: str, encoding: Any = None, **kw: Any) -> int:
+        if self.name == "report.html":
+            encodings.append(encoding)
+        return write_text(self, data, encoding=encoding, **kw)
+
+    monkeypatch.setattr(Path, "write_text", spy)
+    run = _machine_run(tmp_path / "run", 1.0, date="2026-12-01T09:00:00+00:00")
+    base = _machine_run(tmp_path / "base", 1.0, date="2026-11-30T09:00:00+00:00")
+    files = rep.build_report(run, base, tmp_path / "out", history_db=db)
+    assert encodings == ["utf-8"]
+    (trends, colors, marks), = seen
+    names = set(trends["realization"])
+    assert names and set(colors) - {"best per shape"} == names
+    assert colors == rep.series_colors(list(trends["realization"]))
+    assert marks == {"this run": "2026-12-01T09:00:00+00:00",
+                     "baseline": "2026-11-30T09:00:00+00:00"}
+    history = files.html.read_text(encoding="utf-8").split(
+        '<section id="history">')[1].split("</section>")[0]
+    caption = f"history — {left_out} more case(s) in the CSV" if left_out else "history<"
+    assert 'alt="history"' in history and caption in history
+    text = re.sub(r'src="data:image/png;base64,[A-Za-z0-9+/=]+"', "", history)
+    assert text.count("<img ") == 1 and "data:" not in text  # the one image, a PNG URI
+    assert "None" not in text and "XX" not in text
+    # no baseline: only this run is marked; a run without a date marks ""
+    dateless = _machine_run(tmp_path / "dateless", 1.0, date=None)
+    rep.build_report(dateless, None, tmp_path / "out2", history_db=db)
+    assert seen[-1][2] == {"this run": ""}
+    undated_base = _machine_run(tmp_path / "undated", 1.0, date=None)
+    rep.build_report(run, undated_base, tmp_path / "out3", history_db=db)
+    assert seen[-1][2] == {"this run": "2026-12-01T09:00:00+00:00", "baseline": ""}
