@@ -20,8 +20,10 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -993,6 +995,67 @@ def test_a_run_without_count_columns_still_loads_and_reports(tmp_path: Path) -> 
     assert old.results["count_call"].isna().all()
     html = build_report(old, None, tmp_path / "r").html.read_text()
     assert 'id="counts"' not in html
+
+
+def _counted_frame(rows: list[tuple[str, str, str, int]]) -> pd.DataFrame:
+    """Perf rows (target, case, count_cpu, count_call) with the count metadata."""
+    return pd.DataFrame([{"suite": "perf", "target": t, "catalog": "c", "case": case,
+                          "realization": "r", "count_call": call, "count_cpu": cpu,
+                          "count_qemu": "11.1.0" if call else "", "count_method": "exec log"}
+                         for t, case, cpu, call in rows])
+
+
+def test_count_summary_names_every_qemu_method_and_cpu_once() -> None:
+    """summary(run): the distinct QEMU versions, methods and CPUs of the
+    counted rows, sorted, joined by ", ", empty values left out; a run
+    without counts: all empty."""
+    df = _counted_frame([("qemu:svl=512", "a", "max", 10), ("qemu:svl=512", "b", "a64fx", 12),
+                         ("qemu:svl=512", "c", "", 14), ("host", "d", "x86", 0)])
+    df.loc[1, "count_method"] = ""
+    assert rcount.summary(SimpleNamespace(results=df)) == {
+        "qemu": "11.1.0", "method": "exec log", "cpu": "a64fx, max"}
+    bare = pd.DataFrame([{"suite": "perf", "target": "host", "catalog": "c", "case": "a",
+                          "realization": "r"}])
+    assert rcount.summary(SimpleNamespace(results=bare)) == {"qemu": "", "method": "",
+                                                              "cpu": ""}
+
+
+def test_the_count_section_has_a_block_per_target_in_run_order() -> None:
+    """html_context: one block per counted target in the order the run
+    counted them, its CPUs, its phase and efficiency tables, and only its own
+    rows (by canonical target name) of the two delta tables; the anchors and
+    the committed baseline's path relative to the checkout."""
+    counts = _counted_frame([("qemu:svl=512", "a", "max", 10), ("qemu:cpu=max:svl=128", "a",
+                                                                 "max", 9),
+                             ("qemu:svl=512", "b", "neoverse-v2", 12)])
+    delta = pd.DataFrame({"target": ["qemu:cpu=max:svl=128", "qemu:cpu=max:svl=512"],
+                          "case": ["x128", "x512"]})
+    committed = delta.assign(case=["y128", "y512"])
+    anchors = pd.DataFrame({"anchor": ["k1"]})
+    tables = SimpleNamespace(counts=counts, counts_vs_baseline=delta,
+                             counts_vs_committed=committed, count_anchors=anchors)
+
+    def html_table(df: pd.DataFrame, columns: Any = "unset") -> tuple[Any, ...]:
+        cases = tuple(df["case"]) if "case" in df else tuple(df["anchor"])
+        return (cases, tuple(columns) if isinstance(columns, list) else columns)
+
+    ctx = rcount.html_context(SimpleNamespace(results=counts), tables, html_table)
+    blocks = ctx["count_targets"]
+    assert [b["target"] for b in blocks] == ["qemu:svl=512", "qemu:cpu=max:svl=128"]
+    first, second = blocks
+    assert first["cpu"] == "max, neoverse-v2" and second["cpu"] == "max"
+    assert first["phases"] == (("a", "b"), tuple(rcount.PHASE_VIEW))
+    assert first["efficiency"] == (("a", "b"), tuple(rcount.EFFICIENCY_VIEW))
+    assert first["vs_run"] == (("x512",), tuple(rcount.DELTA_TABLE))
+    assert first["vs_committed"] == (("y512",), tuple(rcount.DELTA_TABLE))
+    assert second["vs_run"] == (("x128",), tuple(rcount.DELTA_TABLE))
+    assert second["vs_committed"] == (("y128",), tuple(rcount.DELTA_TABLE))
+    assert ctx["count_anchors"] == (("k1",), tuple(rcount.ANCHOR_TABLE))
+    assert ctx["n_counted"] == 3 and ctx["n_count_anchors"] == 1
+    assert ctx["count_summary"] == {"qemu": "11.1.0", "method": "exec log",
+                                    "cpu": "max, neoverse-v2"}
+    assert ctx["committed_baseline"] == "reference/counts/baseline.csv"
+    assert ctx["anchor_infos"] == anc.load_tables()
 
 
 # ---- end to end: kbench run twice, the knob, kbench gate ---------------------------------
