@@ -52,6 +52,27 @@ def test_rows_on_one_side_only_are_marked_missing() -> None:
     assert "td.missing {" in (REPO / "reports" / "report.html.j2").read_text()
 
 
+def test_an_html_table_keeps_its_caption_its_texts_and_cuts_only_past_its_limit() -> None:
+    """html_table: the target column goes only when every row shares one
+    target; a row class keeps each cell's text; the caption is kept, and a
+    table longer than its limit shows its first rows and says so after it."""
+    df = pd.DataFrame({"target": ["host", "qemu", "host"], "case": ["a", "b", "c"]})
+    assert rep.html_table(df).columns == ["target", "case"]  # two targets: kept
+    assert rep.html_table(df[df["target"] == "host"]).columns == ["case"]
+    marked = rep.html_table(df, ["case"], row_class=lambda row: "hot")
+    assert [[(c.text, c.cls) for c in row] for row in marked.rows] == [
+        [("a", "hot")], [("b", "hot")], [("c", "hot")]]
+    assert rep.html_table(df, caption="three rows").caption == "three rows"
+    whole = rep.html_table(df, ["case"], limit=3)
+    assert whole.caption == "" and len(whole.rows) == 3
+    cut = rep.html_table(df, ["case"], caption="cases", limit=2)
+    assert [[c.text for c in row] for row in cut.rows] == [["a"], ["b"]]
+    assert cut.caption == "cases; first 2 of 3 rows; all of them in the CSV"
+    assert rep.html_table(df, ["case"], limit=1).caption == (
+        "first 1 of 3 rows; all of them in the CSV")
+    assert len(rep.html_table(df, ["case"]).rows) == 3  # no limit: every row
+
+
 def test_the_baseline_chart_draws_each_shape_and_the_geometric_mean() -> None:
     """One row per realization in name order: a bar at the geometric mean of
     its speedups, a dot per shape, in its colour (grey without one); rows

@@ -946,7 +946,8 @@ def html_table(df: pd.DataFrame, columns: Sequence[str] | None = None, caption: 
             cells = [Cell(c.text, f"{c.cls} {extra}".strip()) for c in cells]
         table.rows.append(cells)
     if limit is not None and len(df) > limit:
-        table.caption += f"first {limit} of {len(df)} rows; all of them in the CSV"
+        cut = f"first {limit} of {len(df)} rows; all of them in the CSV"
+        table.caption = f"{caption}; {cut}" if caption else cut
     return table
 
 
