@@ -1231,6 +1231,27 @@ def test_worst_status_order() -> None:
     assert text["Trend?"].anchor == "history" and text["Trend?"].text.startswith("3 run(s)")
 
 
+def test_the_answers_of_an_empty_or_emulated_run() -> None:
+    """No results: "no results recorded", linked to the verdicts. An
+    emulated-only run says its timings are not speed: pointing to the
+    counts when it has them, to the emulated section when it has none (the
+    default)."""
+    from kbench.results.report_views import Answer, answers
+    none = pd.DataFrame()
+    worst, said = answers(none, True, none, none, none, None, False, 0, False)
+    assert worst == "no results"
+    assert said[0] == Answer("Correct?", "no results recorded", "verdicts", "note")
+    ok = pd.DataFrame({"status": ["pass"]})
+    fastest = {a.question: a for a in answers(ok, True, none, none, none, None, False, 0,
+                                              True)[1]}["Fastest per shape?"]
+    assert fastest == Answer("Fastest per shape?", "emulated timings are not speed",
+                             "emulated", "note")
+    counted = {a.question: a for a in answers(ok, True, none, none, none, None, False, 0, True,
+                                              has_counts=True)[1]}["Fastest per shape?"]
+    assert counted == Answer("Fastest per shape?", "emulated timings are not speed: see the "
+                             "instruction counts", "counts", "note")
+
+
 SORT_JS = """(() => {
   const table = document.querySelector('#error table.data');
   const col = [...table.tHead.rows[0].cells].findIndex(c => c.textContent === 'k');
