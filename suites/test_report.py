@@ -1231,6 +1231,74 @@ def test_worst_status_order() -> None:
     assert text["Trend?"].anchor == "history" and text["Trend?"].text.startswith("3 run(s)")
 
 
+def test_every_answer_of_the_header_word_for_word() -> None:
+    """answers(): each question's text, the section it links to and its
+    class, branch by branch (failed, all pass, incomplete; the fastest
+    realization with how many others won; no timed results; slower than a
+    baseline past 5%, counts grown past the committed baseline, no baseline,
+    a passing gate; a trend or none)."""
+    from kbench.results.report_views import Answer, GateView, answers
+    none = pd.DataFrame()
+    ok = pd.DataFrame({"status": ["pass", "pass"]})
+    bad = pd.DataFrame({"status": ["pass", "crashed"]})
+
+    def said(results: pd.DataFrame, complete: bool = True, fastest: pd.DataFrame = none,
+             vs_base: pd.DataFrame = none, grown: pd.DataFrame = none, gate: Any = None,
+             has_baseline: bool = False, trend: int = 0) -> tuple[str, dict[str, Answer]]:
+        worst, out = answers(results, complete, fastest, vs_base, grown, gate, has_baseline,
+                             trend, False)
+        assert [a.question for a in out] == ["Correct?", "Fastest per shape?", "Regressed?",
+                                             "Trend?"]
+        return worst, {a.question: a for a in out}
+
+    worst, a = said(bad)
+    assert worst == "failed"
+    assert a["Correct?"] == Answer("Correct?", "no: 1 of 2 results failed or errored",
+                                   "verdicts", "fail")
+    assert a["Fastest per shape?"] == Answer("Fastest per shape?", "no timed results",
+                                             "performance", "note")
+    assert a["Regressed?"] == Answer("Regressed?", "no baseline given (kbench report RUN "
+                                     "--baseline REF)", "baseline", "note")
+    assert a["Trend?"] == Answer("Trend?", "no history shown (kbench report RUN --history)",
+                                 "", "note")
+    worst, a = said(ok, trend=3)
+    assert worst == "all pass"
+    assert a["Correct?"] == Answer("Correct?", "yes: all 2 results pass", "verdicts", "pass")
+    assert a["Trend?"] == Answer("Trend?", "3 run(s) of this machine in the history",
+                                 "history", "note")
+    worst, a = said(ok, complete=False)
+    assert worst == "incomplete"
+    assert a["Correct?"] == Answer("Correct?", "yes: all 2 results pass (of an incomplete "
+                                   "run)", "verdicts", "pass")
+    for winners, rest in ((["r1", "r1"], ""), (["r1", "r2", "r1"], "; 1 other realization(s) "
+                                                "on the rest"),
+                          (["r2", "r1", "r2", "r3", "r2"], "; 2 other realization(s) on the "
+                           "rest")):
+        fastest = pd.DataFrame({"fastest_ours": winners})
+        top = max(set(winners), key=winners.count)
+        n = winners.count(top)
+        assert said(ok, fastest=fastest)[1]["Fastest per shape?"] == Answer(
+            "Fastest per shape?", f"{top} on {n} of {len(winners)} timed shape(s){rest}",
+            "performance", "note")
+    vs_base = pd.DataFrame({"time_change": [0.10, 0.05, -0.2]})
+    worst, a = said(ok, vs_base=vs_base, has_baseline=True)
+    assert worst == "all pass"
+    assert a["Regressed?"] == Answer("Regressed?", "1 of 3 case(s) more than 5% slower than "
+                                     "the baseline (not gated: kbench gate judges "
+                                     "significance)", "baseline", "note")
+    grown = pd.DataFrame({"verdict": ["regression", "same", "regression"]})
+    worst, a = said(ok, grown=grown)
+    assert worst == "regressed"
+    assert a["Regressed?"] == Answer("Regressed?", "2 counted case(s) grew past the committed "
+                                     "baseline", "counts", "fail")
+    assert said(ok, grown=grown.assign(verdict="same"))[0] == "all pass"
+    passed = GateView(True, "", pd.DataFrame(columns=["reason", "case", "detail"]),
+                      pd.DataFrame(), {"same": 2}, [])
+    worst, a = said(ok, gate=passed)
+    assert worst == "all pass"
+    assert a["Regressed?"] == Answer("Regressed?", "gate: PASSED", "gate", "pass")
+
+
 def test_the_answers_of_an_empty_or_emulated_run() -> None:
     """No results: "no results recorded", linked to the verdicts. An
     emulated-only run says its timings are not speed: pointing to the
