@@ -1292,6 +1292,13 @@ def test_every_answer_of_the_header_word_for_word() -> None:
     assert a["Regressed?"] == Answer("Regressed?", "2 counted case(s) grew past the committed "
                                      "baseline", "counts", "fail")
     assert said(ok, grown=grown.assign(verdict="same"))[0] == "all pass"
+    nothing = Answer("Regressed?", "no baseline given (kbench report RUN --baseline REF)",
+                     "baseline", "note")
+    # counts without verdicts, a baseline without speedups, speedups without a baseline
+    for kw in ({"grown": pd.DataFrame({"call": [1, 2]})}, {"has_baseline": True},
+               {"vs_base": vs_base}):
+        worst, a = said(ok, **kw)
+        assert worst == "all pass" and a["Regressed?"] == nothing, kw
     passed = GateView(True, "", pd.DataFrame(columns=["reason", "case", "detail"]),
                       pd.DataFrame(), {"same": 2}, [])
     worst, a = said(ok, gate=passed)
