@@ -1175,6 +1175,30 @@ def test_the_error_text_is_computed_from_the_table() -> None:
     assert rep.error_sentence(table.iloc[0:0]) == ""
 
 
+def test_the_error_sentence_word_for_word() -> None:
+    """Accumulators in name order; one without any ULP figure left out (the
+    others still said); the worst ULP over the rows that have one, even where
+    the row lacks an error/bound; the error/bound trend only over the Ks that
+    have one, and none for a single K."""
+    gemm = {"target": "host", "op": "gemm"}
+    table = pd.DataFrame([
+        {**gemm, "realization": "gemm_scalar_f32acc", "accum": "fp32", "k": 8,
+         "max_err_bound": 0.01, "max_ulp": 0.5},
+        {**gemm, "realization": "gemm_scalar_f32acc", "accum": "fp32", "k": 4096,
+         "max_err_bound": 0.2, "max_ulp": 842.0},
+        {**gemm, "realization": "gemm_blocked_f32acc", "accum": "fp32", "k": 512,
+         "max_err_bound": np.nan, "max_ulp": 900.0},
+        {**gemm, "realization": "gemm_bf16", "accum": "bf16", "k": 64,
+         "max_err_bound": 0.5, "max_ulp": np.nan},
+        {**gemm, "realization": "gemm_neon_f16acc", "accum": "fp16", "k": 64,
+         "max_err_bound": 0.99995, "max_ulp": 3.0}])
+    assert rep.error_sentence(table) == (
+        "FP16 accumulation: worst 3 ULP (gemm_neon_f16acc, K = 64); "
+        "FP32 accumulation: worst 900 ULP (gemm_blocked_f32acc, K = 512); "
+        "worst error/bound 0.01 at K = 8 and 0.2 at K = 4096.")
+    assert rep.error_sentence(table[table["accum"] == "bf16"]) == ""
+
+
 def _header(html: str) -> str:
     return html[html.index('id="answers"'):html.index("</dl>", html.index('id="answers"'))]
 
