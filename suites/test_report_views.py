@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -87,6 +88,39 @@ def test_gflops_table_marks_the_fastest_cells() -> None:
     assert not row_a[col["gemm_scalar_f32acc"]].text.startswith(("★", "☆"))
     # peers come after ours
     assert col["ort_matmul_f16"] > col["gemm_scalar_f32acc"]
+
+
+def test_the_gflops_table_word_for_word_over_two_targets() -> None:
+    """Two targets: a target column first; the groups in the frame's order
+    (not sorted), one row each; our series by name, then the peers; each
+    cell's text and class, a series timed without a median n/a, one not run
+    on a shape "–"."""
+    rows = []
+    for target, case, times in (("qemu", "b", {"zz_ours": 50.0, "ort_matmul_f16": 25.0}),
+                                ("host", "a", {"gemm_x": 100.0, "zz_ours": np.nan,
+                                               "ort_matmul_f16": 200.0})):
+        for series, t in times.items():
+            rows.append({"target": target, "catalog": f"cat_{case}", "case": case,
+                         "shape": f"shape_{case}", "layers": 2, "series": series,
+                         "time_median_ns": t, "gflops": 1000 / t})
+    table = rep._pivot_gflops(pd.DataFrame(rows))
+    assert table.columns == ["target", "catalog", "shape", "layers", "fastest (ours)",
+                             "fastest peer", "gemm_x", "zz_ours", "ort_matmul_f16"]
+    texts = [[(c.text, c.cls) for c in row] for row in table.rows]
+    assert [r[:4] for r in texts] == [
+        [("qemu", ""), ("cat_b", ""), ("shape_b", ""), ("2", "num")],
+        [("host", ""), ("cat_a", ""), ("shape_a", ""), ("2", "num")]]
+    assert texts[0][4:6] == [("zz_ours", "best-name"), ("ort_matmul_f16", "best-peer-name")]
+    def g(v: float) -> str:
+        return rep._cell("gflops", v).text
+
+    assert texts[0][6][0] == "–" and texts[0][7][0] == f"★ {g(20.0)}"
+    assert texts[0][8][0] == f"☆ {g(40.0)}" and "best-peer" in texts[0][8][1].split()
+    assert texts[1][4:6] == [("gemm_x", "best-name"), ("ort_matmul_f16", "best-peer-name")]
+    assert texts[1][6][0] == f"★ {g(10.0)}" and texts[1][7][0] == rep.NA
+    assert texts[1][8][0] == f"☆ {g(5.0)}"
+    one = rep._pivot_gflops(pd.DataFrame(rows[:2]))
+    assert one.columns[0] == "catalog" and one.rows[0][0].text == "cat_b"
 
 
 def test_identical_errors_are_grouped() -> None:
