@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from test_compare import by_case, pair, row, write_run
+from test_compare import by_case, pair, passes, row, write_run
 
 from kbench.results import modt
 from kbench.results.compare import (
@@ -269,3 +269,32 @@ def test_spread_figures_get_one_sided_p_values() -> None:
     out = _realizations({"up": up, "down": down})
     assert out["up"][0] < 1e-4 and out["up"][1] > 1 - 1e-4
     assert out["down"][1] < 1e-4 and out["down"][0] > 1 - 1e-4
+
+
+# --- when the rounds and the passes are enough -----------------------------------------
+
+@pytest.mark.parametrize(("base_times", "cand_times", "note"), [
+    ([1e6], [1e6] * 3, "no per-round times"),      # one round on one side...
+    ([1e6] * 3, [1e6], "no per-round times"),      # ...or the other
+    ([1e6] * 2, [1e6] * 3, "passes 1 and 1: rounds alone give no p-value"),  # two are enough
+    ([1e6] * 3, [1e6] * 2, "passes 1 and 1: rounds alone give no p-value"),
+])
+def test_a_side_needs_two_round_times(tmp_path: Path, base_times: list[float],
+                                      cand_times: list[float], note: str) -> None:
+    base, cand = pair(tmp_path, [row("a", times=base_times)], [row("a", times=cand_times)])
+    (c,) = compare_runs(base, cand).cases
+    assert (c.verdict, c.note) == (NOT_COMPARABLE, note)
+
+
+def test_two_passes_a_side_are_enough_for_a_p_value(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, passes("a", [1e6] * 2, 1), passes("a", [1e6] * 2, 2))
+    (c,) = compare_runs(base, cand).cases
+    assert (c.passes, c.base_passes, c.note) == (2, 2, "")
+    assert 0 <= c.p_slower <= 1 and 0 <= c.p_faster <= 1
+
+
+def test_the_warning_counts_every_case_with_too_few_passes(tmp_path: Path) -> None:
+    rows = [row(name, times=[1e6] * 3) for name in ("a", "b", "c")]
+    base, cand = pair(tmp_path, rows, rows)
+    (warning,) = [w for w in compare_runs(base, cand).warnings if "no p-value" in w]
+    assert warning.startswith("3 timed case(s) have fewer than 2 passes in a run")
