@@ -298,3 +298,62 @@ def test_the_warning_counts_every_case_with_too_few_passes(tmp_path: Path) -> No
     base, cand = pair(tmp_path, rows, rows)
     (warning,) = [w for w in compare_runs(base, cand).warnings if "no p-value" in w]
     assert warning.startswith("3 timed case(s) have fewer than 2 passes in a run")
+
+
+# --- machine drift, both ways -------------------------------------------------------------
+
+def _drift_runs(tmp_path: Path, factor: float) -> tuple[Run, Run]:
+    """28 cases of one realization moved by factor, 6 of another not moved."""
+    def rows(side: int, f: float) -> list[Any]:
+        out = []
+        for i in range(28):
+            out += passes(f"c{i}", [1e6 * (1 + i) * f] * 3, side * 100 + i, noise=0.002)
+        for i in range(6):
+            out += passes(f"s{i}", [2e6 * (1 + i)] * 3, side * 100 + 50 + i, noise=0.002,
+                          realization="gemm_neon_f16acc")
+        return out
+    return pair(tmp_path, rows(0, 1.0), rows(1, factor))
+
+
+@pytest.mark.parametrize(("factor", "way"), [(1.2, "slower"), (0.8, "faster")])
+def test_drift_makes_only_the_realizations_that_moved_with_it_inconclusive(
+        tmp_path: Path, factor: float, way: str) -> None:
+    comp = compare_runs(*_drift_runs(tmp_path, factor), max_slowdown=0.05)
+    assert any(f"moved {way} beyond the limit together" in w for w in comp.warnings)
+    reals = {r.key[3]: r for r in comp.realizations}
+    moved, still = reals["gemm_scalar_f32acc"], reals["gemm_neon_f16acc"]
+    assert (moved.verdict, moved.note) == (
+        "inconclusive", "moved with the whole run: machine drift, not this change")
+    assert (still.verdict, still.note) == ("same", "")
+
+
+# --- counts from different QEMU versions ---------------------------------------------------
+
+def _counted(name: str, qemu: str) -> Any:
+    v = row(name, suite="correctness")
+    v.count_qemu = qemu
+    return v
+
+
+@pytest.mark.parametrize(("base_qemu", "cand_qemu", "warned"), [
+    (["11.1.0"], ["11.0.0"], "instruction counts come from different QEMU versions (base "
+                             "11.1.0, candidate 11.0.0)"),
+    (["11.1.0", "9.2.0"], ["11.1.0"], "instruction counts come from different QEMU versions "
+                                      "(base 11.1.0, 9.2.0, candidate 11.1.0)"),
+    (["11.1.0"], ["11.1.0"], ""),
+    (["11.1.0", ""], ["11.1.0"], ""),   # a case without counts has no version to differ
+    ([""], ["11.1.0"], ""),             # nothing counted on one side: nothing to compare
+    (["11.1.0"], [""], ""),
+])
+def test_counts_from_different_qemu_versions_are_warned(
+        tmp_path: Path, base_qemu: list[str], cand_qemu: list[str], warned: str) -> None:
+    base, cand = pair(tmp_path, [_counted(f"c{i}", q) for i, q in enumerate(base_qemu)],
+                      [_counted(f"c{i}", q) for i, q in enumerate(cand_qemu)])
+    qemu = [w for w in compare_runs(base, cand).warnings if "QEMU" in w]
+    assert qemu == ([warned] if warned else [])
+
+
+def test_a_run_without_any_results_column_compares(tmp_path: Path) -> None:
+    empty = Run(tmp_path / "empty", {"complete": True}, pd.DataFrame())
+    comp = compare_runs(empty, empty)
+    assert comp.cases == [] and comp.warnings == ["the base run has no results"]
