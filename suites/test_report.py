@@ -1178,24 +1178,27 @@ def test_the_error_text_is_computed_from_the_table() -> None:
 def test_the_error_sentence_word_for_word() -> None:
     """Accumulators in name order; one without any ULP figure left out (the
     others still said); the worst ULP over the rows that have one, even where
-    the row lacks an error/bound; the error/bound trend only over the Ks that
-    have one, and none for a single K."""
+    the row lacks an error/bound; the error/bound trend from the shortest to
+    the longest K that has one (a K between them not said), and none for a
+    single K; figures to 3 significant digits."""
     gemm = {"target": "host", "op": "gemm"}
     table = pd.DataFrame([
         {**gemm, "realization": "gemm_scalar_f32acc", "accum": "fp32", "k": 8,
-         "max_err_bound": 0.01, "max_ulp": 0.5},
+         "max_err_bound": 0.012345, "max_ulp": 0.5},
+        {**gemm, "realization": "gemm_scalar_f32acc", "accum": "fp32", "k": 64,
+         "max_err_bound": 0.05, "max_ulp": 1.0},
         {**gemm, "realization": "gemm_scalar_f32acc", "accum": "fp32", "k": 4096,
-         "max_err_bound": 0.2, "max_ulp": 842.0},
+         "max_err_bound": 0.23456, "max_ulp": 842.0},
         {**gemm, "realization": "gemm_blocked_f32acc", "accum": "fp32", "k": 512,
          "max_err_bound": np.nan, "max_ulp": 900.0},
         {**gemm, "realization": "gemm_bf16", "accum": "bf16", "k": 64,
          "max_err_bound": 0.5, "max_ulp": np.nan},
         {**gemm, "realization": "gemm_neon_f16acc", "accum": "fp16", "k": 64,
-         "max_err_bound": 0.99995, "max_ulp": 3.0}])
+         "max_err_bound": 0.99995, "max_ulp": 2.71828}])
     assert rep.error_sentence(table) == (
-        "FP16 accumulation: worst 3 ULP (gemm_neon_f16acc, K = 64); "
+        "FP16 accumulation: worst 2.72 ULP (gemm_neon_f16acc, K = 64); "
         "FP32 accumulation: worst 900 ULP (gemm_blocked_f32acc, K = 512); "
-        "worst error/bound 0.01 at K = 8 and 0.2 at K = 4096.")
+        "worst error/bound 0.0123 at K = 8 and 0.235 at K = 4096.")  # 3 digits each
     assert rep.error_sentence(table[table["accum"] == "bf16"]) == ""
 
 
