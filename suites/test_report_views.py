@@ -121,6 +121,10 @@ def test_the_gflops_table_word_for_word_over_two_targets() -> None:
     assert texts[1][8][0] == f"☆ {g(5.0)}"
     one = rep._pivot_gflops(pd.DataFrame(rows[:2]))
     assert one.columns[0] == "catalog" and one.rows[0][0].text == "cat_b"
+    # a series given twice for a shape shows its first figure
+    twice = rep._pivot_gflops(pd.DataFrame([*rows[:2], {**rows[0], "gflops": 1.0}]))
+    assert [c.text for c in twice.rows[0][3:]] == ["zz_ours", "ort_matmul_f16", f"★ {g(20.0)}",
+                                                   f"☆ {g(40.0)}"]
 
 
 def test_identical_errors_are_grouped() -> None:
