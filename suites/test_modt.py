@@ -159,3 +159,86 @@ def test_the_trigamma_inverse_solves_over_its_whole_range() -> None:
     # beyond the bracket: a trigamma that small is an infinite prior, that large the least df
     assert _trigamma_inverse(1e-9) == math.inf
     assert _trigamma_inverse(1e17) == 1e-8
+
+
+def test_times_without_a_finite_log_warn_nothing() -> None:
+    """A zero, negative or infinite time is no evidence, silently: numpy's
+    divide and invalid warnings (log 0, log of a negative, inf - inf) stay
+    inside the test."""
+    import warnings
+    rng = np.random.default_rng(5)
+    pairs = _pairs(rng, 12, np.zeros(12), np.full(12, 0.02))
+    pairs[1] = ([1e5, 1e5, 1e5], [0.0, 0.0, 1e5])
+    pairs[2] = ([-1.0, 1e5, 1e5], [1e5, 1e5, 1e5])
+    pairs[3] = ([math.inf, math.inf, 1e5], [1e5, 1e5, 1e5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res, _ = modt.moderated_tests(pairs)
+    assert res[1:4] == [(1.0, 1.0)] * 3
+
+
+def test_a_case_of_one_pass_a_side_has_no_variance_but_a_test() -> None:
+    """One pass on each side: no degrees of freedom of its own (its variance
+    is not used for the prior); its test borrows the prior's variance."""
+    rng = np.random.default_rng(6)
+    pairs = _pairs(rng, 12, np.zeros(12), np.full(12, 0.02))
+    pairs.append(([1e5], [1.2e5]))
+    res, _ = modt.moderated_tests(pairs)
+    assert res[:12] == modt.moderated_tests(pairs[:12])[0]
+    slower, faster = res[12]
+    assert slower < 0.5 < faster
+
+
+def test_cases_of_one_degree_of_freedom_fit_a_prior() -> None:
+    """Two passes on one side and one on the other: one degree of freedom a
+    case, enough for the prior."""
+    rng = np.random.default_rng(8)
+    pairs = [(b[:2], c[:1]) for b, c in _pairs(rng, modt.MIN_CASES, np.zeros(8),
+                                               np.full(8, 0.02))]
+    assert modt.moderated_tests(pairs) is not None
+    s2 = [float(np.var(np.log(b), ddof=1)) for b, _ in pairs]
+    assert modt.fit_prior(s2, [1.0] * len(s2), [11.5] * len(s2)) is not None
+
+
+def test_a_case_without_degrees_of_freedom_is_left_out_of_the_prior() -> None:
+    rng = np.random.default_rng(9)
+    s2 = list(0.02 ** 2 * rng.chisquare(4, 10) / 4)
+    x = list(np.linspace(10.0, 14.0, 10))
+    prior = modt.fit_prior(s2, [4.0] * 10, x)
+    assert modt.fit_prior([*s2, 1e-2], [*[4.0] * 10, 0.0], [*x, 12.0]) == prior
+
+
+def test_the_prior_needs_one_margin_per_case() -> None:
+    rng = np.random.default_rng(10)
+    pairs = _pairs(rng, 12, np.zeros(12), np.full(12, 0.02))
+    with pytest.raises(ValueError):
+        modt.moderated_tests(pairs, [0.01] * 11)
+
+
+def _moment_prior(e: np.ndarray, x: np.ndarray, d: float) -> float:
+    """Smyth's d0 from the log-variance moments, written out: the residual
+    variance about the fitted mean (n - 1 degrees of freedom, n - 2 about a
+    line) less the sampling part trigamma(d/2), inverted through trigamma."""
+    design = np.column_stack([np.ones_like(x), x]) if np.ptp(x) > 0 else np.ones((len(x), 1))
+    coef, *_ = np.linalg.lstsq(design, e, rcond=None)
+    resid = e - design @ coef
+    v = float(resid @ resid) / (len(e) - design.shape[1]) - float(special.polygamma(1, d / 2))
+    return 2 * modt._trigamma_inverse(v)
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.5, 4.0])
+def test_the_prior_degrees_of_freedom_are_the_moment_estimate(spread: float) -> None:
+    """Log times all equal (a mean is fitted), spread by less than 1 and by
+    more (a line is fitted, whatever the spread)."""
+    n, d = 10, 4.0
+    x = 11.0 + np.linspace(0.0, spread, n)
+    wobble = np.array([0.9, -0.7, 0.4, -1.1, 0.8, -0.2, 1.0, -0.6, 0.3, -0.8])
+    s2 = np.exp(-9.0 + 2.0 * (x - 11.0) + wobble)
+    prior = modt.fit_prior(list(s2), [d] * n, list(x))
+    e = np.log(s2) - special.digamma(d / 2) + np.log(d / 2)
+    assert prior.df == pytest.approx(_moment_prior(e, x, d), rel=1e-9)
+    if spread:  # the line through the log-variance moments
+        assert prior.slope == pytest.approx(float(np.polyfit(x, e, 1)[0]), rel=1e-9)
+        assert prior.slope > 0.5
+    else:
+        assert prior.slope == 0.0
