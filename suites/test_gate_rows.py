@@ -153,3 +153,31 @@ def test_the_unit_test_needs_two_passes_a_side_and_reads_exact_figures_exactly()
     slower, faster = unit_test([1.0, 1.02, 0.98, 1.01], [2.0, 2.05, 1.95, 2.02])
     assert slower < 1e-4 and faster > 0.999
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_counts_are_read_alike_from_records_and_from_verdict_objects() -> None:
+    """index_counts takes results.csv records (dicts) or Verdict objects: the
+    same case and counts either way; a record without a catalog field keys
+    it as "" and a count column it lacks is NaN."""
+    import math
+    from types import SimpleNamespace
+
+    from kbench.results.count_compare import index_counts
+    from kbench.results.counts import COLUMNS
+    record = {"target": "qemu:cpu=max:svl=512", "catalog": "cat", "case": "m8n8k8",
+              "realization": "gemm_x", "count_call": 1000.0, "count_kernel": 600.0}
+    obj = SimpleNamespace(**record)
+    by_record, unstable_r = index_counts([record])
+    by_object, unstable_o = index_counts([obj])
+    assert list(by_record) == list(by_object) == [("qemu:cpu=max:svl=512", "cat", "m8n8k8",
+                                                        "gemm_x")]
+    key = next(iter(by_record))
+    for counts in (by_record[key], by_object[key]):
+        assert (counts["count_call"], counts["count_kernel"]) == (1000.0, 600.0)
+        assert all(math.isnan(counts[c]) for c in COLUMNS
+                   if c not in ("count_call", "count_kernel"))
+    assert unstable_r == unstable_o == set()
+    no_catalog = {k: v for k, v in record.items() if k != "catalog"}
+    assert list(index_counts([no_catalog])[0]) == [("qemu:cpu=max:svl=512", "", "m8n8k8", "gemm_x")]
+    assert list(index_counts([SimpleNamespace(**no_catalog)])[0]) == [
+        ("qemu:cpu=max:svl=512", "", "m8n8k8", "gemm_x")]
