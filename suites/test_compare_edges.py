@@ -357,3 +357,12 @@ def test_a_run_without_any_results_column_compares(tmp_path: Path) -> None:
     empty = Run(tmp_path / "empty", {"complete": True}, pd.DataFrame())
     comp = compare_runs(empty, empty)
     assert comp.cases == [] and comp.warnings == ["the base run has no results"]
+
+
+def test_a_case_is_keyed_by_its_operator_too(tmp_path: Path) -> None:
+    gemm = row("a", times=[1e6] * 3)
+    conv = row("a", times=[2e6] * 3)
+    conv.op = "conv"
+    entries = _index(write_run(tmp_path / "ops", [gemm, conv]))
+    assert sorted(k[2] for k in entries) == ["conv", "gemm"]
+    assert sorted(e.median_ns for e in entries.values()) == [1e6, 2e6]

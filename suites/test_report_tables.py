@@ -367,3 +367,57 @@ def test_the_coverage_listing_is_the_uncovered_disassembly_cut_at_its_limit(
     long = rep.coverage_listing(_folder(tmp_path / "l",
                                         coverage_uncovered_txt="\n".join([*exact, "x", "y"])))
     assert long.splitlines() == [*exact, "... 2 more lines in coverage_uncovered.txt"]
+
+
+def test_every_kind_of_cell_word_for_word_with_its_class() -> None:
+    """_cell, branch by branch: yes/no; a missing time n/a and any other
+    missing number –, both "num na"; integers; times in their unit; speedups
+    and time changes highlighted only beyond 5% (exactly 5% is not); shares
+    as percentages; count ratios to 3 decimals, highlighted beyond ±0.5%;
+    counts with thousands separators; other numbers to 4 significant
+    digits; a status or verdict as its own class, an accumulation category
+    as accum-*, long text wrapped."""
+    import numpy as np
+
+    from kbench.results.report import NA, WORSE, WRAP_AT, Cell, _cell
+    cases = [
+        ("correct", True, Cell("yes")), ("correct", np.bool_(False), Cell("no")),
+        ("time_median_ns", math.nan, Cell(NA, "num na")),
+        ("time_median_ns", None, Cell(NA, "num na")),
+        ("gflops", math.nan, Cell("–", "num na")), ("gflops", math.inf, Cell("–", "num na")),
+        ("gflops", None, Cell("–", "num na")),
+        ("layers", 3, Cell("3", "num")), ("rounds", np.int64(7), Cell("7", "num")),
+        ("time_median_ns", 1500.0, Cell("1.5 µs", "num")),
+        ("time_min_ns", np.float64(2.5e6), Cell("2.5 ms", "num")),
+        ("speedup_vs_scalar", 1.06, Cell("1.06×", "num better")),
+        ("speedup_vs_scalar", 1.05, Cell("1.05×", "num")),
+        ("speedup_vs_baseline", 1 / 1.05, Cell("0.95×", "num")),
+        ("speedup_vs_baseline", 0.95, Cell("0.95×", "num worse")),
+        ("time_change", 0.06, Cell("+6.0%", "num worse")),
+        ("time_change", 0.05, Cell("+5.0%", "num")),
+        ("time_change", -0.04, Cell("-4.0%", "num")),
+        ("time_change", -0.05, Cell("-5.0%", "num better")),
+        ("time_change", 1 / WORSE - 1, Cell("+5.0%", "num")),   # exactly at the edges
+        ("time_change", WORSE - 1, Cell("-4.8%", "num")),
+        ("cv", 0.1234, Cell("12.3%", "num")), ("kill_rate", 0.5, Cell("50.0%", "num")),
+        ("min_exact_fraction", 1.0, Cell("100.0%", "num")),
+        ("accum_match", 0.5, Cell("50.0%", "num")),
+        ("accum_match", 0.99999, Cell("99.9%", "num")),
+        ("count_efficiency", 0.25, Cell("25.0%", "num")),
+        ("count_ratio", 1.01, Cell("1.010", "num worse")),
+        ("count_ratio", 1.005, Cell("1.005", "num")),
+        ("ratio_kernel", 0.995, Cell("0.995", "num")),
+        ("ratio_kernel", 1.01, Cell("1.010", "num worse")),
+        ("kernel_ratio", 0.99, Cell("0.990", "num better")),
+        ("count_call", 1234567.0, Cell("1,234,567", "num")),
+        ("kernel_fmopa", 2048.0, Cell("2,048", "num")),
+        ("base_call", 1e6, Cell("1,000,000", "num")),
+        ("max_ulp", 3.14159, Cell("3.142", "num")),
+        ("status", "fail", Cell("fail", "fail")), ("verdict", "slower", Cell("slower", "slower")),
+        ("category", "fp16", Cell("fp16", "accum-fp16")),
+        ("message", "short", Cell("short", "")),
+        ("message", "x" * WRAP_AT, Cell("x" * WRAP_AT, "")),
+        ("message", "x" * (WRAP_AT + 1), Cell("x" * (WRAP_AT + 1), "wrap")),
+    ]
+    assert [(col, _cell(col, value)) for col, value, _ in cases] == [
+        (col, cell) for col, _, cell in cases]
