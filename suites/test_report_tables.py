@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from kbench.results import report as rep
 from kbench.results.count_compare import compare_counts
@@ -421,3 +422,43 @@ def test_every_kind_of_cell_word_for_word_with_its_class() -> None:
     ]
     assert [(col, _cell(col, value)) for col, value, _ in cases] == [
         (col, cell) for col, _, cell in cases]
+
+
+def test_model_totals_word_for_word_crediting_only_our_own_backends(tmp_path: Path) -> None:
+    """model_totals over a run read back through the loader: a row per
+    realization in series order, then the fastest per shape, which takes
+    only kbench's own backends (a plugin's or a peer's faster time is never
+    credited to us) and is labelled as such; a timed row outside any model
+    (no catalog) is left out; a run without model rows has the columns."""
+    from test_compare import row, write_run
+
+    def timed(case: str, real: str, backend: str, ns: float, layers: int, flops: int,
+              catalog: str = "llm") -> object:
+        v = row(case, times=[ns] * 3, realization=real)
+        v.backend, v.layers, v.flops, v.catalog = backend, layers, flops, catalog
+        return v
+
+    rows = [timed("a", r, b, ns, 2, 1000) for r, b, ns in (
+        ("gemm_scalar_f32acc", "scalar", 100.0), ("gemm_neon_f16acc", "neon", 40.0),
+        ("plug_k", "plugin", 10.0), ("ort_mlas", "ort", 5.0))]
+    rows += [timed("b", r, b, ns, 3, 2000) for r, b, ns in (
+        ("gemm_scalar_f32acc", "scalar", 200.0), ("gemm_neon_f16acc", "neon", 50.0),
+        ("plug_k", "plugin", 20.0))]
+    rows.append(timed("c", "gemm_neon_f16acc", "neon", 1.0, 1, 10, catalog=""))
+    m = rep.model_totals(write_run(tmp_path / "run", rows))
+    assert list(m.columns) == rep.MODEL_COLUMNS
+    got = [tuple(r) for r in m[["model", "series", "realization", "b_form", "threads", "shapes",
+                                "shapes_in_model", "complete", "layers", "total_time_ns",
+                                "scalar_time_ns"]].itertuples(index=False)]
+    assert got == [
+        ("llm", "gemm_neon_f16acc", "gemm_neon_f16acc", "plain", 1, 2, 2, True, 5, 230.0, 800.0),
+        ("llm", "gemm_scalar_f32acc", "gemm_scalar_f32acc", "plain", 1, 2, 2, True, 5, 800.0,
+         800.0),
+        ("llm", "ort_mlas", "ort_mlas", "plain", 1, 1, 2, False, 2, 10.0, 800.0),
+        ("llm", "plug_k", "plug_k", "plain", 1, 2, 2, True, 5, 80.0, 800.0),
+        ("llm", "best per shape", "(fastest per shape)", "-", 0, 2, 2, True, 5, 230.0, 800.0)]
+    assert list(m["speedup_vs_scalar"].fillna(-1)) == pytest.approx(
+        [800 / 230, 1.0, -1, 10.0, 800 / 230])
+    empty = rep.model_totals(write_run(tmp_path / "none", [timed("c", "gemm_x", "neon", 1.0, 1,
+                                                                 10, catalog="")]))
+    assert empty.empty and list(empty.columns) == rep.MODEL_COLUMNS
