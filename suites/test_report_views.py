@@ -782,3 +782,33 @@ def test_the_history_figure_gets_the_runs_dates_colours_and_what_it_left_out(
     undated_base = _machine_run(tmp_path / "undated", 1.0, date=None)
     rep.build_report(run, undated_base, tmp_path / "out3", history_db=db)
     assert seen[-1][2] == {"this run": "2026-12-01T09:00:00+00:00", "baseline": ""}
+
+
+def test_the_fastest_per_shape_word_for_word() -> None:
+    """Groups in the frame's order; per shape the fastest of ours and of the
+    peers by median time (a NaN or zero median is never the fastest), their
+    GFLOP/s and times, peer time / our time; "" and NaN where a side has no
+    timed row; an empty frame gives the columns."""
+    nan = np.nan
+    rows = []
+    for case, series, t, gf in (
+            ("b", "gemm_s1", 30.0, 5.0),
+            ("a", "gemm_s1", 100.0, 10.0), ("a", "gemm_s2", 50.0, 20.0),
+            ("a", "gemm_s3", nan, nan), ("a", "gemm_s4", 0.0, nan),
+            ("a", "ort_x", 40.0, 25.0), ("a", "ort_y", 60.0, 15.0), ("a", "ort_z", nan, nan),
+            ("c", "ort_x", 10.0, 99.0),
+            ("d", "gemm_s1", nan, nan),
+            ("e", "gemm_s1", 1.0, 2.0), ("e", "ort_x", 0.5, 4.0)):  # 1 ns and below still count
+        rows.append({"target": "host", "catalog": "cat", "case": case, "shape": f"shape_{case}",
+                     "series": series, "time_median_ns": t, "gflops": gf})
+    f = views.fastest_per_shape(pd.DataFrame(rows))
+    assert list(f.columns) == views.FASTEST_COLUMNS
+    got = [tuple(r) for r in f.fillna(-1.0).itertuples(index=False)]
+    assert got == [
+        ("host", "cat", "b", "shape_b", "gemm_s1", 30.0, 5.0, "", -1.0, -1.0),
+        ("host", "cat", "a", "shape_a", "gemm_s2", 50.0, 20.0, "ort_x", 40.0, 0.8),
+        ("host", "cat", "c", "shape_c", "", -1.0, -1.0, "ort_x", 10.0, -1.0),
+        ("host", "cat", "d", "shape_d", "", -1.0, -1.0, "", -1.0, -1.0),
+        ("host", "cat", "e", "shape_e", "gemm_s1", 1.0, 2.0, "ort_x", 0.5, 0.5)]
+    empty = views.fastest_per_shape(pd.DataFrame(columns=["target", "catalog", "case"]))
+    assert empty.empty and list(empty.columns) == views.FASTEST_COLUMNS
