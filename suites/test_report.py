@@ -1424,3 +1424,53 @@ def test_every_chart_has_data_and_keeps_its_legend_inside(runs: dict[str, Run],
 def test_the_trend_count_is_the_notes_first_number() -> None:
     assert rep._trend_runs("12 run(s) of this machine, newest last") == 12
     assert rep._trend_runs("") == 0 and rep._trend_runs("no runs of this machine") == 0
+
+
+def test_the_tuning_view_word_for_word(tmp_path: Path) -> None:
+    """Shapes in the run's order; candidates by time (pass or mistrusted with
+    rounds), then those timed without a median (n/a), then the ones not
+    eligible (failed, or never timed), alone when nothing ran; the winner and the default with their
+    times and the gain; no default, or a default that did not run, has no
+    gain; rows of other suites are not candidates; a run without a tune
+    suite gives the columns."""
+    def add(w: RunWriter, case: str, name: str, t: float, status: str = "pass",
+            rounds: int = 3, suite: str = "tune") -> None:
+        w.add(Verdict(case=case, op="gemm", shape=f"s_{case}", kind="uniform", target="host",
+                      backend="scalar", realization=name, kernel=name, accum="fp32", k=4, m=4,
+                      n=4, b_form="plain", vector_bits=0, status=status, catalog="cat",
+                      suite=suite, rounds=rounds, time_median_ns=t))
+
+    w = RunWriter(tmp_path / "tune", {"kind": "tune",
+                                      "tuning_defaults": {"c1": "slow", "c3": "wrong3"}})
+    add(w, "c2", "solo", 500.0, rounds=1)  # one round is timed
+    for name, t, status, rounds in (("slow", 3000.0, "pass", 3), ("zippy", 1500.0, "pass", 3),
+                                    ("mist", 2000.0, "mistrusted", 3),
+                                    ("broken", float("nan"), "pass", 3),
+                                    ("wrong", 10.0, "fail", 3), ("norounds", 20.0, "pass", 0)):
+        add(w, "c1", name, t, status, rounds)
+    add(w, "c1", "perf_only", 1.0, suite="perf")
+    add(w, "c3", "a", 1e6)
+    add(w, "c3", "wrong3", 10.0, "error", 0)
+    add(w, "c4", "bad4", 10.0, "fail", 0)
+    w.close(complete=True)
+    table = rep.tuning_table(load_run(tmp_path / "tune"))
+    got = [tuple(r) for r in table.fillna(-1.0).itertuples(index=False)]
+    assert got == [
+        ("cat", "c2", "s_c2", "solo 0.5 us", "solo", 500.0, "", -1.0, -1.0),
+        ("cat", "c1", "s_c1", "zippy 1.5 us; mist 2.0 us; slow 3.0 us; broken n/a; "
+         "not eligible: norounds, wrong", "zippy", 1500.0, "slow", 3000.0, 2.0),
+        ("cat", "c3", "s_c3", "a 1000.0 us; not eligible: wrong3", "a", 1e6, "wrong3", -1.0,
+         -1.0),
+        ("cat", "c4", "s_c4", "not eligible: bad4", "", -1.0, "", -1.0, -1.0)]
+    w = RunWriter(tmp_path / "none", {"kind": "tune"})
+    add(w, "c4", "bad4", 10.0, "fail", 0)
+    w.close(complete=True)
+    (none,) = rep.tuning_table(load_run(tmp_path / "none")).to_dict("records")
+    assert none["winner"] == "" and np.isnan(none["winner_time_ns"])
+    w = RunWriter(tmp_path / "perf", {"kind": "run"})
+    add(w, "c1", "x", 1.0, suite="perf")
+    w.close(complete=True)
+    empty = rep.tuning_table(load_run(tmp_path / "perf"))
+    assert empty.empty and list(empty.columns) == [
+        "catalog", "case", "shape", "candidates", "winner", "winner_time_ns", "default",
+        "default_time_ns", "gain_over_default"]

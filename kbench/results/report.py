@@ -539,12 +539,12 @@ def tuning_table(run: Run) -> pd.DataFrame:
         ok = g[(g["status"].isin(["pass", "mistrusted"])) & (g["rounds"] > 0)]
         timed = dict(zip(ok["realization"], ok["time_median_ns"], strict=True))
         times = {r: t for r, t in timed.items() if t == t}
-        cand = "; ".join([f"{r} {t / 1e3:.1f} us" for r, t in sorted(times.items(),
-                                                                    key=lambda x: x[1])]
-                         + [f"{r} {NA}" for r in sorted(set(timed) - set(times))])
+        parts = ([f"{r} {t / 1e3:.1f} us" for r, t in sorted(times.items(), key=lambda x: x[1])]
+                 + [f"{r} {NA}" for r in sorted(set(timed) - set(times))])
         refused = sorted(set(g["realization"]) - set(timed))
         if refused:
-            cand += "; not eligible: " + ", ".join(refused)
+            parts.append("not eligible: " + ", ".join(refused))
+        cand = "; ".join(parts)
         winner = min(times, key=times.__getitem__) if times else ""
         default = defaults.get(case, "")
         wt = times.get(winner, np.nan)
