@@ -101,6 +101,8 @@ def _verdict_types() -> dict[str, str]:
     return out
 
 
+# the pandas type of each kind of column, whether it has rows or not
+_DTYPES: dict[str, Any] = {"float": "float64", "int": "int64", "bool": "bool", "text": object}
 _NAN_TEXT = {"", "nan", "-nan", "+nan"}
 INT64_MAX = 2**63 - 1
 
@@ -210,8 +212,7 @@ def _read_results(path: Path, defects: list[str] | None = None) -> pd.DataFrame:
         kind = types.get(column, "text")
         if column not in raw.columns:  # runs written before a column existed
             default: Any = {"float": np.nan, "int": 0, "bool": False, "text": ""}[kind]
-            df[column] = pd.Series([default] * len(rows), dtype=object if kind == "text"
-                                   else None)
+            df[column] = pd.Series([default] * len(rows), dtype=_DTYPES[kind])
             continue
         cells = raw[column].astype(str)
         if kind == "float":
@@ -222,10 +223,6 @@ def _read_results(path: Path, defects: list[str] | None = None) -> pd.DataFrame:
             df[column] = cells.str.strip().str.lower().isin(["true", "1"])
         else:
             df[column] = cells.astype(object)
-    for c in ("k", "m", "n", "rounds", "reps_per_round", "layers", "flops", "threads"):
-        if df[c].dtype == object:
-            df[c] = pd.to_numeric(df[c]).fillna(0).astype("int64")
-    df["emulated"] = df["emulated"].astype(bool)
     df.loc[df["suite"] == "", "suite"] = "correctness"
     times = []
     for cell, line in zip(df["round_times_ns"], lines, strict=True):
@@ -301,7 +298,7 @@ def _row_defects(meta: dict[str, Any], df: pd.DataFrame) -> list[str]:
 
 def _read_results_missing() -> pd.DataFrame:
     types = _verdict_types()
-    df = pd.DataFrame({c: pd.Series([], dtype={"float": float, "int": "int64", "bool": bool}
-                                    .get(types.get(c, "text"), object)) for c in COLUMNS})
+    df = pd.DataFrame({c: pd.Series([], dtype=_DTYPES[types.get(c, "text")])
+                       for c in COLUMNS})
     df["round_times"] = pd.Series([], dtype=object)
     return df
