@@ -10,7 +10,8 @@ checkout; this file does, so the next campaign runs only what is left.
         out) of every function, with the function's hash
     python ci/mutmut_progress.py restore WORK [--progress FILE]
         before `mutmut run` in WORK: write the meta file of every mutated
-        module that has none yet, holding FILE's kills
+        module that has none yet, holding FILE's kills; in a meta file WORK
+        has, fill in FILE's kills of mutants WORK has not run yet
 
 Only kills are carried: a survivor, a mutant no test reaches and a mutant
 not yet run are run again. mutmut itself drops a carried kill when the
@@ -137,7 +138,9 @@ def module_of(source: str) -> str:
 
 
 def restore(work: Path, progress: Path) -> int:
-    """Meta files for the modules WORK has none of; returns the kills written."""
+    """Carried kills into WORK: a meta file for each module WORK has none of;
+    in a meta file WORK has, only mutants it has not run yet, of functions
+    whose hash there is the carried one. Returns the kills written."""
     data = load(progress)
     version = mutmut_version()
     if data["mutmut"] != version:
@@ -147,11 +150,14 @@ def restore(work: Path, progress: Path) -> int:
     written = 0
     for source, funcs in sorted(data["files"].items()):
         meta_path = work / "mutants" / (source + ".meta")
-        if meta_path.exists() or not funcs:
-            continue  # this work folder's own results win
+        if not funcs:
+            continue
         mod = module_of(source)
         codes = {f"{mod}.{func}__mutmut_{num}": code
                  for func, e in funcs.items() for num, code in e["killed"].items()}
+        if meta_path.exists():
+            written += _fill(meta_path, mod, funcs)
+            continue
         meta = {"exit_code_by_key": codes,
                 "hash_by_function_name": {func: e["hash"] for func, e in funcs.items()},
                 "type_check_error_by_key": {}, "durations_by_key": {},
@@ -160,6 +166,28 @@ def restore(work: Path, progress: Path) -> int:
         meta_path.write_text(json.dumps(meta, indent=4))
         written += len(codes)
     return written
+
+
+def _fill(meta_path: Path, mod: str, funcs: dict) -> int:
+    """Carried kills into a work folder's own meta file: its results win; a
+    mutant it has not run (None) takes the carried kill when the function's
+    hash there is the one the kill was observed on."""
+    meta = read_meta(meta_path)
+    if meta is None:
+        return 0
+    codes, hashes = meta["exit_code_by_key"], meta.get("hash_by_function_name", {})
+    n = 0
+    for func, e in funcs.items():
+        if hashes.get(func) != e["hash"]:
+            continue
+        for num, code in e["killed"].items():
+            key = f"{mod}.{func}__mutmut_{num}"
+            if key in codes and codes[key] is None:
+                codes[key] = code
+                n += 1
+    if n:
+        meta_path.write_text(json.dumps(meta, indent=4))
+    return n
 
 
 def head() -> str:

@@ -2,7 +2,8 @@
 folders: only kills are carried, each tied to the hash of the function it
 was observed on; a later save keeps earlier kills of unchanged functions and
 drops those of changed ones; restore never overwrites a work folder's own
-results and carries nothing across mutmut versions."""
+results, fills in mutants it has not run, and carries nothing across mutmut
+versions."""
 
 from __future__ import annotations
 
@@ -108,6 +109,27 @@ def test_restore_never_overwrites_a_work_folders_own_results(tmp_path: Path) -> 
     w2 = work_with(tmp_path, "w2", {"kbench/results/a.py": own})
     assert prog.restore(w2, p) == 0
     assert (w2 / "mutants" / "kbench/results/a.py.meta").read_text() == own
+
+
+def test_restore_fills_mutants_a_work_folder_has_not_run_yet(tmp_path: Path) -> None:
+    """A work folder whose meta files were written afresh (a campaign started
+    without carried kills, or one that regenerated its mutants) still takes
+    the kills of functions whose hash is unchanged, for mutants it has not
+    run; its own results and changed functions keep theirs."""
+    p = tmp_path / "p.json"
+    prog.save(work_with(tmp_path, "w1", {"kbench/results/a.py": meta(CODES, HASHES)}), p, "c1")
+    own = {"kbench.results.a.x_f__mutmut_1": None, "kbench.results.a.x_f__mutmut_3": 0,
+           "kbench.results.a.x_f__mutmut_4": None, "kbench.results.a.xǁCǁm__mutmut_1": None}
+    w2 = work_with(tmp_path, "w2", {"kbench/results/a.py": meta(
+        own, {"x_f": "h1", "xǁCǁm": "h2-new"})})
+    assert prog.restore(w2, p) == 1
+    got = json.loads((w2 / "mutants" / "kbench/results/a.py.meta").read_text())
+    assert got["exit_code_by_key"] == {**own, "kbench.results.a.x_f__mutmut_1": 1}
+    assert got["hash_by_function_name"] == {"x_f": "h1", "xǁCǁm": "h2-new"}
+    assert prog.restore(w2, p) == 0  # nothing left to fill
+    broken = work_with(tmp_path, "w3", {"kbench/results/a.py": '{"exit_code_by'})
+    assert prog.restore(broken, p) == 0
+    assert (broken / "mutants" / "kbench/results/a.py.meta").read_text() == '{"exit_code_by'
 
 
 def test_nothing_is_carried_across_mutmut_versions(tmp_path: Path, monkeypatch) -> None:
