@@ -149,6 +149,12 @@ def _num(value: Any) -> float:
         return math.nan
 
 
+def _int(value: Any) -> int:
+    """A row's dimension or SVL as an integer; 0 when missing or not finite."""
+    x = _num(value)
+    return int(x) if math.isfinite(x) else 0
+
+
 def match_anchors(table: AnchorTable, rows: Iterable[Mapping[str, Any] | Any]
                   ) -> list[AnchorMatch]:
     """Every counted GEMM row (batch 1) of an anchor's realizations and shape,
@@ -161,14 +167,14 @@ def match_anchors(table: AnchorTable, rows: Iterable[Mapping[str, Any] | Any]
         for row in rows:
             if _get(row, "op") != "gemm" or str(_get(row, "realization")) not in a.ours:
                 continue
-            if any(int(_num(_get(row, d)) or 0) != v for d, v in a.shape.items()):
+            if any(_int(_get(row, d)) != v for d, v in a.shape.items()):
                 continue
             if re.search(r"k\d+x\d+$", str(_get(row, "shape") or "")):  # a batch
                 continue
             ours = _num(_get(row, column))
             if not ours > 0:
                 continue
-            svl = int(_num(_get(row, "vector_bits")) or 0)
+            svl = _int(_get(row, "vector_bits"))
             theirs = a.count_at(svl)
             if theirs is None:
                 continue
