@@ -312,3 +312,49 @@ def test_trends_default_to_the_last_50_runs(tmp_path: Path) -> None:
     trends = history_trends(db, "CPU", "aarch64")
     assert list(trends["run_id"]) == ids[1:]  # the oldest of 51 left out
     assert list(trends["time_median_ns"]) == [100.0 + i for i in range(1, 51)]
+
+
+def test_the_run_row_word_for_word(tmp_path: Path) -> None:
+    """What a run adds to the runs table, field by field, straight from the
+    run in memory: versions and names sorted and joined, a "-" backend left
+    out, emulated from a row or a target, failures counting unknown statuses."""
+    import json
+
+    import pandas as pd
+
+    from kbench.results.history import _run_row
+    targets = {"qemu:b": {"library_version": "2.0", "emulated": True},
+               "host": {"library_version": "1.0"}, "x": {"library_version": ""},
+               "y": {"library_version": "1.0"}, "bad": "not a record"}
+    meta = {"date": "2026-01-02T03:04:05", "host": "h", "cpu_model": "c", "machine": "m",
+            "platform": "p", "compiler": "cc", "c_flags": "-O2", "git_commit": "abc",
+            "git_dirty": "yes", "complete": True, "command_line": "kbench run",
+            "targets": targets}
+    df = pd.DataFrame({"backend": ["neon", "-", "", "ref", "neon"],
+                       "target": ["t2", "t1", "t1", "t1", "t1"],
+                       "emulated": [False] * 5,
+                       "status": ["pass", "mistrusted", "skip", "fail", "weird"],
+                       "rounds": [0, 3, 1, 0, -1]})
+    folder = tmp_path / "run"
+    row = _run_row(Run(folder, meta, df))
+    assert row == {
+        "path": str(folder.resolve()), "date": "2026-01-02T03:04:05", "host": "h",
+        "cpu_model": "c", "arch": "m", "platform": "p", "compiler": "cc", "c_flags": "-O2",
+        "git_commit": "abc", "git_dirty": 1, "complete": 1, "command_line": "kbench run",
+        "library_version": "1.0 2.0", "target_names": "bad host qemu:b x y",
+        "backends": "neon ref", "emulated": 1, "targets": json.dumps(targets),
+        "meta": json.dumps(meta), "n_results": 5, "n_failed": 2, "n_timed": 2}
+    # no targets: the rows' own target names; a target that does not say it is emulated
+    bare = _run_row(Run(folder, {"git_dirty": 0, "complete": "yes"}, df))
+    assert (bare["target_names"], bare["emulated"], bare["git_dirty"]) == ("t1 t2", 0, 0)
+    assert (bare["date"], bare["host"], bare["library_version"], bare["complete"]) == (
+        "", None, "", 0)
+    assert bare["targets"] == "{}" and bare["meta"] == json.dumps({"git_dirty": 0,
+                                                                    "complete": "yes"})
+    flagged = _run_row(Run(folder, {"targets": {"t": {"emulated": False}}},
+                           df.assign(emulated=[False, False, True, False, False])))
+    assert flagged["emulated"] == 1 and flagged["git_dirty"] is None
+    odd = _run_row(Run(folder, {"targets": {"t": {"emulated": 0}}, "date": 7,
+                                "when": Path("x")}, df))
+    assert odd["emulated"] == 0 and odd["date"] == "7"
+    assert json.loads(odd["meta"])["when"] == "x"  # a value JSON cannot hold, as text

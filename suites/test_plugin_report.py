@@ -111,3 +111,16 @@ def test_a_run_without_probe_verdicts_has_an_empty_probe_table() -> None:
     for results in (pd.DataFrame(), plain.drop(columns=["suite"]), plain):
         table = probe_table(results)
         assert table.empty and list(table.columns) == PROBE_COLUMNS
+
+
+def test_records_missing_their_optional_fields_read_as_empty() -> None:
+    """A plugin record without version, path or realizations and a refusal
+    without path or message: empty fields, never a placeholder."""
+    targets = {HOST: {"plugins": [{"name": "kai"}], "plugin_errors": [{}]},
+               ARM: {"plugins": None, "plugin_errors": None}, "none": None}
+    results = pd.DataFrame([_row(HOST, "kai", "a", "pass")])
+    table = plugin_table(Run(path=Path("run"), meta={"targets": targets}, results=results))
+    assert [list(r) for r in table.itertuples(index=False)] == [
+        [HOST, "kai", "", "loaded", "–", 1, 0, 0, 0, 0, "–", 0, ""],
+        [HOST, "", "", "refused: ", "–", 0, 0, 0, 0, 0, "–", 0, ""]]
+    assert plugin_table(Run(path=Path("run"), meta={"targets": None}, results=results)).empty
