@@ -24,7 +24,9 @@
 #                                    different paths can be kept side by side
 #   MUTMUT_PROGRESS=FILE             the kills carried across work folders and checkouts
 #                                    (default: ci/mutmut_progress.json; empty: none): read
-#                                    into a work folder's modules that have no results yet,
+#                                    into the mutants a work folder has not run yet (a work
+#                                    folder whose test selection changed starts afresh:
+#                                    mutmut would reset its results after the read),
 #                                    written back every 5 minutes and at the end, so a
 #                                    campaign longer than one sitting resumes in a fresh
 #                                    checkout; a kill is carried only for the function it
@@ -89,6 +91,17 @@ pytest_add_cli_args_test_selection = [$(list "${TESTS[@]}")]
 also_copy = ["suites", "reference", "reports", "native", "build", "examples", "docs", "ci", "setup.py", "mkdocs.yml"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"${MUTMUT_K:+, \"-k\", \"$MUTMUT_K\"}]
 EOF
+# mutmut resets every result of a work folder whose test selection or pytest arguments
+# changed, after the carried kills were read in; start such a folder's mutants afresh
+# instead, so the carried kills of unchanged functions still apply
+CONFIG="$(sed -n '/^\[tool.mutmut\]/,$p' "$WORK/pyproject.toml")"
+if [ -f "$WORK/.mutmut-config" ] && [ -d "$WORK/mutants" ] \
+   && [ "$CONFIG" != "$(cat "$WORK/.mutmut-config")" ]; then
+  echo "mutmut.sh: the test selection changed since this work folder's last campaign:" \
+       "its results start afresh (carried kills apply)"
+  rm -rf "$WORK/mutants"
+fi
+printf '%s\n' "$CONFIG" > "$WORK/.mutmut-config"
 PROGRESS="${MUTMUT_PROGRESS-$REPO/ci/mutmut_progress.json}"
 # the commit the copy was taken at (the checkout may move on while the campaign runs)
 COMMIT="$(git describe --always --dirty --abbrev=7)"
