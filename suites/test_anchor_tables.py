@@ -190,6 +190,12 @@ def test_a_row_that_does_not_match_is_left_out(change: dict[str, Any]) -> None:
     assert anc.match_anchors(_table_of(_anchor()), [_row(**change)]) == []
 
 
+def test_a_missing_dimension_matches_no_anchor_of_that_dimension() -> None:
+    a = _anchor(shape={"m": 1}, counts={anc.ANY_SVL: 5})
+    rows = [_row(m=None, case="none"), _row(m=math.nan, case="nan"), _row(m=1, case="one")]
+    assert [m.case for m in anc.match_anchors(_table_of(a), rows)] == ["one"]
+
+
 def test_rows_match_by_text_and_number_alike() -> None:
     rows = [_row(m="4", n=8.0, k="16", vector_bits="512", count_kernel="100",
                  shape=None, realization="r1")]

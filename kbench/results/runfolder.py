@@ -196,6 +196,13 @@ def _read_rows(path: Path, defects: list[str] | None = None
 
 def _read_results(path: Path, defects: list[str] | None = None) -> pd.DataFrame:
     header, rows, lines = _read_rows(path, defects)
+    return _frame(path, header, rows, lines)
+
+
+def _frame(path: Path, header: list[str], rows: list[list[str]], lines: list[int]
+           ) -> pd.DataFrame:
+    """The results frame of a table's header and rows (`path` and `lines` name
+    a refused cell)."""
     types = _verdict_types()
     if header and ("status" not in header or "case" not in header):
         raise RunFolderError(f"{path}: line 1 is not a results header (no case and status "
@@ -259,9 +266,9 @@ def load_run(path: str | Path) -> Run:
         if csv_path.stat().st_size == 0:
             defects.append("results.csv is empty (not even its header)")
         df = _read_results(csv_path, defects)
-    else:
+    else:  # read as a table of only the writer's header
         defects.append("results.csv is missing")
-        df = _read_results_missing()
+        df = _frame(csv_path, list(COLUMNS), [], [])
     defects += _row_defects(meta, df)
     return Run(folder, meta, df, defects)
 
@@ -294,11 +301,3 @@ def _row_defects(meta: dict[str, Any], df: pd.DataFrame) -> list[str]:
                    f"results (first: {first['suite']} {first['target']} {first['realization']} "
                    f"{first['case']} {first['kind']})")
     return out
-
-
-def _read_results_missing() -> pd.DataFrame:
-    types = _verdict_types()
-    df = pd.DataFrame({c: pd.Series([], dtype=_DTYPES[types.get(c, "text")])
-                       for c in COLUMNS})
-    df["round_times"] = pd.Series([], dtype=object)
-    return df
