@@ -22,15 +22,16 @@
 #                                    per-function test map and only slow each mutant
 #   MUTMUT_WORK=DIR                  its work folder (default: build/mutmut), so campaigns over
 #                                    different paths can be kept side by side
-#   MUTMUT_PROGRESS=FILE             the kills carried across work folders and checkouts
-#                                    (default: ci/mutmut_progress.json; empty: none): read
-#                                    into the mutants a work folder has not run yet (a work
-#                                    folder whose test selection changed starts afresh:
-#                                    mutmut would reset its results after the read),
+#   MUTMUT_PROGRESS=FILE             the kills and survivors carried across work folders and
+#                                    checkouts (default: ci/mutmut_progress.json; empty:
+#                                    none): read into the mutants a work folder has not run
+#                                    yet (a work folder whose test selection changed starts
+#                                    afresh: mutmut would reset its results after the read),
 #                                    written back every 5 minutes and at the end, so a
 #                                    campaign longer than one sitting resumes in a fresh
-#                                    checkout; a kill is carried only for the function it
-#                                    was observed on (ci/mutmut_progress.py)
+#                                    checkout; a result is carried only for the function it
+#                                    was observed on (ci/mutmut_progress.py); carried
+#                                    survivors are rerun by naming them after "--"
 #
 # Each mutant's tests run fastest first (suites/kb_mutmut_order.py, by the durations
 # mutmut recorded), so a mutant a quick test kills stops there (pytest -x).
@@ -92,13 +93,13 @@ also_copy = ["suites", "reference", "reports", "native", "build", "examples", "d
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"${MUTMUT_K:+, \"-k\", \"$MUTMUT_K\"}]
 EOF
 # mutmut resets every result of a work folder whose test selection or pytest arguments
-# changed, after the carried kills were read in; start such a folder's mutants afresh
-# instead, so the carried kills of unchanged functions still apply
+# changed, after the carried results were read in; start such a folder's mutants
+# afresh instead, so the carried results of unchanged functions still apply
 CONFIG="$(sed -n '/^\[tool.mutmut\]/,$p' "$WORK/pyproject.toml")"
 if [ -f "$WORK/.mutmut-config" ] && [ -d "$WORK/mutants" ] \
    && [ "$CONFIG" != "$(cat "$WORK/.mutmut-config")" ]; then
   echo "mutmut.sh: the test selection changed since this work folder's last campaign:" \
-       "its results start afresh (carried kills apply)"
+       "its results start afresh (carried results apply)"
   rm -rf "$WORK/mutants"
 fi
 printf '%s\n' "$CONFIG" > "$WORK/.mutmut-config"

@@ -1,7 +1,8 @@
 """ci/mutmut_progress.py, a generated-mutant campaign carried across work
-folders: only kills are carried, each tied to the hash of the function it
-was observed on; a later save keeps earlier kills of unchanged functions and
-drops those of changed ones; restore never overwrites a work folder's own
+folders: kills and survivors are carried (a mutant no test reaches or not
+yet run is not), each tied to the hash of the function it was observed on; a
+later save keeps earlier results of unchanged functions, the latest result
+of a mutant winning, and drops those of changed ones; restore never overwrites a work folder's own
 results, fills in mutants it has not run, and carries nothing across mutmut
 versions."""
 
@@ -44,13 +45,14 @@ CODES = {"kbench.results.a.x_f__mutmut_1": 1, "kbench.results.a.x_f__mutmut_2": 
 HASHES = {"x_f": "h1", "xǁCǁm": "h2", "x_g": "h3"}
 
 
-def test_only_kills_are_saved_each_with_its_functions_hash(tmp_path: Path) -> None:
+def test_kills_and_survivors_are_saved_each_with_its_functions_hash(tmp_path: Path) -> None:
     w = work_with(tmp_path, "w", {"kbench/results/a.py": meta(CODES, HASHES)})
     data = prog.save(w, tmp_path / "p.json", "abc1234")
     assert data["mutmut"] == "3.8.1" and data["commits"] == ["abc1234"]
     assert data["files"] == {"kbench/results/a.py": {
-        "x_f": {"hash": "h1", "killed": {"1": 1, "3": 36}},
-        "xǁCǁm": {"hash": "h2", "killed": {"1": 3}}}}
+        "x_f": {"hash": "h1", "killed": {"1": 1, "3": 36}, "survived": [2]},
+        "xǁCǁm": {"hash": "h2", "killed": {"1": 3}},
+        "x_g": {"hash": "h3", "killed": {}, "survived": [1]}}}
     assert json.loads((tmp_path / "p.json").read_text()) == data
 
 
@@ -60,30 +62,38 @@ def test_restore_writes_a_meta_file_mutmut_reads_with_the_kills_only(tmp_path: P
                                       {"kbench.results.x_i__mutmut_7": 1}, {"x_i": "h9"})})
     prog.save(w, tmp_path / "p.json", "abc1234")
     fresh = tmp_path / "fresh"
-    assert prog.restore(fresh, tmp_path / "p.json") == 4
+    assert prog.restore(fresh, tmp_path / "p.json") == 6
     got = json.loads((fresh / "mutants" / "kbench/results/a.py.meta").read_text())
     assert tuple(got) == prog.META_KEYS  # the keys mutmut 3.8's loader pops, no other
     assert got["exit_code_by_key"] == {"kbench.results.a.x_f__mutmut_1": 1,
+                                       "kbench.results.a.x_f__mutmut_2": 0,
                                        "kbench.results.a.x_f__mutmut_3": 36,
-                                       "kbench.results.a.xǁCǁm__mutmut_1": 3}
-    assert got["hash_by_function_name"] == {"x_f": "h1", "xǁCǁm": "h2"}
+                                       "kbench.results.a.xǁCǁm__mutmut_1": 3,
+                                       "kbench.results.a.x_g__mutmut_1": 0}
+    assert got["hash_by_function_name"] == {"x_f": "h1", "xǁCǁm": "h2", "x_g": "h3"}
     init = json.loads((fresh / "mutants" / "kbench/results/__init__.py.meta").read_text())
     assert init["exit_code_by_key"] == {"kbench.results.x_i__mutmut_7": 1}  # mutmut's naming
 
 
-def test_a_later_save_keeps_kills_of_unchanged_functions_and_drops_changed_ones(
+def test_a_later_save_keeps_results_of_unchanged_functions_and_drops_changed_ones(
         tmp_path: Path) -> None:
     p = tmp_path / "p.json"
     prog.save(work_with(tmp_path, "w1", {"kbench/results/a.py": meta(CODES, HASHES)}), p, "c1")
-    # the next campaign: x_f unchanged (its mutant 5 newly killed), xǁCǁm changed, x_g gone
+    # the next campaign: x_f unchanged (its mutant 5 newly killed, its survivor 2 killed
+    # by a new test, its kill 3 surviving a changed test), xǁCǁm changed, x_g gone
     later = {"kbench.results.a.x_f__mutmut_1": None, "kbench.results.a.x_f__mutmut_5": 1,
+             "kbench.results.a.x_f__mutmut_2": 1, "kbench.results.a.x_f__mutmut_3": 0,
              "kbench.results.a.xǁCǁm__mutmut_2": 1}
     data = prog.save(work_with(tmp_path, "w2", {"kbench/results/a.py": meta(
         later, {"x_f": "h1", "xǁCǁm": "h2-new"})}), p, "c2")
     assert data["files"]["kbench/results/a.py"] == {
-        "x_f": {"hash": "h1", "killed": {"1": 1, "3": 36, "5": 1}},
+        "x_f": {"hash": "h1", "killed": {"1": 1, "2": 1, "5": 1}, "survived": [3]},
         "xǁCǁm": {"hash": "h2-new", "killed": {"2": 1}}}
     assert data["commits"] == ["c1", "c2"]
+    # a third save of the same folder changes nothing
+    again = prog.save(work_with(tmp_path, "w3", {"kbench/results/a.py": meta(
+        {"kbench.results.a.x_f__mutmut_3": None}, {"x_f": "h1", "xǁCǁm": "h2-new"})}), p, "c2")
+    assert again["files"] == data["files"] and again["commits"] == ["c1", "c2"]
 
 
 def test_a_module_not_in_this_campaign_keeps_its_kills(tmp_path: Path) -> None:
@@ -118,13 +128,15 @@ def test_restore_fills_mutants_a_work_folder_has_not_run_yet(tmp_path: Path) -> 
     run; its own results and changed functions keep theirs."""
     p = tmp_path / "p.json"
     prog.save(work_with(tmp_path, "w1", {"kbench/results/a.py": meta(CODES, HASHES)}), p, "c1")
-    own = {"kbench.results.a.x_f__mutmut_1": None, "kbench.results.a.x_f__mutmut_3": 0,
-           "kbench.results.a.x_f__mutmut_4": None, "kbench.results.a.xǁCǁm__mutmut_1": None}
+    own = {"kbench.results.a.x_f__mutmut_1": None, "kbench.results.a.x_f__mutmut_2": None,
+           "kbench.results.a.x_f__mutmut_3": 0, "kbench.results.a.x_f__mutmut_4": None,
+           "kbench.results.a.xǁCǁm__mutmut_1": None}
     w2 = work_with(tmp_path, "w2", {"kbench/results/a.py": meta(
         own, {"x_f": "h1", "xǁCǁm": "h2-new"})})
-    assert prog.restore(w2, p) == 1
+    assert prog.restore(w2, p) == 2
     got = json.loads((w2 / "mutants" / "kbench/results/a.py.meta").read_text())
-    assert got["exit_code_by_key"] == {**own, "kbench.results.a.x_f__mutmut_1": 1}
+    assert got["exit_code_by_key"] == {**own, "kbench.results.a.x_f__mutmut_1": 1,
+                                       "kbench.results.a.x_f__mutmut_2": 0}
     assert got["hash_by_function_name"] == {"x_f": "h1", "xǁCǁm": "h2-new"}
     assert prog.restore(w2, p) == 0  # nothing left to fill
     broken = work_with(tmp_path, "w3", {"kbench/results/a.py": '{"exit_code_by'})
