@@ -1,0 +1,189 @@
+"""The history database class word for word on SQLite files (and its
+PostgreSQL spellings, without a server): which files it refuses before
+changing anything and how it says so, the schema it creates and extends,
+the values each column type takes, upserting a run row, transactions."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from kbench.results import historydb as hdb
+
+
+def _sqlite(path: Path, *statements: str) -> Path:
+    con = sqlite3.connect(path)
+    for s in statements:
+        con.execute(s)
+    con.commit()
+    con.close()
+    return path
+
+
+def _refused(path: Path) -> str:
+    with pytest.raises(hdb.HistoryError) as err:
+        hdb.HistoryDB(path)
+    return str(err.value)
+
+
+def _pg() -> hdb.HistoryDB:
+    db = hdb.HistoryDB.__new__(hdb.HistoryDB)
+    db.postgres = True
+    return db
+
+
+def test_a_database_of_another_application_is_refused(tmp_path: Path) -> None:
+    p = _sqlite(tmp_path / "a.sqlite", "PRAGMA application_id = 1234", "CREATE TABLE t (x)")
+    assert _refused(p) == (f"{p}: an SQLite database of another application "
+                           "(application_id 0x4d2), not a kbench history")
+
+
+def test_a_database_without_the_history_tables_is_refused_naming_five(tmp_path: Path) -> None:
+    p = _sqlite(tmp_path / "a.sqlite", *[f"CREATE TABLE t{i} (x)" for i in range(7)])
+    assert _refused(p) == (f"{p}: an SQLite database but not a kbench history (its tables: "
+                           "t0, t1, t2, t3, t4)")
+    q = _sqlite(tmp_path / "b.sqlite", "CREATE TABLE runs (x)")
+    assert _refused(q).endswith("(its tables: runs)")
+    r = _sqlite(tmp_path / "c.sqlite", "CREATE TABLE results (x)", "CREATE TABLE other (y)")
+    assert _refused(r).endswith("(its tables: other, results)")
+
+
+def test_a_runs_table_that_is_not_kbenchs_is_refused_naming_its_missing_columns(
+        tmp_path: Path) -> None:
+    p = _sqlite(tmp_path / "a.sqlite", "CREATE TABLE runs (id, date)",
+                "CREATE TABLE results (run_id)")
+    assert _refused(p) == f"{p}: its runs table is not kbench's (no path, complete column)"
+    q = _sqlite(tmp_path / "b.sqlite", "CREATE TABLE runs (path, complete)",
+                "CREATE TABLE results (run_id)")
+    assert _refused(q) == f"{q}: its runs table is not kbench's (no id, date column)"
+    ok = _sqlite(tmp_path / "c.sqlite", "CREATE TABLE runs (id, path, date, complete)",
+                 "CREATE TABLE results (run_id)", f"PRAGMA application_id = {hdb.KBENCH_APP_ID}")
+    with hdb.HistoryDB(ok) as db:
+        assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_files_that_are_not_a_database_or_a_file_are_named(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database at all" * 50)
+    assert _refused(junk) == (f"{junk}: not a usable history database (file is not a "
+                              "database)")
+    folder = tmp_path / "dir.sqlite"
+    folder.mkdir()
+    assert _refused(folder) == f"{folder}: is a folder, not a history database"
+    (tmp_path / "file").write_text("")
+    under = tmp_path / "file" / "h.sqlite"
+    assert _refused(under).startswith(f"{under}: cannot create its folder (")
+
+
+def test_a_new_file_and_its_folders_are_made(tmp_path: Path) -> None:
+    p = tmp_path / "a" / "b" / "h.sqlite"
+    with hdb.HistoryDB(p) as db:
+        assert not db.postgres and db.location == p
+        assert (db.row_order, db.sql("a = ?"), db.contains("x")) == ("rowid", "a = ?",
+                                                                     "instr(x, ?) > 0")
+    assert p.is_file()
+
+
+def test_the_schema_is_created_once_and_extended_with_new_result_columns(
+        tmp_path: Path) -> None:
+    p = tmp_path / "h.sqlite"
+    runs = {"path": "TEXT", "date": "TEXT", "complete": "INTEGER"}
+    with hdb.HistoryDB(p) as db:
+        db.ensure_schema(runs, {"backend": "TEXT", "k": "INTEGER"})
+        assert db.execute("PRAGMA application_id").fetchone()[0] == hdb.KBENCH_APP_ID
+        db.ensure_schema(runs, {"backend": "TEXT", "k": "INTEGER", 'odd"name': "REAL",
+                                "t": "REAL"})
+        cols = [(r[1], r[2]) for r in db.execute("PRAGMA table_info(results)").fetchall()]
+        assert cols == [("run_id", "INTEGER"), ("backend", "TEXT"), ("k", "INTEGER"),
+                        ('odd"name', "REAL"), ("t", "REAL")]
+        run_cols = [r[1] for r in db.execute("PRAGMA table_info(runs)").fetchall()]
+        assert run_cols == ["id", "path", "date", "complete", "added"]
+        index = db.execute("SELECT sql FROM sqlite_master WHERE name = 'results_run'"
+                           ).fetchone()[0]
+        assert "results (run_id, backend)" in index
+        fks = db.execute("PRAGMA foreign_key_list(results)").fetchall()
+        assert [(r[2], r[3], r[4], r[6]) for r in fks] == [("runs", "run_id", "id", "CASCADE")]
+    # an application id another kbench set is kept
+    with hdb.HistoryDB(p) as db:
+        db.ensure_schema(runs, {})
+        assert db.execute("PRAGMA application_id").fetchone()[0] == hdb.KBENCH_APP_ID
+
+
+def test_a_run_row_is_inserted_once_and_updated_in_place(tmp_path: Path) -> None:
+    runs = {"path": "TEXT", "date": "TEXT", "complete": "INTEGER", "n": "INTEGER"}
+    with hdb.HistoryDB(tmp_path / "h.sqlite") as db:
+        db.ensure_schema(runs, {"backend": "TEXT"})
+        first = db.upsert_run({"path": "/r", "date": "d1", "complete": 0, "n": 1}, runs)
+        other = db.upsert_run({"path": "/r", "date": "d2", "complete": 1, "n": 2}, runs)
+        again = db.upsert_run({"path": "/r", "date": "d1", "complete": 1, "n": 5}, runs)
+        assert (first, other, again) == (1, 2, 1)
+        rows = db.execute("SELECT id, path, date, complete, n FROM runs ORDER BY id").fetchall()
+        assert rows == [(1, "/r", "d1", 1, 5), (2, "/r", "d2", 1, 2)]
+        frame = db.frame("SELECT id, n FROM runs WHERE n > ? ORDER BY id", [1])
+        assert frame.to_dict("records") == [{"id": 1, "n": 5}, {"id": 2, "n": 2}]
+
+
+def test_a_transaction_commits_or_rolls_back(tmp_path: Path) -> None:
+    with hdb.HistoryDB(tmp_path / "h.sqlite") as db:
+        db.execute("CREATE TABLE t (x)")
+        with db.transaction():
+            db.executemany("INSERT INTO t VALUES (?)", [(1,), (2,)])
+        with pytest.raises(KeyError), db.transaction():
+            db.execute("INSERT INTO t VALUES (?)", [3])
+            raise KeyError("stop")
+        assert [r[0] for r in db.execute("SELECT x FROM t ORDER BY x").fetchall()] == [1, 2]
+        assert not db.con.in_transaction
+
+
+def test_sqlite_takes_values_as_they_are() -> None:
+    db = hdb.HistoryDB.__new__(hdb.HistoryDB)
+    db.postgres = False
+    for value in (None, "x\x00", math.inf, "3", 2.5):
+        assert db.value(value, "INTEGER") is value
+    assert db._type("INTEGER NOT NULL") == "INTEGER NOT NULL"
+
+
+@pytest.mark.parametrize("value,decl,want", [
+    ("3", "INTEGER", 3), (2.7, "INTEGER", 2), (-2.7, "INTEGER NOT NULL", -2),
+    ("x", "INTEGER", None), (math.inf, "INTEGER", None), (math.nan, "INTEGER", None),
+    (None, "INTEGER", None), ([1], "REAL", None), ("1.5", "REAL", 1.5), (3, "REAL", 3.0),
+    (math.inf, "REAL", math.inf), ("a\x00b", "TEXT", "a\\0b"), (7, "TEXT", "7"),
+    (None, "TEXT", None), ("v", "BLOB", "v")])
+def test_postgresql_takes_numbers_in_numeric_columns_and_no_nul(value, decl, want) -> None:
+    got = _pg().value(value, decl)
+    assert got == want and type(got) is type(want)
+
+
+def test_postgresql_keeps_nan_in_a_real_column() -> None:
+    assert math.isnan(_pg().value("nan", "REAL"))
+
+
+def test_postgresql_spells_types_placeholders_and_functions_its_way() -> None:
+    db = _pg()
+    assert db._type("INTEGER") == "BIGINT" and db._type("REAL") == "DOUBLE PRECISION"
+    assert db._type("INTEGER NOT NULL") == "BIGINT NOT NULL"
+    assert db._type("TEXT DEFAULT ''") == "TEXT DEFAULT ''" and db._type("BLOB x") == "BLOB x"
+    assert db.sql("a = ? AND b = ?") == "a = %s AND b = %s"
+    assert db.contains("col") == "strpos(col, ?) > 0" and db.row_order == "seq"
+
+
+def test_locations_and_messages() -> None:
+    assert hdb.is_postgres("postgresql://h/db") and hdb.is_postgres("postgres://h/db")
+    assert not hdb.is_postgres(Path("postgresql://h")) and not hdb.is_postgres("pg://h")
+    assert hdb.describe("postgresql://u:secret@h:5432/db") == "postgresql://u:***@h:5432/db"
+    assert hdb.describe("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert hdb.describe(Path("/a/b.sqlite")) == "/a/b.sqlite"
+    default = Path("/d.sqlite")
+    assert hdb.resolve_db(None, default, {}) == default
+    assert hdb.resolve_db(None, default, {"KBENCH_DB": ""}) == default
+    assert hdb.resolve_db(None, default, {"KBENCH_DB": "x.sqlite"}) == Path("x.sqlite")
+    assert hdb.resolve_db("postgres://h/db", default, {"KBENCH_DB": "x"}) == "postgres://h/db"
+    assert hdb.resolve_db(Path("y.sqlite"), default, {"KBENCH_DB": "x"}) == Path("y.sqlite")
+    assert hdb.quote('a"b') == '"a""b"'
+    busy = sqlite3.OperationalError("database is locked")
+    assert hdb.sqlite_busy(busy) and hdb.sqlite_busy(sqlite3.OperationalError("BUSY"))
+    assert not hdb.sqlite_busy(sqlite3.OperationalError("no such table"))
+    assert not hdb.sqlite_busy(RuntimeError("locked"))
