@@ -101,12 +101,15 @@ def context(monkeypatch, tmp_path: Path):
     monkeypatch.setattr(rep.views, "answers", answers)
 
     def make(meta: dict[str, Any], baseline: bool = False, gate: Any = None,
-             trends_note: str = "", plots: dict[str, list[Any]] | None = None,
+             trends_note: str | None = None, plots: dict[str, list[Any]] | None = None,
              tables: rep.ReportTables | None = None) -> dict[str, Any]:
         run = _run(tmp_path / "run", meta)
         base = _run(tmp_path / "base", {}) if baseline else None
+        # gate and trends note as keywords only when given: their defaults are checked too
+        extra = {k: v for k, v in (("gate", gate), ("trends_note", trends_note))
+                 if v is not None}
         return rep.render_html(run, base, tables or _tables(), plots or {}, {"gflops": "g.csv"},
-                               gate, trends_note)
+                               **extra)
     return make, calls
 
 
