@@ -279,6 +279,9 @@ def test_labels_and_categories() -> None:
     assert fp.category("fp16_lanes[8]", 0.5) == "unexplained"
     assert fp.category(fp.INDISTINGUISHABLE, 1.0) == fp.INDISTINGUISHABLE
     assert fp.describe("", float("nan")) == "not fingerprinted"
+    # a model name of no known family (a hand-edited or newer results.csv) is unexplained
+    assert fp.category("weird", 1.0) == "unexplained"
+    assert fp.describe("weird", 1.0) == "unexplained (best weird, 100%)"
     assert fp.percent(float("nan")) == "–" and fp.percent(0.5) == "50.0%"
     weak = fp.Fingerprint("fp16_fma_chain", 0.3, {"fp32_once": 0.2, "fp16_fma_chain": 0.3},
                           0.2, 100, 100, "fp16_fma_chain", 0.1)

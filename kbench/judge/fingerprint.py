@@ -397,12 +397,13 @@ class Fingerprint:
 
 
 def category(model: str, match: float) -> str:
-    """fp32, fp16, indistinguishable or unexplained (best match < CONCLUSIVE)."""
+    """fp32, fp16, indistinguishable or unexplained (best match < CONCLUSIVE,
+    or a model name of no known family, as a hand-edited results.csv may hold)."""
     if model == INDISTINGUISHABLE:
         return INDISTINGUISHABLE
     if not model or not match >= CONCLUSIVE:
         return "unexplained"
-    return family(model)
+    return family(model) or "unexplained"
 
 
 def percent(x: float) -> str:
