@@ -169,7 +169,7 @@ def match_anchors(table: AnchorTable, rows: Iterable[Mapping[str, Any] | Any]
                 continue
             if any(_int(_get(row, d)) != v for d, v in a.shape.items()):
                 continue
-            if re.search(r"k\d+x\d+$", str(_get(row, "shape") or "")):  # a batch
+            if re.search(r"k\d+x\d+$", str(_get(row, "shape"))):  # a batch
                 continue
             ours = _num(_get(row, column))
             if not ours > 0:

@@ -86,7 +86,7 @@ def resolve_db(db: str | Path | None, default: Path, env: Mapping[str, str] | No
     """--db if given, else $KBENCH_DB, else `default`. A postgresql:// URL stays
     a string; anything else is a file path."""
     environ = os.environ if env is None else env
-    value = str(db) if db else environ.get("KBENCH_DB", "")
+    value = str(db) if db else environ.get("KBENCH_DB")
     if not value:
         return default
     return value if is_postgres(value) else Path(value)

@@ -7,6 +7,7 @@ and why an equivalent one cannot be told apart."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -27,7 +28,7 @@ def load(folder: Path) -> dict | None:
 
 
 def _rate(killed: int, live: int) -> float:
-    return killed / live if live else float("nan")
+    return killed / live if live else math.nan
 
 
 def area_table(data: dict | None) -> pd.DataFrame:
@@ -35,7 +36,7 @@ def area_table(data: dict | None) -> pd.DataFrame:
     mutants that are not stale."""
     if not data:
         return pd.DataFrame(columns=AREA_COLUMNS)
-    df = pd.DataFrame([{"area": m.get("area", ""), "status": m.get("status", "")}
+    df = pd.DataFrame([{"area": m.get("area", ""), "status": m.get("status")}
                        for m in data["mutants"]])
     rows = []
     groups = [*sorted(df["area"].unique()), "all"] if not df.empty else []
@@ -64,5 +65,5 @@ def mutant_table(data: dict | None) -> pd.DataFrame:
             "description": m.get("description", ""),
         })
     df = pd.DataFrame(rows, columns=MUTANT_COLUMNS)
-    return df.sort_values(by="status", key=lambda s: s.map(order).fillna(9),
+    return df.sort_values(by="status", key=lambda s: s.map(lambda x: order.get(x, len(order))),
                           kind="stable").reset_index(drop=True)

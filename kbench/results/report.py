@@ -1048,10 +1048,9 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                         if isinstance(t, dict) and t.get("emulated")]
     t = tables
     speedups = t.speedup_vs_scalar
-    trend_runs = sum(1 for _ in plots.get("trends", []))
     header = views.answers(results, run.complete, t.fastest, t.speedup_vs_baseline,
                            t.counts_vs_committed, gate, baseline is not None,
-                           _trend_runs(trends_note) if trend_runs else 0,
+                           _trend_runs(trends_note) if plots.get("trends") else 0,
                            bool(emulated_targets) and len(run.perf()) > 0
                            and t.gflops.empty, len(t.counts) > 0)
     meta_rows = t.metadata[~t.metadata["field"].str.startswith("target ")]
@@ -1117,7 +1116,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "coverage": html_table(t.coverage, limit=500),
         "n_coverage": len(t.coverage),
         "coverage_listing": t.coverage_listing,
-        "coverage_full": int((t.coverage["percent"] >= 100).sum()) if len(t.coverage) else 0,
+        "coverage_full": int((t.coverage["percent"] >= 100).sum()),
         "plugin_probes": html_table(t.plugin_probes, limit=500),
         "n_plugin_probes": len(t.plugin_probes),
         "mutation_areas": html_table(t.mutation_areas),
