@@ -84,7 +84,7 @@ def test_count_at_prefers_a_count_for_any_svl() -> None:
 def test_a_source_without_its_three_strings_is_refused(tmp_path: Path, source: str) -> None:
     said, err = _refused(tmp_path, "", source)
     assert said == f"{tmp_path / 't.toml'}: [source] needs name, what and method strings"
-    assert isinstance(err, anc.AnchorError)
+    assert isinstance(err, anc.AnchorError) and err.field == "source"
 
 
 def test_a_file_that_is_not_toml_or_not_there_is_named(tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ def test_a_file_that_is_not_toml_or_not_there_is_named(tmp_path: Path) -> None:
     p.write_text("[source\n")
     with pytest.raises(anc.AnchorError) as err:
         anc.load_anchors(p)
-    assert str(err.value).startswith(f"{p}: ")
+    assert str(err.value).startswith(f"{p}: ") and err.value.field == "anchors"
     with pytest.raises(anc.AnchorError) as err:
         anc.load_anchors(tmp_path / "none.toml")
     assert str(err.value).startswith(f"{tmp_path / 'none.toml'}: [Errno 2]")
@@ -128,8 +128,12 @@ GOOD = 'phase = "kernel"\nours = ["a"]\nsvl512 = 1\n'
     (GOOD + "m = 1\nk = -3\n", "m, n, k must be positive integers")])
 def test_a_bad_anchor_is_refused_naming_it(tmp_path: Path, anchor: str, said: str) -> None:
     body = "[[anchor]]\n" + GOOD + "[[anchor]]\n" + anchor
-    message, _ = _refused(tmp_path, body)
+    message, err = _refused(tmp_path, body)
     assert message == f"{tmp_path / 't.toml'}: anchor[1]: {said}"
+    # the field the error names: the key, or what is wrong
+    field = said.split()[0] if said.split()[0] in ("svl256", "any_svl", "outer_svl512") else {
+        "phase": "phase", "ours": "ours", "no": "counts", "m,": "shape"}[said.split()[0]]
+    assert err.field == field
 
 
 def test_a_one_is_a_positive_count_and_shape(tmp_path: Path) -> None:
@@ -194,6 +198,25 @@ def test_a_missing_dimension_matches_no_anchor_of_that_dimension() -> None:
     a = _anchor(shape={"m": 1}, counts={anc.ANY_SVL: 5})
     rows = [_row(m=None, case="none"), _row(m=math.nan, case="nan"), _row(m=1, case="one")]
     assert [m.case for m in anc.match_anchors(_table_of(a), rows)] == ["one"]
+
+
+@pytest.mark.parametrize("first", [
+    {"op": "conv"}, {"m": 5}, {"shape": "m4_k3x3"}, {"count_kernel": 0.0},
+    {"vector_bits": 128}])
+def test_a_row_left_out_does_not_stop_the_rows_after_it(first: dict[str, Any]) -> None:
+    rows = [_row(case="skipped", **first), _row(case="kept")]
+    assert [m.case for m in anc.match_anchors(_table_of(_anchor()), rows)] == ["kept"]
+
+
+def test_one_instruction_is_a_count() -> None:
+    [m] = anc.match_anchors(_table_of(_anchor()), [_row(count_kernel=1.0)])
+    assert m.ours == 1.0 and m.ratio == 1 / 200
+
+
+def test_outer_or_dot_products_alone_are_counted() -> None:
+    dot = anc.match_anchors(_table_of(_anchor()), [_row(count_mix='{"kernel": {"dot": 3}}')])
+    outer = anc.match_anchors(_table_of(_anchor()), [_row(count_mix='{"kernel": {"outer": 5}}')])
+    assert dot[0].ours_outer == 3.0 and outer[0].ours_outer == 5.0
 
 
 def test_rows_match_by_text_and_number_alike() -> None:

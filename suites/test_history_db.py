@@ -187,3 +187,13 @@ def test_locations_and_messages() -> None:
     assert hdb.sqlite_busy(busy) and hdb.sqlite_busy(sqlite3.OperationalError("BUSY"))
     assert not hdb.sqlite_busy(sqlite3.OperationalError("no such table"))
     assert not hdb.sqlite_busy(RuntimeError("locked"))
+
+
+def test_a_postgresql_history_without_its_driver_says_how_to_install_it(monkeypatch) -> None:
+    import sys
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg raises ImportError
+    with pytest.raises(hdb.HistoryError) as err:
+        hdb.HistoryDB("postgresql://u@h/db")
+    assert str(err.value) == ("a postgresql:// history needs the psycopg driver: "
+                              "pip install 'kbench[postgres]'")
+    assert hdb.driver_errors() == (sqlite3.Error, hdb.HistoryError)

@@ -14,17 +14,17 @@ from kbench.results import mutation as mt
 
 def test_each_mutant_is_one_row_survivors_and_problems_first() -> None:
     data = {"mutants": [
+        {"id": "x1", "status": "odd", "runs": None},
         {"id": "k1", "area": "judge", "status": "killed", "description": "d1",
          "runs": [{"target": "host", "killed": True, "failed": 3},
                   {"target": "qemu", "killed": False, "failed": 0}]},
         {"id": "s1", "area": "gate", "status": "survived", "detail": "why",
          "runs": [{"target": "host", "killed": False}]},
-        {"id": "e1", "area": "gate", "status": "equivalent", "equivalent": "same output"},
-        {"id": "x1", "status": "odd", "runs": None},
         {"id": "t1", "area": "judge", "status": "stale", "runs": []},
+        {"id": "e1", "area": "gate", "status": "equivalent", "equivalent": "same output"},
+        {"id": "r1", "area": "judge", "status": "error"},
         {"id": "i1", "area": "judge", "status": "invalid",
          "runs": [{"failed": "2", "killed": 1}]},
-        {"id": "r1", "area": "judge", "status": "error"},
         {"id": "s2", "area": "judge", "status": "survived"},
         {}]}
     table = mt.mutant_table(data)
@@ -40,6 +40,9 @@ def test_each_mutant_is_one_row_survivors_and_problems_first() -> None:
          "", "", "d1"],
         ["x1", "", "odd", 0, "", "", "", ""],
         ["", "", "", 0, "", "", "", ""]]
+    assert mt.mutant_table({"mutants": [{"id": "a", "status": "weird"},
+                                         {"id": "b", "status": "killed"}]})[
+        "mutant"].tolist() == ["b", "a"]  # an unknown status after every known one
     assert table.index.tolist() == list(range(9))
 
 
@@ -74,3 +77,20 @@ def test_mutation_json_is_read_when_it_is_a_campaign(tmp_path: Path) -> None:
     f.write_text(json.dumps({"mutants": [{"id": "a"}], "x": 1}))
     assert mt.load(tmp_path) == {"mutants": [{"id": "a"}], "x": 1}
     assert mt.load(str(tmp_path)) == {"mutants": [{"id": "a"}], "x": 1}
+
+
+def test_mutants_of_one_status_keep_the_campaigns_order() -> None:
+    """Forty mutants in one status keep their order (a stable sort)."""
+    ids = [f"m{i:02d}" for i in range(40)]
+    data = {"mutants": [{"id": i, "status": "killed" if n % 3 else "survived"}
+                        for n, i in enumerate(ids)]}
+    table = mt.mutant_table(data)
+    assert table["mutant"].tolist() == ([i for n, i in enumerate(ids) if n % 3 == 0]
+                                        + [i for n, i in enumerate(ids) if n % 3])
+
+
+def test_an_area_table_of_no_mutants_keeps_its_columns() -> None:
+    table = mt.area_table({"mutants": []})
+    assert table.empty and list(table.columns) == mt.AREA_COLUMNS
+    rate = mt.area_table({"mutants": [{"area": "a", "status": "stale"}]})["kill_rate"]
+    assert math.isnan(rate.iloc[0]) and rate.dtype == float

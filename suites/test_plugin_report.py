@@ -124,3 +124,12 @@ def test_records_missing_their_optional_fields_read_as_empty() -> None:
         [HOST, "kai", "", "loaded", "–", 1, 0, 0, 0, 0, "–", 0, ""],
         [HOST, "", "", "refused: ", "–", 0, 0, 0, 0, 0, "–", 0, ""]]
     assert plugin_table(Run(path=Path("run"), meta={"targets": None}, results=results)).empty
+
+
+def test_a_probe_detail_keeps_its_own_separators_and_a_missing_plugin_is_empty() -> None:
+    probe = {"target": HOST, "backend": "plugin:kai", "realization": "kai.r",
+             "suite": PROBE_SUITE, "case": "probe_ld", "status": "fail",
+             "message": "silently wrong: got 3: expected 4"}
+    table = probe_table(pd.DataFrame([probe]))
+    assert [list(r) for r in table.itertuples(index=False)] == [
+        [HOST, "", "kai.r", "ld", "silently wrong", "got 3: expected 4"]]

@@ -47,11 +47,11 @@ def _tables() -> rep.ReportTables:
         speedup_vs_scalar=_tagged("speedup_vs_scalar", realization=["a", "b", "c"],
                                   ref_realization=["a", "a", "a"]),
         speedup_vs_baseline=_tagged("speedup_vs_baseline",
-                                    presence=["both", "base only", "both", "new"]),
+                                    presence=["both", "base only", "new", "new"]),
         emulated_times=_tagged("emulated_times", x=[1, 2, 3, 4, 5]),
         error_vs_k=_tagged("error_vs_k", x=[1] * 6),
         model_totals=_tagged("model_totals", x=[1] * 7),
-        metadata=_tagged("metadata", field=["date", "target host", "targets", "target x"],
+        metadata=_tagged("metadata", field=["date", "target host", "targets", "host"],
                          value=[1, 2, 3, 4]),
         tuning=_tagged("tuning", x=[1] * 8),
         fingerprints=_tagged("fingerprints", x=[1] * 9),
@@ -93,7 +93,8 @@ def context(monkeypatch, tmp_path: Path):
     monkeypatch.setattr(rep, "_targets_table", lambda runs: ("targets", sorted(runs)))
     monkeypatch.setattr(rep, "timed_rows", lambda run: run.results.head(2))
     monkeypatch.setattr(rep.rcount, "html_context",
-                        lambda run, t, table: {"counts_extra": (run.name, table is rep.html_table)})
+                        lambda run, t, table: {"counts_extra": (run.name, table is rep.html_table,
+                                                                t.counts.attrs["tag"])})
 
     def answers(*args: Any) -> tuple[str, str]:
         calls["answers"].append(args)
@@ -164,7 +165,7 @@ def test_the_context_word_for_word(context, tmp_path: Path) -> None:
             "target", "catalog", "shape", "series", "threads", "speedup", "time_change",
             "time_median_ns", "baseline_time_median_ns", "presence"], None,
             rep._presence_class),
-        "n_baseline_rows": 4, "baseline_missing": 2, "baseline_timed": 2,
+        "n_baseline_rows": 4, "baseline_missing": 3, "baseline_timed": 2,
         "tuning": ("table", "tuning", 8, None, None, None), "n_tuning": 8,
         "models": ("table", "model_totals", 7, [
             "target", "model", "series", "speedup_vs_scalar", "total_time_ns", "gflops",
@@ -189,9 +190,9 @@ def test_the_context_word_for_word(context, tmp_path: Path) -> None:
         "mutation_areas": ("table", "mutation_areas", 1, None, None, None),
         "mutation_mutants": ("table", "mutation_mutants", 14, None, 500, None),
         "n_mutants": 14, "mutation_summary": {"killed": 3},
-        "metadata": ("table", "metadata", 2, None, None, None),
+        "metadata": ("table", "metadata", 3, None, None, None),
         "targets": ("targets", ["baseline", "run"]),
-        "counts_extra": ("run", True),
+        "counts_extra": ("run", True, "counts"),
         "plots": plots, "csv_names": {"gflops": "g.csv"},
         "gate_failures": ("table", "gate_failures", 1, None, None, None),
         "gate_cases": ("table", "gate_cases", 2, None, None, None),
@@ -228,7 +229,8 @@ def test_trend_runs_come_from_the_note_only_with_trend_plots(context) -> None:
     assert [a[7] for a in calls["answers"]] == [7, 0, 0]
 
 
-def test_the_header_is_told_when_emulated_timings_are_all_there_is(context) -> None:
+def test_the_header_is_told_when_emulated_timings_are_all_there_is(context, monkeypatch
+                                                                    ) -> None:
     make, calls = context
     no_hw = _tables()
     no_hw.gflops = _tagged("gflops")
@@ -240,6 +242,11 @@ def test_the_header_is_told_when_emulated_timings_are_all_there_is(context) -> N
     make({}, tables=no_counts)
     assert [a[8:] for a in calls["answers"]] == [(True, True), (False, True), (False, True),
                                                  (False, False)]
+    # one timed row under emulation is enough; none is not
+    for n, want in ((1, True), (0, False)):
+        monkeypatch.setattr(Run, "perf", lambda self, n=n: self.results.head(n))
+        make({"targets": {"qemu:a": {"emulated": True}}}, tables=no_hw)
+        assert calls["answers"][-1][8] is want
 
 
 def test_a_mutation_summary_is_shown_only_for_a_campaign(context) -> None:

@@ -39,6 +39,9 @@ def test_error_vs_k_word_for_word() -> None:
         _row(case="a", k=8, max_ulp=0.5), _row(case="a", accum="f16", max_ulp=3.0),
         _row(case="a", realization="q", max_ulp=4.0), _row(case="a", op="conv2d", max_ulp=6.0),
         _row(case="a", target="arm", max_ulp=7.0),
+        # K 1 is a reduction length too; "no bound" in a verdict that is not mistrusted
+        _row(case="a", k=1, max_ulp=0.25),
+        _row(case="b", k=1, status="fail", message="no bound", max_err_bound=2.0),
     ]
     table = rep.error_vs_k(pd.DataFrame(rows))
     assert list(table.columns) == rep.ERROR_COLUMNS
@@ -48,6 +51,7 @@ def test_error_vs_k_word_for_word() -> None:
         ["host", "conv2d", "r", "f32", 64, 1, 0.1, 6.0, 6.0, 0.01, 0.5, 0, 0],
         ["host", "gemm", "q", "f32", 64, 1, 0.1, 4.0, 4.0, 0.01, 0.5, 0, 0],
         ["host", "gemm", "r", "f16", 64, 1, 0.1, 3.0, 3.0, 0.01, 0.5, 0, 0],
+        ["host", "gemm", "r", "f32", 1, 2, 2.0, 1.0, 0.625, 0.01, 0.5, 1, 0],
         ["host", "gemm", "r", "f32", 8, 1, 0.1, 0.5, 0.5, 0.01, 0.5, 0, 0],
         ["host", "gemm", "r", "f32", 64, 4, 1.5, 5.0, 1.5, 0.03, 0.25, 1, 2],
     ]
@@ -144,6 +148,9 @@ def test_make_plots_leaves_out_charts_with_nothing_to_show(monkeypatch) -> None:
     calls = _Calls(monkeypatch)
     plots = rep.make_plots(_tables([], [0.0, -1.0, math.nan], [False, False], []))
     assert calls.calls == []
+    slower = rep.make_plots(_tables([], [0.5], [], []))  # a slowdown is plotted too
+    assert [p.title for p in slower["baseline"]] == ["speedup over the baseline"]
+    calls.calls.clear()
     assert plots == {"perf": [], "baseline": [], "models": [], "error": [], "trends": []}
     plots = rep.make_plots(_tables([], [], [], []))
     assert calls.calls == [] and all(v == [] for v in plots.values())

@@ -58,9 +58,9 @@ def test_the_worst_verdict_follows_the_severity_order() -> None:
 
 def test_load_cost_sums_cases_where_b_was_packed_on_its_own() -> None:
     gflops = pd.DataFrame({
-        "target": ["h", "h", "h", "h", "h2"], "realization": ["a", "a", "a", "b", "a"],
-        "time_median_ns": [100.0, 300.0, 50.0, 0.0, 10.0],
-        "pack_time_ns": [50.0, 150.0, 0.0, 9.0, "20"]})
+        "target": ["h", "h2", "h", "h", "h"], "realization": ["a", "a", "a", "a", "b"],
+        "time_median_ns": [100.0, 10.0, 300.0, 50.0, 0.0],
+        "pack_time_ns": [50.0, "20", 150.0, "x", 9.0]})
     counts = pd.DataFrame({"target": ["q"], "realization": ["s"], "count_call": [1000.0],
                            "count_pack_b": [250.0]})
     table = rep.load_cost(gflops, counts)
@@ -223,10 +223,12 @@ def test_compute_tables_hands_each_builder_its_input(monkeypatch) -> None:
     run = Run(Path("r"), {}, pd.DataFrame({"x": [1]}))
     base = Run(Path("b"), {}, pd.DataFrame({"x": [2]}))
     seen: dict[str, tuple[Any, ...]] = {}
+    calls: list[tuple[str, tuple[Any, ...]]] = []
 
     def fake(name: str):
         def build(*args: Any) -> pd.DataFrame:
             seen[name] = args
+            calls.append((name, args))
             df = pd.DataFrame({"from": [name]})
             df.attrs["tag"] = name
             return df
@@ -254,6 +256,7 @@ def test_compute_tables_hands_each_builder_its_input(monkeypatch) -> None:
                                            "emulated_times", "model_totals", "tuning_table",
                                            "coverage_table", "count_table", "mix_table",
                                            "vs_committed", "anchor_table", "plugin_table"))
+    assert [args for name, args in calls if name == "gflops_table"] == [(run,)] * 3
     assert seen["speedup_vs_baseline"] == (run, base) and seen["metadata"] == (run, base)
     assert seen["vs_run"] == (run, base)
     assert seen["fingerprint_summary"][0].attrs["tag"] == "fingerprints"
@@ -284,3 +287,24 @@ def test_text_columns_read_missing_as_empty(value: Any) -> None:
     df = pd.DataFrame({"target": ["t", "t"], "backend": ["b", "b"], "catalog": [value, "c"],
                        "suite": ["s", "s"], "status": ["pass", "pass"]})
     assert rep.verdict_matrix(df)["catalog"].tolist() == ["c", "s"]
+
+
+def test_load_cost_counts_fractions_and_reads_counts_without_times() -> None:
+    gflops = pd.DataFrame({"target": ["h"], "realization": ["a"], "time_median_ns": [0.5],
+                           "pack_time_ns": [0.25]})
+    counts = pd.DataFrame({"target": ["q"], "realization": ["s"], "count_call": [8.0],
+                           "count_pack_b": [2.0]})
+    table = rep.load_cost(gflops, counts)
+    assert table[["target", "call", "pack_b", "pack_b_per_call"]].values.tolist() == [
+        ["h", 0.5, 0.25, 0.5], ["q", 8.0, 2.0, 0.25]]
+    only_counts = rep.load_cost(pd.DataFrame(), counts)
+    assert only_counts["target"].tolist() == ["q"]
+
+
+def test_the_fingerprint_summary_keeps_the_tables_order() -> None:
+    rows = [_print("h", "z", "c1", "fp32_once", 1.0), _print("h", "a", "c1", "fp32_once", 1.0),
+            _print("a", "m", "c1", "fp32_once", 1.0)]
+    table = pd.DataFrame(rows).assign(category="fp32", declared="fp32")
+    summary = rep.fingerprint_summary(table)
+    assert summary[["target", "realization"]].values.tolist() == [["h", "z"], ["h", "a"],
+                                                                   ["a", "m"]]

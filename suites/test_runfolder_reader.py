@@ -387,3 +387,38 @@ def test_passes_differ_by_realization_and_threads_not_by_status(tmp_path: Path) 
     df = rf.load_run(_folder(tmp_path, _csv(header, rows))).perf_pooled()
     assert df["rounds"].tolist() == [2, 1, 1] and df["status"].tolist() == ["fail", "pass", "pass"]
     assert isinstance(df, pd.DataFrame) and df.index.tolist() == [0, 1, 2]
+
+
+def test_a_run_without_repeated_passes_is_returned_as_it_is(tmp_path: Path) -> None:
+    run = _perf(tmp_path, [
+        ["a", "pass", "correctness", "host", "neon", "gemm", "3", "0", "", "", "", "", "", "",
+         "1", ""],
+        ["b", "pass", "perf", "host", "neon", "gemm", "3", "0", "", "", "", "", "", "", "1", ""]])
+    pooled = run.perf_pooled()
+    assert pooled.index.tolist() == [1] and pooled.equals(run.perf())
+
+
+def test_pooled_cases_keep_their_first_order_and_single_passes_their_own_figures(
+        tmp_path: Path) -> None:
+    run = _perf(tmp_path, [
+        ["z", "pass", "perf", "host", "neon", "gemm", "1", "1", "", "9", "", "", "5", "2",
+         "1", ""],
+        ["a", "pass", "perf", "host", "neon", "gemm", "1", "1", "", "", "", "", "", "2", "1", ""],
+        ["a", "pass", "perf", "host", "neon", "gemm", "1", "1", "", "", "", "", "", "4", "2", ""]])
+    pooled = run.perf_pooled()
+    assert pooled["case"].tolist() == ["z", "a"] and "index" not in pooled.columns
+    z, a = pooled.iloc[0], pooled.iloc[1]
+    # a single pass keeps what it recorded, even where its round times would say otherwise
+    assert (z["time_median_ns"], z["gflops"], z["rounds"]) == (9.0, 5.0, 1)
+    assert a["time_median_ns"] == 3.0 and a["gflops"] == 1 / 3  # one flop counts
+
+
+def test_passes_with_a_missing_key_field_pool_together() -> None:
+    perf = pd.DataFrame({c: ["x", "x"] for c in rf.PASS_KEY})
+    perf["b_form"] = [None, None]
+    perf = perf.assign(suite="perf", rounds=[1, 1], round_times=[[1.0], [3.0]],
+                       round_times_ns=["1", "3"], flops=[0, 0], time_min_ns=[1.0, 3.0],
+                       time_median_ns=[1.0, 3.0], time_mean_ns=[1.0, 3.0],
+                       time_stdev_ns=[0.0, 0.0], gflops=[0.0, 0.0])
+    pooled = rf.Run(Path("r"), {}, perf).perf_pooled()
+    assert len(pooled) == 1 and pooled.iloc[0]["round_times"] == [1.0, 3.0]
