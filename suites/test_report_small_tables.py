@@ -45,6 +45,14 @@ def test_the_verdict_matrix_counts_every_status_and_names_the_worst() -> None:
     assert list(rep.verdict_matrix(df.iloc[:0]).columns) == rep.VERDICT_COLUMNS
 
 
+def test_a_cell_of_unknown_statuses_only_counts_none_and_reads_skip() -> None:
+    df = pd.DataFrame({"target": ["t", "t"], "backend": ["b", "c"], "catalog": "k",
+                       "suite": "s", "status": ["weird", "pass"]})
+    table = rep.verdict_matrix(df)
+    assert table[["backend", "cases", "verdict"]].values.tolist() == [["b", 0, "skip"],
+                                                                      ["c", 1, "pass"]]
+
+
 def test_the_worst_verdict_follows_the_severity_order() -> None:
     for statuses, worst in [(["pass", "mistrusted"], "mistrusted"), (["error", "fail"], "fail"),
                             (["pass", "error"], "error"), (["skip", "pass"], "pass"),

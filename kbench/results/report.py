@@ -116,7 +116,6 @@ def verdict_matrix(results: pd.DataFrame) -> pd.DataFrame:
     counts = pd.crosstab([results["target"], results["backend"], column.rename("catalog")],
                          results["status"])
     counts = counts.reindex(columns=list(STATUSES), fill_value=0).reset_index()
-    counts.columns.name = None
     counts["cases"] = counts[list(STATUSES)].sum(axis=1)
     counts["verdict"] = [next(s for s in SEVERITY if row[s] > 0 or s == "skip")
                          for _, row in counts.iterrows()]
