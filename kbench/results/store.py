@@ -177,15 +177,12 @@ class RunWriter:
             self._csv.flush()
             self._lines = open(self.folder / "verdicts.txt", "w")  # noqa: SIM115
             self._write_json()
+            if self.error is not None:  # run.json could not be written
+                raise self.error
         except OSError as exc:
             self.close(False)
             raise RunDirError(f"cannot write the run folder {self.folder}: "
                               f"{exc.strerror or exc}") from None
-        if self.error is not None:
-            error = self.error
-            self.close(False)
-            raise RunDirError(f"cannot write the run folder {self.folder}: "
-                              f"{error.strerror or error}")
 
     def _write_json(self) -> None:
         tmp = self.folder / "run.json.tmp"
@@ -200,21 +197,19 @@ class RunWriter:
     def add(self, v: Verdict) -> None:
         """Appends a verdict: one whole line per file, flushed, so a run that
         is killed keeps every verdict before the last."""
-        if self.error is not None:
-            self.lost += 1
-            return
-        try:
-            row = v.to_dict()
-            self._csv.write(_csv_line([_csv_value(row.get(c)) for c in COLUMNS]))
-            self._csv.flush()
-            if self._lines is not None:
-                self._lines.write(v.line() + "\n")
-                self._lines.flush()
-        except OSError as exc:
-            self.error = exc
-            self.lost += 1
-            return
-        self.count += 1
+        if self.error is None:
+            try:
+                row = v.to_dict()
+                self._csv.write(_csv_line([_csv_value(row.get(c)) for c in COLUMNS]))
+                self._csv.flush()
+                if self._lines is not None:
+                    self._lines.write(v.line() + "\n")
+                    self._lines.flush()
+                self.count += 1
+                return
+            except OSError as exc:
+                self.error = exc
+        self.lost += 1
 
     def add_failure(self, v: Verdict, reproduce: str) -> None:
         """A failed or erroneous verdict: its reproducer under its line in
