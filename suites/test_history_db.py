@@ -197,3 +197,25 @@ def test_a_postgresql_history_without_its_driver_says_how_to_install_it(monkeypa
     assert str(err.value) == ("a postgresql:// history needs the psycopg driver: "
                               "pip install 'kbench[postgres]'")
     assert hdb.driver_errors() == (sqlite3.Error, hdb.HistoryError)
+
+
+class _FakePg:
+    """A PostgreSQL connection that records what it is asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, list[object]]] = []
+
+    def execute(self, text: str, params: list[object]) -> object:
+        self.asked.append((text, params))
+        return type("Cur", (), {"fetchone": staticmethod(lambda: (7,))})()
+
+
+def test_postgresql_upserts_a_run_row_with_each_value_as_its_column_takes_it() -> None:
+    db = _pg()
+    db.con = _FakePg()
+    got = db.upsert_run({"path": "/r", "date": "d", "n": "5", "x": 3},
+                        {"path": "TEXT", "date": "TEXT", "n": "INTEGER"})
+    [(text, params)] = db.con.asked
+    assert got == 7 and params == ["/r", "d", 5, "3"]  # a column without a type: text
+    assert text == ("INSERT INTO runs (path, date, n, x) VALUES (%s, %s, %s, %s) ON CONFLICT "
+                    "(path, date) DO UPDATE SET n = excluded.n, x = excluded.x RETURNING id")

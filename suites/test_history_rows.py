@@ -325,7 +325,8 @@ def test_the_run_row_word_for_word(tmp_path: Path) -> None:
     from kbench.results.history import _run_row
     targets = {"qemu:b": {"library_version": "2.0", "emulated": True},
                "host": {"library_version": "1.0"}, "x": {"library_version": ""},
-               "y": {"library_version": "1.0"}, "bad": "not a record"}
+               "y": {"library_version": "1.0"}, "bad": "not a record", "z": {},
+               "w": {"path": Path("/p")}}
     meta = {"date": "2026-01-02T03:04:05", "host": "h", "cpu_model": "c", "machine": "m",
             "platform": "p", "compiler": "cc", "c_flags": "-O2", "git_commit": "abc",
             "git_dirty": "yes", "complete": True, "command_line": "kbench run",
@@ -341,9 +342,10 @@ def test_the_run_row_word_for_word(tmp_path: Path) -> None:
         "path": str(folder.resolve()), "date": "2026-01-02T03:04:05", "host": "h",
         "cpu_model": "c", "arch": "m", "platform": "p", "compiler": "cc", "c_flags": "-O2",
         "git_commit": "abc", "git_dirty": 1, "complete": 1, "command_line": "kbench run",
-        "library_version": "1.0 2.0", "target_names": "bad host qemu:b x y",
-        "backends": "neon ref", "emulated": 1, "targets": json.dumps(targets),
-        "meta": json.dumps(meta), "n_results": 5, "n_failed": 2, "n_timed": 2}
+        "library_version": "1.0 2.0", "target_names": "bad host qemu:b w x y z",
+        "backends": "neon ref", "emulated": 1, "targets": json.dumps(targets, default=str),
+        "meta": json.dumps(meta, default=str), "n_results": 5, "n_failed": 2, "n_timed": 2}
+    assert json.loads(row["targets"])["w"] == {"path": "/p"}
     # no targets: the rows' own target names; a target that does not say it is emulated
     bare = _run_row(Run(folder, {"git_dirty": 0, "complete": "yes"}, df))
     assert (bare["target_names"], bare["emulated"], bare["git_dirty"]) == ("t1 t2", 0, 0)

@@ -192,3 +192,24 @@ def test_a_verdict_list_that_cannot_be_opened_is_refused(tmp_path: Path) -> None
     with pytest.raises(store.RunDirError) as err:
         store.RunWriter(tmp_path / "r", {})
     assert str(err.value) == f"cannot write the run folder {tmp_path / 'r'}: Is a directory"
+    assert _meta(tmp_path / "r") == {"complete": False, "results": 0}  # never complete
+
+
+def test_metadata_json_cannot_hold_is_written_as_text(tmp_path: Path) -> None:
+    w = store.RunWriter(tmp_path / "r", {"where": Path("/x/y"), "n": 1})
+    assert _meta(tmp_path / "r") == {"where": "/x/y", "n": 1, "complete": False}
+    w.close(True)
+
+
+def test_a_run_json_that_cannot_be_written_at_all_is_the_error(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    w = store.RunWriter(tmp_path / "r", {})
+    real = Path.write_text
+
+    def refuse(self: Path, *args: Any, **kw: Any) -> Any:
+        if self.name == "run.json.tmp":
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kw)
+    monkeypatch.setattr(Path, "write_text", refuse)
+    w.close(True)  # the temporary file never existed: nothing to remove, no exception
+    assert w.error.errno == 28 and _meta(tmp_path / "r") == {"complete": False}
