@@ -243,9 +243,7 @@ def _frame(path: Path, header: list[str], rows: list[list[str]], lines: list[int
 
 
 def _times(cell: Any) -> list[float]:
-    if isinstance(cell, str) and cell.strip():
-        return [float(x) for x in cell.split()]
-    return []
+    return [float(x) for x in str(cell).split()]
 
 
 def load_run(path: str | Path) -> Run:
@@ -287,7 +285,7 @@ def _row_defects(meta: dict[str, Any], df: pd.DataFrame) -> list[str]:
         out.append(f"run.json says {said} result(s), results.csv holds {len(df)} row(s)")
     if df.empty:
         return out
-    text = df.drop(columns=["round_times"], errors="ignore").astype(str)
+    text = df.astype(str)  # round_times as text mirrors round_times_ns
     exact = int(text.duplicated().sum())
     if exact:
         first = text[text.duplicated()].iloc[0]
