@@ -124,3 +124,71 @@ def test_the_csv_round_trips_every_column(tmp_path: Path) -> None:
 def test_the_header_names_the_qemu_that_counted() -> None:
     assert bl.header_lines("11.1.0")[-1] == "Counted with qemu-aarch64 11.1.0."
     assert bl.header_lines("")[-1] == "Counted with qemu-aarch64 unknown."
+
+
+def _baseline(tmp_path: Path, rows: list[dict[str, object]], comments: int = 4) -> Path:
+    p = tmp_path / "baseline.csv"
+    p.write_text(bl.render(rows, [f"c{i}" for i in range(comments)]))
+    return p
+
+
+@pytest.mark.parametrize("field", ["call", "kernel", "floor", "kernel_outer"])
+def test_a_cell_that_is_not_a_number_is_named_with_the_files_own_line(tmp_path: Path,
+                                                                       field: str) -> None:
+    p = _baseline(tmp_path, [_row("a"), _row("b")], comments=3)
+    lines = p.read_text().splitlines()
+    header = lines[3].split(",")
+    cells = lines[5].split(",")
+    cells[header.index(field)] = "many"
+    lines[5] = ",".join(cells)
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(bl.BaselineError) as err:
+        bl.read_baseline(p)
+    # three comment lines, the header on line 4: the second row is line 6
+    assert str(err.value) == f"{p}: line 6: {field} = 'many' is not a number"
+    assert err.value.field == f"count_{field}"
+
+
+def test_a_baseline_without_its_columns_is_refused_and_a_missing_one_is_empty(
+        tmp_path: Path) -> None:
+    p = tmp_path / "baseline.csv"
+    p.write_text("# made by\ntarget,catalog,case,realization,call\n")
+    with pytest.raises(bl.BaselineError) as err:
+        bl.read_baseline(p)
+    missing = sorted(set(bl.FIELDS) - bl.OPTIONAL_FIELDS - {"target", "catalog", "case",
+                                                            "realization", "call"})
+    assert str(err.value) == f"{p}: missing column(s) {', '.join(missing)}"
+    assert err.value.field == "baseline"
+    assert bl.read_baseline(tmp_path / "none.csv") == []
+    old = tmp_path / "old.csv"
+    old.write_text(",".join(f for f in bl.FIELDS if f != "kernel_outer") + "\n"
+                   + ",".join(["qemu:svl=128", "smoke", "a", "r"]
+                              + ["1"] * (len(bl.FIELDS) - 5)) + "\n")
+    [row] = bl.read_baseline(old)
+    assert math.isnan(row["count_kernel_outer"]) and row["count_floor"] == 1.0
+    assert row["target"] == "qemu:cpu=max:svl=128"
+
+
+def test_counted_rows_keep_one_row_per_target_case_and_realization() -> None:
+    rows = [
+        {"target": "qemu:svl=128", "catalog": "smoke", "case": "a", "realization": "r",
+         "count_call": 10.0, "count_kernel": 6.0, "count_floor": 2.0,
+         "count_mix": '{"kernel": {"outer": 3, "dot": 1}}'},
+        {"target": "qemu:svl=128", "catalog": "smoke", "case": "a", "realization": "r",
+         "count_call": 99.0},  # another pass of the same case: the first stands
+        {"target": "qemu:svl=128", "catalog": "smoke", "case": "b", "realization": "r",
+         "count_call": "12", "count_kernel": "x", "count_mix": '{"kernel": {"dot": 5}}'},
+        {"target": "host", "case": "c", "count_call": 1.0, "count_mix": '{"pack_b": {}}'},
+        {"case": "d", "count_call": 0.0}, {"case": "e", "count_call": "n/a"},
+        {"case": "f", "count_call": None}, {"case": "g"}, {"case": "h", "count_call": -1}]
+    got = bl.counted_rows(rows)
+    assert [(r["target"], r["case"], r["count_call"]) for r in got] == [
+        ("qemu:cpu=max:svl=128", "a", 10.0), ("qemu:cpu=max:svl=128", "b", 12.0),
+        ("host", "c", 1.0)]
+    a, b, c = got
+    assert (a["count_kernel"], a["count_floor"], a["count_kernel_outer"]) == (6.0, 2.0, 4.0)
+    assert math.isnan(b["count_kernel"]) and b["count_kernel_outer"] == 5.0
+    assert math.isnan(b["count_floor"]) and math.isnan(c["count_kernel_outer"])
+    assert (c["catalog"], c["realization"]) == ("", "")
+    assert set(a) == {"target", "catalog", "case", "realization", *bl.COLUMNS, "count_floor",
+                      "count_kernel_outer"}

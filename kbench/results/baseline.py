@@ -107,25 +107,27 @@ def read_baseline(path: str | Path = DEFAULT_CSV) -> list[dict[str, Any]]:
     p = Path(path)
     if not p.exists():
         return []
-    lines = [line for line in p.read_text().splitlines() if not line.startswith("#")]
-    reader = csv.DictReader(io.StringIO("\n".join(lines)))
+    kept = [(n, line) for n, line in enumerate(p.read_text().splitlines(), start=1)
+            if not line.startswith("#")]
+    reader = csv.DictReader(io.StringIO("\n".join(line for _, line in kept)))
     missing = set(FIELDS) - OPTIONAL_FIELDS - set(reader.fieldnames or [])
     if missing:
         raise BaselineError(f"{p}: missing column(s) {', '.join(sorted(missing))}", "baseline")
     rows = []
-    for i, raw in enumerate(reader, start=2):
+    for raw in reader:
+        line = kept[reader.line_num - 1][0]  # the file's own line, comments counted
+
+        def number(field: str, column: str) -> float:
+            text = (raw.get(field) or "").strip()
+            try:
+                return float(text) if text else math.nan
+            except ValueError:
+                raise BaselineError(f"{p}: line {line}: {field} = {text!r} is not a number",
+                                    column) from None
         row: dict[str, Any] = {k: raw[k] for k in KEY_COLUMNS}
         row["target"] = canonical_target(row["target"])
-        for col in COLUMNS:
-            text = raw[col.removeprefix("count_")].strip()
-            try:
-                row[col] = float(text) if text else math.nan
-            except ValueError:
-                raise BaselineError(f"{p}: line {i}: {col.removeprefix('count_')} = {text!r} "
-                                    "is not a number", col) from None
-        row["count_floor"] = float(raw["floor"]) if raw["floor"].strip() else math.nan
-        outer = (raw.get("kernel_outer") or "").strip()
-        row["count_kernel_outer"] = float(outer) if outer else math.nan
+        for col in (*COLUMNS, "count_floor", "count_kernel_outer"):
+            row[col] = number(col.removeprefix("count_"), col)
         rows.append(row)
     return rows
 
