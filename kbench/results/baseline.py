@@ -116,20 +116,23 @@ def read_baseline(path: str | Path = DEFAULT_CSV) -> list[dict[str, Any]]:
     rows = []
     for raw in reader:
         line = kept[reader.line_num - 1][0]  # the file's own line, comments counted
-
-        def number(field: str, column: str) -> float:
-            text = (raw.get(field) or "").strip()
-            try:
-                return float(text) if text else math.nan
-            except ValueError:
-                raise BaselineError(f"{p}: line {line}: {field} = {text!r} is not a number",
-                                    column) from None
         row: dict[str, Any] = {k: raw[k] for k in KEY_COLUMNS}
         row["target"] = canonical_target(row["target"])
         for col in (*COLUMNS, "count_floor", "count_kernel_outer"):
-            row[col] = number(col.removeprefix("count_"), col)
+            row[col] = _number(f"{p}: line {line}", raw, col)
         rows.append(row)
     return rows
+
+
+def _number(where: str, raw: Mapping[str, str | None], column: str) -> float:
+    """A count column's cell (named without its count_ prefix in the CSV);
+    NaN when empty or absent."""
+    field = column.removeprefix("count_")
+    text = (raw.get(field) or "").strip()
+    try:
+        return float(text) if text else math.nan
+    except ValueError:
+        raise BaselineError(f"{where}: {field} = {text!r} is not a number", column) from None
 
 
 def counted_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
