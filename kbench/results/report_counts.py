@@ -90,15 +90,12 @@ def vs_committed(run: Run, path: Path = bl.DEFAULT_CSV) -> pd.DataFrame:
     that costs instructions shows here; cases not in the baseline are "new")."""
     rows = bl.counted_rows(counted(run).to_dict("records"))
     try:
-        committed = bl.read_baseline(path)
-    except bl.BaselineError:
-        committed = []
+        baseline = bl.read_baseline(path)
+    except bl.BaselineError:  # a malformed baseline is `kbench baseline`'s to refuse
+        baseline = []
     keys = {tuple(r[k] for k in bl.KEY_COLUMNS) for r in rows}
-    where = {(r["target"], r["catalog"]) for r in rows}
-    committed = [r for r in committed if tuple(r[k] for k in bl.KEY_COLUMNS) in keys]
-    if not any((r["target"], r["catalog"]) in where for r in bl.read_baseline(path)):
-        return pd.DataFrame(columns=DELTA_TABLE)  # a catalog or target it does not hold
-    if not committed or not rows:
+    committed = [r for r in baseline if tuple(r[k] for k in bl.KEY_COLUMNS) in keys]
+    if not committed:  # none of the run's cases, or a catalog or target it does not hold
         return pd.DataFrame(columns=DELTA_TABLE)
     return delta_table(compare_counts(committed, rows))
 
