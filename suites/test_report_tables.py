@@ -16,7 +16,7 @@ import pytest
 from kbench.results import report as rep
 from kbench.results.count_compare import compare_counts
 from kbench.results.report_counts import DELTA_TABLE, delta_table
-from kbench.results.runfolder import Run
+from kbench.results.runfolder import Run, RunFolderError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -462,3 +462,46 @@ def test_model_totals_word_for_word_crediting_only_our_own_backends(tmp_path: Pa
     empty = rep.model_totals(write_run(tmp_path / "none", [timed("c", "gemm_x", "neon", 1.0, 1,
                                                                  10, catalog="")]))
     assert empty.empty and list(empty.columns) == rep.MODEL_COLUMNS
+
+
+def test_a_coverage_table_that_cannot_be_read_is_named_in_one_line(tmp_path: Path) -> None:
+    head = ",".join(rep.COVERAGE_COLUMNS)
+    cases = {
+        "cols": ("x,y\n1,2\n", "not a coverage table (no target, owner, unit, kind, "
+                 "realizations, instructions, covered, percent, uncovered column)"),
+        "some": ("target,owner,unit,kind,realizations,instructions,covered\n",
+                 "not a coverage table (no percent, uncovered column)"),
+        "quote": ('a,"b\n', "not a coverage table (Error tokenizing data. C error: EOF "
+                  "inside string starting at row 0)"),
+        "number": (head + "\nhost,ours,a,kernel,r,10,5,50.0,\nhost,ours,b,kernel,r,10,x,1,\n",
+                   "line 3, column covered: 'x' is not a number"),
+        "percent": (head + "\nhost,ours,a,kernel,r,10,5,,\n",
+                    "line 2, column percent: '' is not a number")}
+    for name, (text, said) in cases.items():
+        run = _folder(tmp_path / name, coverage_csv=text)
+        with pytest.raises(RunFolderError) as err:
+            rep.coverage_table(run)
+        assert str(err.value) == f"{run.path / 'coverage.csv'}: {said}", name
+    empty = rep.coverage_table(_folder(tmp_path / "empty", coverage_csv=""))
+    assert empty.empty and list(empty.columns) == rep.COVERAGE_COLUMNS
+    bad = _folder(tmp_path / "bytes")
+    (bad.path / "coverage.csv").write_bytes(b"\xff\xfe" + head.encode() + b"\n")
+    with pytest.raises(RunFolderError) as err:
+        rep.coverage_table(bad)
+    assert str(err.value).startswith(f"{bad.path / 'coverage.csv'}: not a coverage table (")
+
+
+def test_kbench_report_names_a_bad_coverage_table_in_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kbench.cli.report import report
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"complete": true}')
+    (run / "results.csv").write_text("case,status\n")
+    (run / "coverage.csv").write_text("x,y\n1,2\n")
+    res = CliRunner().invoke(report, [str(run), "--out", str(tmp_path / "rep")])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.output.strip().splitlines()[-1] == (
+        f"Error: RUN: {run / 'coverage.csv'}: not a coverage table (no target, owner, unit, "
+        "kind, realizations, instructions, covered, percent, uncovered column)")

@@ -74,8 +74,11 @@ def report(run: Path, baseline: str | None, out: Path | None, with_history: bool
             raise click.ClickException(f"--history: no history database at {history_db} "
                                        "(kbench run appends to it; --db FILE to choose)")
     from kbench.results.report import build_report
+    from kbench.results.runfolder import RunFolderError
     try:
         files = build_report(current, base, out_dir, gate_result, history_db)
+    except RunFolderError as exc:  # a file of the run folder besides results.csv
+        raise click.ClickException(f"RUN: {exc}") from None
     except OSError as exc:
         raise click.ClickException(f"cannot write the report to {out_dir}: {exc}") from exc
     if not current.complete:

@@ -28,7 +28,7 @@ from kbench.resources import resource_dir
 from kbench.results import mutation, plugin_report
 from kbench.results import report_counts as rcount
 from kbench.results import report_views as views
-from kbench.results.runfolder import Run
+from kbench.results.runfolder import Run, RunFolderError
 
 TEMPLATE_DIR = resource_dir("reports")
 TEMPLATE_NAME = "report.html.j2"
@@ -584,7 +584,24 @@ def coverage_table(run: Run) -> pd.DataFrame:
     path = run.path / "coverage.csv"
     if not path.is_file():
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
-    df = pd.read_csv(path, keep_default_na=False)
+    try:
+        df = pd.read_csv(path, keep_default_na=False, dtype=str)
+    except pd.errors.EmptyDataError:  # not even a header: nothing recorded
+        return pd.DataFrame(columns=COVERAGE_COLUMNS)
+    except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
+        raise RunFolderError(f"{path}: not a coverage table "
+                             f"({str(exc).strip().splitlines()[0]})") from None
+    missing = [c for c in COVERAGE_COLUMNS if c not in df.columns]
+    if missing:
+        raise RunFolderError(f"{path}: not a coverage table (no {', '.join(missing)} "
+                             "column)")
+    for column in ("instructions", "covered", "percent"):
+        values = pd.to_numeric(df[column], errors="coerce")
+        if values.isna().any():
+            i = int(values.isna().to_numpy().argmax())
+            raise RunFolderError(f"{path}: line {i + 2}, column {column}: "
+                                 f"{df[column].iloc[i]!r} is not a number")
+        df[column] = values
     if df.empty:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     df = df.sort_values(["percent", "target", "owner", "unit"], kind="stable")
