@@ -219,3 +219,10 @@ def test_postgresql_upserts_a_run_row_with_each_value_as_its_column_takes_it() -
     assert got == 7 and params == ["/r", "d", 5, "3"]  # a column without a type: text
     assert text == ("INSERT INTO runs (path, date, n, x) VALUES (%s, %s, %s, %s) ON CONFLICT "
                     "(path, date) DO UPDATE SET n = excluded.n, x = excluded.x RETURNING id")
+
+
+def test_the_environment_is_read_when_none_is_given(monkeypatch) -> None:
+    monkeypatch.setenv("KBENCH_DB", "from-env.sqlite")
+    assert hdb.resolve_db(None, Path("/d.sqlite")) == Path("from-env.sqlite")
+    monkeypatch.delenv("KBENCH_DB")
+    assert hdb.resolve_db(None, Path("/d.sqlite")) == Path("/d.sqlite")

@@ -65,5 +65,6 @@ def mutant_table(data: dict | None) -> pd.DataFrame:
             "description": m.get("description", ""),
         })
     df = pd.DataFrame(rows, columns=MUTANT_COLUMNS)
-    return df.sort_values(by="status", key=lambda s: s.map(lambda x: order.get(x, len(order))),
-                          kind="stable").reset_index(drop=True)
+    # an unknown status has no rank (NaN), and NaN sorts last
+    return df.sort_values(by="status", key=lambda s: s.map(order), kind="stable"
+                          ).reset_index(drop=True)
