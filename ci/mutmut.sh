@@ -67,7 +67,7 @@ DEFAULT_TESTS="suites/test_judge_edges.py suites/test_judge_tightness.py suites/
   suites/test_runfolder_reader.py suites/test_anchor_tables.py suites/test_mutation_tables.py
   suites/test_report_errors.py suites/test_report_context.py suites/test_run_writer.py
   suites/test_history_db.py suites/test_report_small_tables.py suites/test_report_count_tables.py
-  suites/test_report_rows.py"
+  suites/test_report_rows.py suites/test_count_compare.py"
 read -r -a TESTS <<< "$(echo ${MUTMUT_TESTS:-$DEFAULT_TESTS})"
 WORK="${MUTMUT_WORK:-$REPO/build/mutmut}"
 MUTMUT_K="${MUTMUT_K-not chromium and not test_every_mutant_applies_cleanly and not test_pytest_benchmark_compare_shows_kbench_per_call_times}"
