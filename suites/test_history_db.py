@@ -226,3 +226,32 @@ def test_the_environment_is_read_when_none_is_given(monkeypatch) -> None:
     assert hdb.resolve_db(None, Path("/d.sqlite")) == Path("from-env.sqlite")
     monkeypatch.delenv("KBENCH_DB")
     assert hdb.resolve_db(None, Path("/d.sqlite")) == Path("/d.sqlite")
+
+
+def test_values_are_stored_as_sql_takes_them() -> None:
+    import numpy as np
+
+    from kbench.results import history as hist
+    sv = hist._sql_value
+    assert sv(None) is None and sv(float("nan")) is None and sv(np.float64("nan")) is None
+    assert sv(True) == 1 and sv(np.bool_(False)) == 0 and type(sv(np.int64(3))) is int
+    assert sv(["-O2", "-g"]) == "-O2 -g" and sv(("a",)) == "a" and sv([]) == ""
+    assert sv([1, "a"]) == '[1, "a"]' and sv({"p": Path("/x")}) == '{"p": "/x"}'
+    assert sv(2.5) == 2.5 and sv("t") == "t" and sv(np.float32(1.5)) == 1.5
+
+
+@pytest.mark.parametrize("raw,want", [("", 60.0), ("5", 5.0), ("0", 0.0), ("-1", 60.0),
+                                      ("inf", 60.0), ("nan", 60.0), ("x", 60.0),
+                                      ("0.25", 0.25)])
+def test_the_append_wait_is_read_from_the_environment(raw: str, want: float) -> None:
+    from kbench.results import history as hist
+    assert hist.history_wait({"KBENCH_HISTORY_WAIT": raw}) == want
+    assert hist.history_wait({}) == hist.DEFAULT_WAIT_S == 60.0
+
+
+def test_each_results_column_has_its_sql_type() -> None:
+    from kbench.results import history as hist
+    assert hist._result_type("k") == "INTEGER" and hist._result_type("rounds") == "INTEGER"
+    assert hist._result_type("status") == "TEXT" and hist._result_type("case") == "TEXT"
+    assert hist._result_type("time_median_ns") == "REAL"
+    assert hist._result_type("anything_else") == "REAL"
