@@ -812,3 +812,36 @@ def test_the_fastest_per_shape_word_for_word() -> None:
         ("host", "cat", "e", "shape_e", "gemm_s1", 1.0, 2.0, "ort_x", 0.5, 0.5)]
     empty = views.fastest_per_shape(pd.DataFrame(columns=["target", "catalog", "case"]))
     assert empty.empty and list(empty.columns) == views.FASTEST_COLUMNS
+
+
+def test_series_colours_are_fixed_word_for_word() -> None:
+    """The colour of a series is fixed: the i-th family of ours (sorted) takes
+    tab10's i-th colour, the i-th peer family the i-th of four earth tones
+    (wrapping), the n members of a family the base colour and then up to 55%
+    lighter, "best per shape" is grey 0.1; names given twice count once."""
+    from matplotlib import colormaps
+    tab10 = list(colormaps["tab10"].colors)
+    peers = ["ort_e", "ort_a", "ort_b", "ort_c", "ort_d"]  # five families: the fifth wraps
+    assert all(views.is_peer(p) for p in peers)
+    names = ["gemm_b", "gemm_a", "gemm_a_mb24_nb64_kb64", "gemm_a_mb96_nb256_kb256", "gemm_b",
+             views.BEST, *peers]
+    c = views.family_colors(names)
+    assert c[views.BEST] == "0.1"
+    assert c["gemm_a"] == tuple(float(x) for x in tab10[0])
+    assert c["gemm_b"] == tuple(float(x) for x in tab10[1])
+
+    def lighter(rgb, t):
+        return tuple(float(x) + (1 - float(x)) * t for x in rgb)
+    # gemm_a's family: gemm_a, then its two blocked variants in name order
+    assert c["gemm_a_mb24_nb64_kb64"] == lighter(tab10[0], 0.275)
+    assert c["gemm_a_mb96_nb256_kb256"] == lighter(tab10[0], 0.55)
+    earth = [(0.35, 0.2, 0.1), (0.55, 0.0, 0.35), (0.0, 0.3, 0.3), (0.3, 0.3, 0.0)]
+    fams = sorted({views.family(p) for p in peers})
+    for i, f in enumerate(fams):
+        assert c[f] == earth[i % 4], f
+    assert set(c) == {*names}
+    assert views.family_colors([]) == {views.BEST: "0.1"}
+    many = views.family_colors([f"f{i:02d}" for i in range(20)])
+    palette = tab10 + list(colormaps["Dark2"].colors)
+    assert many["f18"] == tuple(float(x) for x in palette[0])  # 18 colours, then again
+    assert many["f17"] == tuple(float(x) for x in palette[17])
