@@ -422,3 +422,12 @@ def test_passes_with_a_missing_key_field_pool_together() -> None:
                        time_stdev_ns=[0.0, 0.0], gflops=[0.0, 0.0])
     pooled = rf.Run(Path("r"), {}, perf).perf_pooled()
     assert len(pooled) == 1 and pooled.iloc[0]["round_times"] == [1.0, 3.0]
+
+
+def test_columns_a_table_lacks_read_as_the_writers_defaults_on_every_row(
+        tmp_path: Path) -> None:
+    df = rf.load_run(_folder(tmp_path, "case,status\na,pass\nb,fail\n")).results
+    assert df["emulated"].tolist() == [False, False] and str(df["emulated"].dtype) == "bool"
+    assert df["perf_pass"].tolist() == [0, 0] and df["message"].tolist() == ["", ""]
+    assert df["suite"].tolist() == ["correctness"] * 2 and df.index.tolist() == [0, 1]
+    assert np.isnan(df["time_median_ns"]).all() and df["round_times"].tolist() == [[], []]

@@ -213,19 +213,17 @@ def _frame(path: Path, header: list[str], rows: list[list[str]], lines: list[int
         if len(row) != len(header):
             raise RunFolderError(f"{path}: line {line} has {len(row)} fields, the header "
                                  f"{len(header)}")
-    raw = pd.DataFrame(rows, columns=header, dtype=object) if header else pd.DataFrame()
-    df = pd.DataFrame(index=range(len(rows)))
+    raw = pd.DataFrame(rows, columns=header)  # every cell a str
+    df = pd.DataFrame()
     for column in dict.fromkeys([*COLUMNS, *header]):
-        kind = types.get(column, "text")
+        kind = types.get(column)  # None: a column kbench does not write, kept as text
         if column not in raw.columns:  # runs written before a column existed
             default: Any = {"float": np.nan, "int": 0, "bool": False, "text": ""}[kind]
             df[column] = pd.Series([default] * len(rows), dtype=_DTYPES[kind])
             continue
         cells = raw[column].astype(str)
-        if kind == "float":
-            df[column] = _numbers(path, cells, column, lines, integer=False)
-        elif kind == "int":
-            df[column] = _numbers(path, cells, column, lines, integer=True)
+        if kind in ("float", "int"):
+            df[column] = _numbers(path, cells, column, lines, integer=kind == "int")
         elif kind == "bool":
             df[column] = cells.str.strip().str.lower().isin(["true", "1"])
         else:
