@@ -248,11 +248,11 @@ def test_targets_may_be_an_object_or_null(tmp_path: Path) -> None:
 def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
     d = tmp_path / "run"
     (d / "run.json").mkdir(parents=True)
-    assert _error(d).startswith(f"{d / 'run.json'}: cannot read (")
+    assert _error(d) == f"{d / 'run.json'}: cannot read (Is a directory)"
     e = tmp_path / "run2"
     (e / "results.csv").mkdir(parents=True)
     (e / "run.json").write_text("{}")
-    assert _error(e).startswith(f"{e / 'results.csv'}: cannot read (")
+    assert _error(e) == f"{e / 'results.csv'}: cannot read (Is a directory)"
 
 
 # ---- defects -----------------------------------------------------------------
@@ -431,3 +431,23 @@ def test_columns_a_table_lacks_read_as_the_writers_defaults_on_every_row(
     assert df["perf_pass"].tolist() == [0, 0] and df["message"].tolist() == ["", ""]
     assert df["suite"].tolist() == ["correctness"] * 2 and df.index.tolist() == [0, 1]
     assert np.isnan(df["time_median_ns"]).all() and df["round_times"].tolist() == [[], []]
+
+
+def test_the_first_nul_byte_is_named(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, b"case,status\na,\0pass\nb,pass\nc,\0pass\n")
+    assert _error(folder) == (f"{folder / 'results.csv'}: line 2 holds a NUL byte: not a "
+                              "results table")
+
+
+def test_a_quoted_cell_keeps_its_own_line_ends(tmp_path: Path) -> None:
+    text = 'case,status,message\r\na,pass,"one\r\ntwo"\r\nb,pass,x\r\n'
+    df = rf.load_run(_folder(tmp_path, text.encode())).results
+    assert df["message"].tolist() == ["one\r\ntwo", "x"]
+
+
+def test_only_the_last_of_many_rows_is_cut_off(tmp_path: Path) -> None:
+    text = "case,status,k\na,pass,1\nb,pass,2\nc,pass,3\nd,pa"
+    run = rf.load_run(_folder(tmp_path, text, {"complete": True, "results": 3}))
+    assert run.results["case"].tolist() == ["a", "b", "c"]
+    assert run.defects == ["results.csv: line 5 is cut off (the run was stopped while writing "
+                           "it); that row is left out"]

@@ -174,18 +174,17 @@ def _read_rows(path: Path, defects: list[str] | None = None
         line = data[:exc.start].count(b"\n") + 1
         raise RunFolderError(f"{path}: line {line} is not UTF-8 text") from None
     reader = csv.reader(io.StringIO(text, newline=""))
-    rows: list[list[str]] = []
-    lines: list[int] = []
+    body: list[list[str]] = []
+    body_lines: list[int] = []  # the line each row starts on (a quoted cell may span lines)
     try:
-        start = 1
+        header = next(reader, [])
+        start = reader.line_num + 1
         for row in reader:
-            rows.append(row)
-            lines.append(start)
+            body.append(row)
+            body_lines.append(start)
             start = reader.line_num + 1
     except csv.Error as exc:
         raise RunFolderError(f"{path}: line {reader.line_num}: {exc}") from None
-    header = rows[0] if rows else []
-    body, body_lines = rows[1:], lines[1:]
     if body and len(body[-1]) != len(header) and not text.endswith("\n"):
         if defects is not None:
             defects.append(f"{path.name}: line {body_lines[-1]} is cut off (the run was "
