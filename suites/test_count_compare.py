@@ -43,6 +43,11 @@ def test_each_case_gets_its_verdict_from_its_gated_counts() -> None:
                                                  "zero_pack"]
 
 
+def test_a_base_of_one_instruction_is_a_count() -> None:
+    comp = cc.compare_counts([_row("a", 1.0)], [_row("a", 2.0)])
+    assert [d.verdict for d in comp.deltas] == ["more"]
+
+
 def test_regressions_grow_a_gated_count_beyond_the_limit() -> None:
     base = [_row("a", 1000), _row("b", 1000), _row("c", 1000, 100), _row("d", 1000)]
     cand = [_row("a", 1005), _row("b", 1006), _row("c", 1000, 101), _row("d", 999)]
@@ -91,6 +96,11 @@ def test_a_delta_reads_its_ratios_grown_phases_and_worst_column() -> None:
     pack = cc.CountDelta(("t", "c", "x", "r"), {"count_call": 100.0, "count_pack_b": 10.0},
                          {"count_call": 101.0, "count_pack_b": 12.0}, cc.MORE)
     assert pack.worst() == ("count_pack_b", 1.2)
+    call = cc.CountDelta(("t", "c", "x", "r"), {"count_call": 100.0, "count_pack_b": 10.0},
+                         {"count_call": 150.0, "count_pack_b": 11.0}, cc.MORE)
+    assert call.worst() == ("count_call", 1.5)  # the larger ratio, whatever the name
+    one = cc.CountDelta(("t", "c", "x", "r"), {"count_call": 1.0}, {"count_call": 3.0}, cc.MORE)
+    assert one.ratio() == 3.0
 
 
 def test_targets_are_compared_by_their_canonical_name() -> None:

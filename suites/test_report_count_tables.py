@@ -67,6 +67,8 @@ def test_the_mix_table_has_a_row_per_phase_with_its_total() -> None:
     rows = table.to_dict("records")
     assert [(r["case"], r["phase"], r["total"]) for r in rows] == [("a", "kernel", 5),
                                                                    ("a", "pack_b", 1)]
+    assert [(r["target"], r["catalog"], r["realization"]) for r in rows] == [
+        (TARGET, "cat", "r")] * 2
     assert rows[0]["outer"] == 3 and rows[0]["load"] == 2 and rows[1]["store"] == 1
     assert all(rows[0][c] == 0 for c in CLASSES if c not in ("outer", "load"))
     empty = rc.mix_table(_run([_row("a", 0.0)]))
@@ -159,6 +161,7 @@ def test_the_anchor_table_marks_the_best_anchor(tmp_path: Path) -> None:
     assert (slow["ratio"], fast["ratio"], slow["svl"], slow["anchor_shape"]) == (0.25, 1.25,
                                                                                512, "M=4")
     assert slow["ours_outer_per_floor"] == 2.0 and slow["source"] == "peer"
+    assert (slow["target"], slow["realization"], slow["case"]) == (TARGET, "r", "a")
     assert math.isnan(slow["ours_without_checksum"]) and math.isnan(
         slow["ratio_without_checksum"])
     assert (packer["ours_without_checksum"], packer["ratio_without_checksum"]) == (20.0, 0.8)

@@ -11,6 +11,7 @@ added again never appears twice."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
@@ -103,12 +104,12 @@ def default_db_path(env: Mapping[str, str] | None = None) -> Path:
 
 def history_wait(env: Mapping[str, str] | None = None) -> float:
     """Seconds an append waits for a busy database: KBENCH_HISTORY_WAIT or 60."""
-    raw = (os.environ if env is None else env).get("KBENCH_HISTORY_WAIT", "")
+    raw = (os.environ if env is None else env).get("KBENCH_HISTORY_WAIT")
     try:
-        value = float(raw) if raw else DEFAULT_WAIT_S
-    except ValueError:
+        value = float(raw)  # type: ignore[arg-type]  # unset (None) or empty: the default
+    except (TypeError, ValueError):
         return DEFAULT_WAIT_S
-    return value if 0 <= value < float("inf") else DEFAULT_WAIT_S
+    return value if 0 <= value < math.inf else DEFAULT_WAIT_S
 
 
 def _result_type(column: str) -> str:
