@@ -171,6 +171,7 @@ def test_a_baseline_without_its_columns_is_refused_and_a_missing_one_is_empty(
 
 def test_counted_rows_keep_one_row_per_target_case_and_realization() -> None:
     rows = [
+        {"case": "first", "count_call": "n/a"}, {"case": "second", "count_call": 0.0},
         {"target": "qemu:svl=128", "catalog": "smoke", "case": "a", "realization": "r",
          "count_call": 10.0, "count_kernel": 6.0, "count_floor": 2.0,
          "count_mix": '{"kernel": {"outer": 3, "dot": 1}}'},

@@ -139,24 +139,25 @@ def counted_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A run's counted perf rows, one per target x case x realization."""
     out: dict[tuple[str, ...], dict[str, Any]] = {}
     for r in rows:
-        try:
-            call = float(r.get("count_call", math.nan))
-        except (TypeError, ValueError):
-            continue
-        if not call > 0:
+        if not _float(r.get("count_call")) > 0:
             continue
         row = {k: str(r.get(k, "")) for k in KEY_COLUMNS}
         row["target"] = canonical_target(row["target"])
         for col in (*COLUMNS, "count_floor"):
-            try:
-                row[col] = float(r.get(col, math.nan))
-            except (TypeError, ValueError):
-                row[col] = math.nan
+            row[col] = _float(r.get(col))
         kernel = parse_mix(r.get("count_mix")).get("kernel")
         row["count_kernel_outer"] = (float(kernel.get("outer", 0) + kernel.get("dot", 0))
                                      if kernel else math.nan)
         out.setdefault(tuple(row[k] for k in KEY_COLUMNS), row)
     return list(out.values())
+
+
+def _float(value: Any) -> float:
+    """A count as a number; NaN when missing or not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _cell(v: float) -> str:

@@ -118,7 +118,7 @@ def anchor_table(run: Run, paths: tuple[Path, ...] = anc.DEFAULT_TABLES) -> pd.D
                      "ratio": m.ratio, "best": "best" if id(m) in best else "",
                      "ours_outer_per_floor": m.outer_per_floor,
                      "ours_without_checksum": wo,
-                     "ratio_without_checksum": wo / m.theirs if wo == wo else math.nan})
+                     "ratio_without_checksum": wo / m.theirs})  # theirs > 0; NaN stays NaN
     return pd.DataFrame(rows, columns=ANCHOR_TABLE)
 
 
