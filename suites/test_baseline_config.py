@@ -180,13 +180,16 @@ def test_counted_rows_keep_one_row_per_target_case_and_realization() -> None:
         {"target": "qemu:svl=128", "catalog": "smoke", "case": "b", "realization": "r",
          "count_call": "12", "count_kernel": "x", "count_mix": '{"kernel": {"dot": 5}}'},
         {"target": "host", "case": "c", "count_call": 1.0, "count_mix": '{"pack_b": {}}'},
+        {"target": "host", "case": "o", "count_call": 1.0,
+         "count_mix": '{"kernel": {"outer": 7}}'},
         {"case": "d", "count_call": 0.0}, {"case": "e", "count_call": "n/a"},
         {"case": "f", "count_call": None}, {"case": "g"}, {"case": "h", "count_call": -1}]
     got = bl.counted_rows(rows)
     assert [(r["target"], r["case"], r["count_call"]) for r in got] == [
         ("qemu:cpu=max:svl=128", "a", 10.0), ("qemu:cpu=max:svl=128", "b", 12.0),
-        ("host", "c", 1.0)]
-    a, b, c = got
+        ("host", "c", 1.0), ("host", "o", 1.0)]
+    a, b, c, o = got
+    assert o["count_kernel_outer"] == 7.0
     assert (a["count_kernel"], a["count_floor"], a["count_kernel_outer"]) == (6.0, 2.0, 4.0)
     assert math.isnan(b["count_kernel"]) and b["count_kernel_outer"] == 5.0
     assert math.isnan(b["count_floor"]) and math.isnan(c["count_kernel_outer"])

@@ -131,9 +131,9 @@ def test_the_gflops_table_adds_the_coefficient_of_variation(tmp_path: Path) -> N
 def test_metadata_is_flattened_in_a_fixed_order(tmp_path: Path) -> None:
     meta = {"zeta": 1, "host": "h", "date": "d", "complete": True, "results": 3,
             "git_dirty": None, "summary": {"x": 1}, "alpha": ["a", {"name": "n"}, {"k": 2}],
-            "targets": {"host": {"name": "host", "realizations": [{"name": "r1"}, "r2"],
-                                 "emulated": False, "other": "x"},
-                        "bad": "not a record"}}
+            "targets": {"bad": "not a record",
+                        "host": {"name": "host", "realizations": [{"name": "r1"}, "r2"],
+                                 "emulated": False, "other": "x"}}}
     run = Run(tmp_path / "run", meta, None)  # type: ignore[arg-type]
     table = rep.metadata(run, None)
     assert table.to_dict("list") == {

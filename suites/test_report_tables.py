@@ -341,13 +341,15 @@ def _folder(path: Path, **files: str) -> Run:
 def test_the_coverage_table_is_the_runs_csv_least_covered_first(tmp_path: Path) -> None:
     head = ",".join([*rep.COVERAGE_COLUMNS, "extra"])
     lines = ["host,ours,b,kernel,r1,10,5,50.0,0x4 0x8,e", "host,ours,a,kernel,r1,10,10,100.0,,e",
-             "qemu,kai,z,packer,,4,2,50.0,NA,e", "host,ours,a2,kernel,r1,10,5,50.0,0x1,e"]
+             "qemu,kai,z,packer,,4,2,50.0,NA,e", "host,ours,a2,kernel,r1,10,5,50.0,0x1,e",
+             "host,ours,007,kernel,r1,10,0,0,,e"]
     table = rep.coverage_table(_folder(tmp_path / "r", coverage_csv="\n".join([head, *lines])))
-    assert list(table.columns) == rep.COVERAGE_COLUMNS and list(table.index) == [0, 1, 2, 3]
+    assert list(table.columns) == rep.COVERAGE_COLUMNS and list(table.index) == [0, 1, 2, 3, 4]
     assert [(r.target, r.unit, r.percent) for r in table.itertuples()] == [
-        ("host", "a2", 50.0), ("host", "b", 50.0), ("qemu", "z", 50.0), ("host", "a", 100.0)]
-    assert table["uncovered"].tolist() == ["0x1", "0x4 0x8", "NA", ""]  # text stays text
-    assert table["realizations"].tolist() == ["r1", "r1", "", "r1"]
+        ("host", "007", 0.0), ("host", "a2", 50.0), ("host", "b", 50.0), ("qemu", "z", 50.0),
+        ("host", "a", 100.0)]  # a unit that looks like a number stays its name
+    assert table["uncovered"].tolist() == ["", "0x1", "0x4 0x8", "NA", ""]  # text stays text
+    assert table["realizations"].tolist() == ["r1", "r1", "r1", "", "r1"]
     for run in (_folder(tmp_path / "none"), _folder(tmp_path / "blank", coverage_csv=head)):
         empty = rep.coverage_table(run)
         assert empty.empty and list(empty.columns) == rep.COVERAGE_COLUMNS

@@ -35,7 +35,7 @@ def counted(run: Run) -> pd.DataFrame:
     """Counted perf rows, one per target x case x realization (passes agree)."""
     df = run.results
     if "count_call" not in df.columns:
-        return df.iloc[0:0]
+        return df.iloc[:0]
     df = df[(df["suite"] == "perf") & (df["count_call"] > 0)]
     return df.drop_duplicates(["target", "catalog", "case", "realization"])
 
@@ -45,7 +45,7 @@ def count_table(run: Run) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=COUNT_TABLE)
     out = df.copy()
-    mixes = [parse_mix(m).get("kernel", {}) for m in out["count_mix"]]
+    mixes = [parse_mix(m).get("kernel") for m in out["count_mix"]]
     for c in CLASSES:
         out[f"kernel_{c}"] = [float(m.get(c, 0)) if m else math.nan for m in mixes]
     return out[COUNT_TABLE].reset_index(drop=True)
