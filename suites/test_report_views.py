@@ -824,11 +824,12 @@ def test_series_colours_are_fixed_word_for_word() -> None:
     peers = ["ort_e", "ort_a", "ort_b", "ort_c", "ort_d"]  # five families: the fifth wraps
     assert all(views.is_peer(p) for p in peers)
     names = ["gemm_b", "gemm_a", "gemm_a_mb24_nb64_kb64", "gemm_a_mb96_nb256_kb256", "gemm_b",
-             views.BEST, *peers]
+             views.BEST, *peers, "sme_z", "ort_a_mb24_nb64_kb64"]
     c = views.family_colors(names)
     assert c[views.BEST] == "0.1"
     assert c["gemm_a"] == tuple(float(x) for x in tab10[0])
     assert c["gemm_b"] == tuple(float(x) for x in tab10[1])
+    assert c["sme_z"] == tuple(float(x) for x in tab10[2])  # after the peers' names: still 3rd
 
     def lighter(rgb, t):
         return tuple(float(x) + (1 - float(x)) * t for x in rgb)
@@ -839,6 +840,7 @@ def test_series_colours_are_fixed_word_for_word() -> None:
     fams = sorted({views.family(p) for p in peers})
     for i, f in enumerate(fams):
         assert c[f] == earth[i % 4], f
+    assert c["ort_a_mb24_nb64_kb64"] == lighter(earth[0], 0.55)  # the 2nd of 2 members
     assert set(c) == {*names}
     assert views.family_colors([]) == {views.BEST: "0.1"}
     many = views.family_colors([f"f{i:02d}" for i in range(20)])

@@ -75,9 +75,9 @@ def _series_labels(df: pd.DataFrame) -> list[str]:
     labels = []
     for real, form, thr in zip(df["realization"], df["b_form"], df["threads"], strict=True):
         label = str(real)
-        if forms.get(real, 1) > 1:
+        if forms[real] > 1:  # every realization of df is in its own groupby
             label += f" B:{form}"
-        if threads.get(real, 1) > 1 or thr > 1:
+        if threads[real] > 1 or thr > 1:
             label += f" ×{thr}t"
         labels.append(label)
     return labels
