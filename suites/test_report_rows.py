@@ -62,11 +62,13 @@ def test_hardware_and_emulated_rows_are_told_apart(tmp_path: Path) -> None:
 
 def test_timed_rows_are_sorted_and_fill_gflops_from_the_median(tmp_path: Path) -> None:
     run = _run(tmp_path, [_perf("b", time_median_ns=0.0), _perf("a", gflops=7.0),
-                          _perf("c", time_median_ns=25.0), _perf("d", rounds=0)])
+                          _perf("c", time_median_ns=25.0), _perf("d", rounds=0),
+                          _perf("e", time_median_ns=1.0)])
     rows = rep.timed_rows(run)
-    assert rows["case"].tolist() == ["a", "b", "c"] and rows.index.tolist() == [0, 1, 2]
+    assert rows["case"].tolist() == ["a", "b", "c", "e"] and rows.index.tolist() == [0, 1, 2, 3]
+    assert "index" not in rows.columns
     g = rows["gflops"].tolist()
-    assert g[0] == 7.0 and math.isnan(g[1]) and g[2] == 4.0  # a zero median: no GFLOP/s
+    assert g[0] == 7.0 and math.isnan(g[1]) and g[2:] == [4.0, 100.0]  # a zero median: none
 
 
 def test_a_repeated_row_keeps_the_last(tmp_path: Path) -> None:
@@ -153,3 +155,12 @@ def test_metadata_beside_a_baselines(tmp_path: Path) -> None:
         "field": ["run folder", "host", "date", "python"],
         "run": [str(tmp_path / "run"), "h1", "d1", ""],
         "baseline": [str(tmp_path / "base"), "h0", "", "3.11"]}
+
+
+def test_pooled_passes_are_told_apart_by_their_own_rows(tmp_path: Path) -> None:
+    """The emulation mask is taken over the pooled rows, not the run's."""
+    run = _run(tmp_path, [_perf("x", suite="correctness"), _perf("a", time_median_ns=10.0),
+                          _perf("a", time_median_ns=30.0), _perf("b", target="qemu:x")],
+               {"targets": {"qemu:x": {"emulated": True}}})
+    assert rep.timed_rows(run)["case"].tolist() == ["a"]
+    assert rep.emulated_times(run)["case"].tolist() == ["b"]

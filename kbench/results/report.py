@@ -84,10 +84,9 @@ def _series_labels(df: pd.DataFrame) -> list[str]:
 
 
 def _perf_rows(run: Run, emulated: bool) -> pd.DataFrame:
-    perf = _clean(run.perf_pooled())  # the passes of a case as one row
-    rows = perf[emulated_mask(run, perf) == emulated]
-    rows = rows.drop_duplicates(PERF_KEY, keep="last").copy()
-    rows["series"] = _series_labels(rows) if len(rows) else pd.Series(dtype=str)
+    perf = _clean(run.perf_pooled())  # the passes of a case as one row, so one per PERF_KEY
+    rows = perf[emulated_mask(run, perf) == emulated].copy()
+    rows["series"] = _series_labels(rows)
     return rows
 
 
@@ -95,8 +94,7 @@ def timed_rows(run: Run) -> pd.DataFrame:
     """Timed rows measured on hardware (never emulated), with GFLOP/s filled in
     from flops and the median time where the row lacks it."""
     rows = _perf_rows(run, emulated=False)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        derived = rows["flops"] / rows["time_median_ns"].where(rows["time_median_ns"] > 0)
+    derived = rows["flops"] / rows["time_median_ns"].where(rows["time_median_ns"] > 0)
     rows["gflops"] = rows["gflops"].fillna(derived)
     return rows.sort_values(PERF_KEY, kind="stable").reset_index(drop=True)
 
