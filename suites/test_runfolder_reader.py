@@ -344,12 +344,16 @@ def test_passes_of_a_case_pool_into_one_row(tmp_path: Path) -> None:
     assert b["message"] == "only"
 
 
+def _pass(rounds: str, flops: str, stats: tuple[str, str, str, str], gflops: str,
+          round_times: str, perf_pass: str) -> list[str]:
+    """One pass of case "a" on the host as a PERF row (stats: min, median, mean, stdev)."""
+    return ["a", "pass", "perf", "host", "neon", "gemm", rounds, flops, *stats, gflops,
+            round_times, perf_pass, ""]
+
+
 def test_pooled_round_times_keep_six_significant_digits(tmp_path: Path) -> None:
-    run = _perf(tmp_path, [
-        ["a", "pass", "perf", "host", "neon", "gemm", "1", "0", "", "", "", "", "7", "1234567.8",
-         "1", ""],
-        ["a", "pass", "perf", "host", "neon", "gemm", "1", "0", "", "", "", "", "7", "0.5",
-         "2", ""]])
+    run = _perf(tmp_path, [_pass("1", "0", ("", "", "", ""), "7", "1234567.8", "1"),
+                           _pass("1", "0", ("", "", "", ""), "7", "0.5", "2")])
     a = run.perf_pooled().iloc[0]
     assert a["round_times_ns"] == "1.23457e+06 0.5"
     assert a["time_stdev_ns"] == pytest.approx(np.std([1234567.8, 0.5], ddof=1))
@@ -357,11 +361,8 @@ def test_pooled_round_times_keep_six_significant_digits(tmp_path: Path) -> None:
 
 
 def test_passes_without_round_times_only_sum_their_rounds(tmp_path: Path) -> None:
-    run = _perf(tmp_path, [
-        ["a", "pass", "perf", "host", "neon", "gemm", "2", "10", "1", "2", "3", "4", "5", "",
-         "1", ""],
-        ["a", "pass", "perf", "host", "neon", "gemm", "3", "10", "6", "7", "8", "9", "10", "",
-         "2", ""]])
+    run = _perf(tmp_path, [_pass("2", "10", ("1", "2", "3", "4"), "5", "", "1"),
+                           _pass("3", "10", ("6", "7", "8", "9"), "10", "", "2")])
     a = run.perf_pooled().iloc[0]
     assert a["rounds"] == 5 and a["round_times"] == []
     assert [a[c] for c in ("time_min_ns", "time_median_ns", "time_mean_ns", "time_stdev_ns",
