@@ -340,6 +340,8 @@ def _counted(name: str, qemu: str) -> Any:
                              "11.1.0, candidate 11.0.0)"),
     (["11.1.0", "9.2.0"], ["11.1.0"], "instruction counts come from different QEMU versions "
                                       "(base 11.1.0, 9.2.0, candidate 11.1.0)"),
+    (["11.1.0"], ["9.2.0", "11.0.0"], "instruction counts come from different QEMU versions "
+                                      "(base 11.1.0, candidate 11.0.0, 9.2.0)"),
     (["11.1.0"], ["11.1.0"], ""),
     (["11.1.0", ""], ["11.1.0"], ""),   # a case without counts has no version to differ
     ([""], ["11.1.0"], ""),             # nothing counted on one side: nothing to compare
@@ -351,6 +353,12 @@ def test_counts_from_different_qemu_versions_are_warned(
                       [_counted(f"c{i}", q) for i, q in enumerate(cand_qemu)])
     qemu = [w for w in compare_runs(base, cand).warnings if "QEMU" in w]
     assert qemu == ([warned] if warned else [])
+
+
+def test_no_test_is_named_when_no_case_was_timed(tmp_path: Path) -> None:
+    base, cand = pair(tmp_path, [_counted("c0", "11.1.0")], [_counted("c0", "11.1.0")])
+    comp = compare_runs(base, cand)
+    assert len(comp.cases) == 1 and not comp.timed() and comp.test == ""
 
 
 def test_a_run_without_any_results_column_compares(tmp_path: Path) -> None:

@@ -158,6 +158,7 @@ def test_the_trigamma_inverse_solves_over_its_whole_range() -> None:
         assert float(special.polygamma(1, y)) == pytest.approx(v, rel=1e-6)
     # beyond the bracket: a trigamma that small is an infinite prior, that large the least df
     assert _trigamma_inverse(1e-9) == math.inf
+    assert _trigamma_inverse(0.0) == math.inf and _trigamma_inverse(-1.0) == math.inf
     assert _trigamma_inverse(1e17) == 1e-8
 
 
@@ -206,6 +207,8 @@ def test_a_case_without_degrees_of_freedom_is_left_out_of_the_prior() -> None:
     x = list(np.linspace(10.0, 14.0, 10))
     prior = modt.fit_prior(s2, [4.0] * 10, x)
     assert modt.fit_prior([*s2, 1e-2], [*[4.0] * 10, 0.0], [*x, 12.0]) == prior
+    assert modt.fit_prior([*s2, 1e-2], [*[4.0] * 10, math.inf], [*x, 12.0]) == prior
+    assert modt.fit_prior([*s2, 1e-2], [*[4.0] * 10, math.nan], [*x, 12.0]) == prior
 
 
 def test_the_prior_needs_one_margin_per_case() -> None:

@@ -65,7 +65,7 @@ def fit_prior(s2: Sequence[float], df: Sequence[float],
     log times log_time; None with fewer than MIN_CASES usable cases (a
     positive, finite variance and a finite time)."""
     s2a, dfa, xa = (np.asarray(v, float) for v in (s2, df, log_time))
-    ok = (s2a > 0) & np.isfinite(s2a) & (dfa > 0) & np.isfinite(xa)
+    ok = (s2a > 0) & np.isfinite(s2a) & (dfa > 0) & np.isfinite(dfa) & np.isfinite(xa)
     if int(ok.sum()) < MIN_CASES:
         return None
     s2a, dfa, xa = s2a[ok], dfa[ok], xa[ok]
@@ -80,7 +80,8 @@ def fit_prior(s2: Sequence[float], df: Sequence[float],
     resid = e - (intercept + slope * xa)
     n = len(e)
     v = float(np.sum(resid ** 2)) / (n - fitted_df) - float(np.mean(special.polygamma(1, dfa / 2)))
-    d0 = 2 * _trigamma_inverse(v) if v > 0 else math.inf
+    # v is finite; no variance beyond the cases' own (v <= 0) gives d0 = inf
+    d0 = 2 * _trigamma_inverse(v)
     if math.isfinite(d0):
         intercept += float(special.digamma(d0 / 2)) - math.log(d0 / 2)
     return Prior(df=d0, intercept=intercept, slope=slope)
