@@ -65,19 +65,23 @@ def test_the_worst_verdict_follows_the_severity_order() -> None:
 # ---- load cost ---------------------------------------------------------------------------
 
 def test_load_cost_sums_cases_where_b_was_packed_on_its_own() -> None:
+    """Rows in the order their (target, realization) first appear; a case
+    counts only with a positive pack time and a positive call time (0, a
+    text cell, or none leaves it out)."""
     gflops = pd.DataFrame({
-        "target": ["h", "h2", "h", "h", "h"], "realization": ["a", "a", "a", "a", "b"],
-        "time_median_ns": [100.0, 10.0, 300.0, 50.0, 0.0],
-        "pack_time_ns": [50.0, "20", 150.0, "x", 9.0]})
+        "target": ["h2", "h", "h", "h", "h", "h", "h"],
+        "realization": ["a", "a", "a", "a", "b", "a", "a"],
+        "time_median_ns": [10.0, 100.0, 300.0, 50.0, 0.0, 70.0, "y"],
+        "pack_time_ns": ["20", 50.0, 150.0, "x", 9.0, 0.0, 5.0]})
     counts = pd.DataFrame({"target": ["q"], "realization": ["s"], "count_call": [1000.0],
                            "count_pack_b": [250.0]})
     table = rep.load_cost(gflops, counts)
     assert list(table.columns) == rep.LOAD_COST_COLUMNS
     assert table.to_dict("records") == [
-        {"target": "h", "realization": "a", "measure": "median time, ns (sum over cases)",
-         "cases": 2, "call": 400.0, "pack_b": 200.0, "pack_b_per_call": 0.5},
         {"target": "h2", "realization": "a", "measure": "median time, ns (sum over cases)",
          "cases": 1, "call": 10.0, "pack_b": 20.0, "pack_b_per_call": 2.0},
+        {"target": "h", "realization": "a", "measure": "median time, ns (sum over cases)",
+         "cases": 2, "call": 400.0, "pack_b": 200.0, "pack_b_per_call": 0.5},
         {"target": "q", "realization": "s", "measure": "instructions (sum over cases)",
          "cases": 1, "call": 1000.0, "pack_b": 250.0, "pack_b_per_call": 0.25}]
 
@@ -316,3 +320,16 @@ def test_the_fingerprint_summary_keeps_the_tables_order() -> None:
     summary = rep.fingerprint_summary(table)
     assert summary[["target", "realization"]].values.tolist() == [["h", "z"], ["h", "a"],
                                                                    ["a", "m"]]
+
+
+# ---- failures ------------------------------------------------------------------------------
+
+def test_failures_are_the_failing_rows_alone_with_their_columns() -> None:
+    base = {c: "x" for c in rep.FAILURE_COLUMNS} | {"max_err_bound": 0.5, "max_ulp": 2.0,
+                                                  "suite": "s"}
+    rows = [base | {"case": "c0", "status": "pass"}, base | {"case": "c1", "status": "fail"},
+            base | {"case": "c2", "status": "pass"}, base | {"case": "c3", "status": "error"},
+            base | {"case": "c4", "status": "mistrusted", "message": None}]
+    got = rep.failures(pd.DataFrame(rows))
+    assert list(got.columns) == rep.FAILURE_COLUMNS and list(got.index) == [0, 1]
+    assert got["case"].tolist() == ["c1", "c3"]

@@ -350,6 +350,10 @@ def test_the_coverage_table_is_the_runs_csv_least_covered_first(tmp_path: Path) 
         ("host", "a", 100.0)]  # a unit that looks like a number stays its name
     assert table["uncovered"].tolist() == ["", "0x1", "0x4 0x8", "NA", ""]  # text stays text
     assert table["realizations"].tolist() == ["r1", "r1", "r1", "", "r1"]
+    # a column of names that all look like numbers stays names too
+    alone = rep.coverage_table(_folder(tmp_path / "n", coverage_csv="\n".join(
+        [head, "1,2,007,4,5,10,5,50.0,6,7"])))
+    assert alone.iloc[0].tolist() == ["1", "2", "007", "4", "5", 10, 5, 50.0, "6"]
     for run in (_folder(tmp_path / "none"), _folder(tmp_path / "blank", coverage_csv=head)):
         empty = rep.coverage_table(run)
         assert empty.empty and list(empty.columns) == rep.COVERAGE_COLUMNS
@@ -370,6 +374,9 @@ def test_the_coverage_listing_is_the_uncovered_disassembly_cut_at_its_limit(
     long = rep.coverage_listing(_folder(tmp_path / "l",
                                         coverage_uncovered_txt="\n".join([*exact, "x", "y"])))
     assert long.splitlines() == [*exact, "... 2 more lines in coverage_uncovered.txt"]
+    bad = _folder(tmp_path / "b")
+    (bad.path / "coverage_uncovered.txt").write_bytes(b"f+0x4: \xff\xfe\n")
+    assert rep.coverage_listing(bad) == "f+0x4: \ufffd\ufffd"  # bytes not UTF-8: shown replaced
 
 
 def test_every_kind_of_cell_word_for_word_with_its_class() -> None:

@@ -117,8 +117,15 @@ def test_the_gflops_table_word_for_word_over_two_targets() -> None:
     assert texts[0][6][0] == "–" and texts[0][7][0] == f"★ {g(20.0)}"
     assert texts[0][8][0] == f"☆ {g(40.0)}" and "best-peer" in texts[0][8][1].split()
     assert texts[1][4:6] == [("gemm_x", "best-name"), ("ort_matmul_f16", "best-peer-name")]
-    assert texts[1][6][0] == f"★ {g(10.0)}" and texts[1][7][0] == rep.NA
+    assert texts[1][6][0] == f"★ {g(10.0)}" and texts[1][7] == (rep.NA, "num na")
     assert texts[1][8][0] == f"☆ {g(5.0)}"
+    # a shape with no peer, or none of ours, names no fastest there
+    ours_only = rep._pivot_gflops(pd.DataFrame(rows[:1])).rows[0]
+    peer_only = rep._pivot_gflops(pd.DataFrame(rows[1:2])).rows[0]
+    assert [(c.text, c.cls) for c in ours_only[3:5]] == [("zz_ours", "best-name"),
+                                                          ("–", "best-peer-name")]
+    assert [(c.text, c.cls) for c in peer_only[3:5]] == [("–", "best-name"),
+                                                          ("ort_matmul_f16", "best-peer-name")]
     one = rep._pivot_gflops(pd.DataFrame(rows[:2]))
     assert one.columns[0] == "catalog" and one.rows[0][0].text == "cat_b"
     # a series given twice for a shape shows its first figure
