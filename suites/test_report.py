@@ -1431,8 +1431,8 @@ def test_the_tuning_view_word_for_word(tmp_path: Path) -> None:
     rounds), then those timed without a median (n/a), then the ones not
     eligible (failed, or never timed), alone when nothing ran; the winner and the default with their
     times and the gain; no default, or a default that did not run, has no
-    gain; rows of other suites are not candidates; a run without a tune
-    suite gives the columns."""
+    gain, nor has a winner timed at 0; rows of other suites are not
+    candidates; a run without a tune suite gives the columns."""
     def add(w: RunWriter, case: str, name: str, t: float, status: str = "pass",
             rounds: int = 3, suite: str = "tune") -> None:
         w.add(Verdict(case=case, op="gemm", shape=f"s_{case}", kind="uniform", target="host",
@@ -1441,7 +1441,8 @@ def test_the_tuning_view_word_for_word(tmp_path: Path) -> None:
                       suite=suite, rounds=rounds, time_median_ns=t))
 
     w = RunWriter(tmp_path / "tune", {"kind": "tune",
-                                      "tuning_defaults": {"c1": "slow", "c3": "wrong3"}})
+                                      "tuning_defaults": {"c1": "slow", "c3": "wrong3",
+                                                          "c5": "d5"}})
     add(w, "c2", "solo", 500.0, rounds=1)  # one round is timed
     for name, t, status, rounds in (("slow", 3000.0, "pass", 3), ("zippy", 1500.0, "pass", 3),
                                     ("mist", 2000.0, "mistrusted", 3),
@@ -1452,6 +1453,8 @@ def test_the_tuning_view_word_for_word(tmp_path: Path) -> None:
     add(w, "c3", "a", 1e6)
     add(w, "c3", "wrong3", 10.0, "error", 0)
     add(w, "c4", "bad4", 10.0, "fail", 0)
+    add(w, "c5", "z0", 0.0)  # a winner timed at 0: no gain over it
+    add(w, "c5", "d5", 100.0)
     w.close(complete=True)
     table = rep.tuning_table(load_run(tmp_path / "tune"))
     got = [tuple(r) for r in table.fillna(-1.0).itertuples(index=False)]
@@ -1461,7 +1464,8 @@ def test_the_tuning_view_word_for_word(tmp_path: Path) -> None:
          "not eligible: norounds, wrong", "zippy", 1500.0, "slow", 3000.0, 2.0),
         ("cat", "c3", "s_c3", "a 1000.0 us; not eligible: wrong3", "a", 1e6, "wrong3", -1.0,
          -1.0),
-        ("cat", "c4", "s_c4", "not eligible: bad4", "", -1.0, "", -1.0, -1.0)]
+        ("cat", "c4", "s_c4", "not eligible: bad4", "", -1.0, "", -1.0, -1.0),
+        ("cat", "c5", "s_c5", "z0 0.0 us; d5 0.1 us", "z0", 0.0, "d5", 100.0, -1.0)]
     w = RunWriter(tmp_path / "none", {"kind": "tune"})
     add(w, "c4", "bad4", 10.0, "fail", 0)
     w.close(complete=True)
