@@ -151,7 +151,7 @@ def test_model_totals_weight_each_shape_by_its_layers(tmp_path: Path) -> None:
     scalar = totals.loc["gemm_scalar_f32acc"]
     assert scalar["total_time_ns"] == 3 * 1000.0 + 2 * 4000.0
     assert scalar["layers"] == 5 and bool(scalar["complete"])
-    assert scalar["total_gflop"] == pytest.approx(5 * 2_000_000 / 1e9)
+    assert scalar["total_gflop"] == 5 * 2_000_000 / 1e9  # exactly: GFLOP is 1e9 FLOP
     assert scalar["gflops"] == pytest.approx(5 * 2_000_000 / 11000.0)
     assert scalar["speedup_vs_scalar"] == pytest.approx(1.0)
     neon = totals.loc["gemm_neon_f32acc"]
