@@ -255,3 +255,59 @@ def test_each_results_column_has_its_sql_type() -> None:
     assert hist._result_type("status") == "TEXT" and hist._result_type("case") == "TEXT"
     assert hist._result_type("time_median_ns") == "REAL"
     assert hist._result_type("anything_else") == "REAL"
+
+
+# ---- append_run's wait for a busy SQLite history (a clock of its own) ------------------------
+
+class _Clock:
+    """time.monotonic and time.sleep of a clock that moves only when slept on."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_a_busy_history_is_retried_with_doubling_pauses_up_to_the_deadline(
+        monkeypatch, tmp_path: Path) -> None:
+    from kbench.results import history as hist
+    clock, timeouts, messages = _Clock(), [], []
+
+    def busy(db: object, run: object, timeout: float) -> int:
+        timeouts.append(timeout)
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(hist, "time", clock)
+    monkeypatch.setattr(hist, "_append_once", busy)
+    db = tmp_path / "h.sqlite"
+    with pytest.raises(hist.HistoryBusy) as err:
+        hist.append_run(db, object(), wait=2.5, on_wait=messages.append)  # type: ignore[arg-type]
+    assert str(err.value) == f"{db}: locked by another process for 2.5 s"
+    # pauses from 0.05 s, doubled up to 1 s, the last one cut to the time left
+    assert clock.sleeps == pytest.approx([0.05, 0.1, 0.2, 0.4, 0.8, 0.95])
+    # each attempt waits in SQLite for at most 2 s and the time left, never below 10 ms
+    assert timeouts == pytest.approx([2.0, 2.0, 2.0, 2.0, 1.75, 0.95, 0.01])
+    assert messages == [f"history: {db} is busy (another kbench is writing to it); retrying "
+                        "for up to 2 s"]  # said once, with the time left then
+
+
+def test_a_history_that_frees_itself_is_appended_after_one_pause(monkeypatch) -> None:
+    from kbench.results import history as hist
+    clock, tries = _Clock(), []
+
+    def busy_once(db: object, run: object, timeout: float) -> int:
+        tries.append(timeout)
+        if len(tries) == 1:
+            raise sqlite3.OperationalError("database is busy")
+        return 7
+
+    monkeypatch.setattr(hist, "time", clock)
+    monkeypatch.setattr(hist, "_append_once", busy_once)
+    assert hist.append_run("h.sqlite", object(), wait=0.5) == 7  # type: ignore[arg-type]
+    assert tries == [0.5, 0.45] and clock.sleeps == [0.05]
