@@ -36,6 +36,9 @@ class _Broken:
     def write(self, text: str) -> int:
         raise OSError(28, "No space left on device")
 
+    def tell(self) -> int:
+        return 0
+
     def flush(self) -> None:
         pass
 
@@ -213,3 +216,42 @@ def test_a_run_json_that_cannot_be_written_at_all_is_the_error(tmp_path: Path,
     monkeypatch.setattr(Path, "write_text", refuse)
     w.close(True)  # the temporary file never existed: nothing to remove, no exception
     assert w.error.errno == 28 and _meta(tmp_path / "r") == {"complete": False}
+
+
+class _Interrupted:
+    """A file whose write is interrupted (Ctrl-C or SIGTERM raise
+    KeyboardInterrupt) after `keep` of the real file's writes went through."""
+
+    def __init__(self, real: Any, keep: int) -> None:
+        self.real, self.keep = real, keep
+
+    def write(self, text: str) -> int:
+        if self.keep == 0:
+            raise KeyboardInterrupt
+        self.keep -= 1
+        return self.real.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+@pytest.mark.parametrize(("where", "counted"), [("verdicts.txt", 1), ("results.csv", 0)])
+def test_an_interrupt_in_the_middle_of_a_verdict_counts_exactly_the_rows_written(
+        tmp_path: Path, where: str, counted: int) -> None:
+    """Before: an interrupt after a verdict's row reached results.csv but
+    before it was counted left run.json one result short of the table."""
+    from kbench.results.runfolder import load_run
+    w = store.RunWriter(tmp_path / "r", {})
+    w.add(_verdict("c1"))
+    if where == "verdicts.txt":  # the row is written, its verdict line is not
+        w._lines = _Interrupted(w._lines, 0)
+    else:  # nothing of the verdict is written
+        w._csv = _Interrupted(w._csv, 0)
+    with pytest.raises(KeyboardInterrupt):
+        w.add(_verdict("c2"))
+    assert (w.count, w.lost, w.error) == (1 + counted, 0, None)
+    w._csv, w._lines = getattr(w._csv, "real", w._csv), getattr(w._lines, "real", w._lines)
+    w.close(False)
+    run = load_run(tmp_path / "r")
+    assert _meta(tmp_path / "r")["results"] == len(run.results) == 1 + counted
+    assert run.defects == []

@@ -198,17 +198,24 @@ class RunWriter:
         """Appends a verdict: one whole line per file, flushed, so a run that
         is killed keeps every verdict before the last."""
         if self.error is None:
+            row = v.to_dict()
+            line = _csv_line([_csv_value(row.get(c)) for c in COLUMNS])
             try:
-                row = v.to_dict()
-                self._csv.write(_csv_line([_csv_value(row.get(c)) for c in COLUMNS]))
+                start = self._csv.tell()
+                self._csv.write(line)
                 self._csv.flush()
                 if self._lines is not None:
                     self._lines.write(v.line() + "\n")
                     self._lines.flush()
-                self.count += 1
-                return
             except OSError as exc:
                 self.error = exc
+            except BaseException:  # an interrupt (SIGINT, SIGTERM) in the middle of the verdict
+                if self._csv.tell() != start:  # its row reached results.csv: count it
+                    self.count += 1
+                raise
+            else:
+                self.count += 1
+                return
         self.lost += 1
 
     def add_failure(self, v: Verdict, reproduce: str) -> None:
