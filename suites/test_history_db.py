@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from kbench.results import historydb as hdb
@@ -311,3 +313,18 @@ def test_a_history_that_frees_itself_is_appended_after_one_pause(monkeypatch) ->
     monkeypatch.setattr(hist, "_append_once", busy_once)
     assert hist.append_run("h.sqlite", object(), wait=0.5) == 7  # type: ignore[arg-type]
     assert tries == [0.5, 0.45] and clock.sleeps == [0.05]
+
+
+def test_one_append_waits_in_sqlite_for_the_timeout_it_is_given(monkeypatch) -> None:
+    from kbench.results import history as hist
+    seen: list[object] = []
+
+    def busy(db: object, timeout: object = "connect's default") -> None:
+        seen.append(timeout)
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(hist, "connect", busy)
+    monkeypatch.setattr(hist, "_run_row", lambda run: {})
+    with pytest.raises(sqlite3.OperationalError):
+        hist._append_once("h.sqlite", SimpleNamespace(results=pd.DataFrame()), timeout=0.25)
+    assert seen == [0.25]
