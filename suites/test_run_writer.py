@@ -255,3 +255,26 @@ def test_an_interrupt_in_the_middle_of_a_verdict_counts_exactly_the_rows_written
     run = load_run(tmp_path / "r")
     assert _meta(tmp_path / "r")["results"] == len(run.results) == 1 + counted
     assert run.defects == []
+
+
+def test_an_interrupt_before_anything_of_a_verdict_is_written_is_raised_as_it_came(
+        tmp_path: Path) -> None:
+    class _TellInterrupted(_Interrupted):
+        asked = 0
+
+        def tell(self) -> int:  # the interrupt lands in the first one
+            self.asked += 1
+            if self.asked == 1:
+                raise KeyboardInterrupt
+            return self.real.tell()
+
+    w = store.RunWriter(tmp_path / "r", {})
+    real = w._csv
+    w._csv = _TellInterrupted(real, 1)
+    with pytest.raises(KeyboardInterrupt):
+        w.add(_verdict("c1"))
+    assert (w.count, w.lost, w.error) == (0, 0, None)
+    w._csv = real
+    w.close(False)
+    assert _meta(tmp_path / "r")["results"] == 0
+    assert (tmp_path / "r" / "results.csv").read_text().count("\n") == 1  # the header alone

@@ -200,6 +200,7 @@ class RunWriter:
         if self.error is None:
             row = v.to_dict()
             line = _csv_line([_csv_value(row.get(c)) for c in COLUMNS])
+            start = -1  # results.csv's length before the row (-1: not known yet)
             try:
                 start = self._csv.tell()
                 self._csv.write(line)
@@ -210,7 +211,7 @@ class RunWriter:
             except OSError as exc:
                 self.error = exc
             except BaseException:  # an interrupt (SIGINT, SIGTERM) in the middle of the verdict
-                if self._csv.tell() != start:  # its row reached results.csv: count it
+                if start >= 0 and self._csv.tell() != start:  # its row reached results.csv
                     self.count += 1
                 raise
             else:
