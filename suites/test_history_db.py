@@ -262,7 +262,10 @@ def test_each_results_column_has_its_sql_type() -> None:
 # ---- append_run's wait for a busy SQLite history (a clock of its own) ------------------------
 
 class _Clock:
-    """time.monotonic and time.sleep of a clock that moves only when slept on."""
+    """time.monotonic and time.sleep of a clock that moves only when slept on.
+
+    More than 100 pauses is a loop that never reaches its deadline (pauses
+    that shrink instead of growing): it fails at once instead of spinning."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -274,6 +277,7 @@ class _Clock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds
+        assert len(self.sleeps) <= 100, "the wait never reaches its deadline"
 
 
 def test_a_busy_history_is_retried_with_doubling_pauses_up_to_the_deadline(
