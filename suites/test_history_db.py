@@ -332,3 +332,34 @@ def test_one_append_waits_in_sqlite_for_the_timeout_it_is_given(monkeypatch) -> 
     with pytest.raises(sqlite3.OperationalError):
         hist._append_once("h.sqlite", SimpleNamespace(results=pd.DataFrame()), timeout=0.25)
     assert seen == [0.25]
+
+
+def test_a_long_wait_pauses_at_most_one_second_at_a_time(monkeypatch) -> None:
+    from kbench.results import history as hist
+    clock = _Clock()
+
+    def busy(db: object, run: object, timeout: float) -> int:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(hist, "time", clock)
+    monkeypatch.setattr(hist, "_append_once", busy)
+    with pytest.raises(hist.HistoryBusy):
+        hist.append_run("h.sqlite", object(), wait=5.0)  # type: ignore[arg-type]
+    assert clock.sleeps == pytest.approx([0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 0.45])
+
+
+@pytest.mark.parametrize("error", [sqlite3.OperationalError("no such column: spread"),
+                                   sqlite3.IntegrityError("NOT NULL constraint failed")])
+def test_an_append_that_fails_for_another_reason_than_a_lock_names_the_file_and_the_error(
+        monkeypatch, error: sqlite3.Error) -> None:
+    from kbench.results import history as hist
+    tries: list[float] = []
+
+    def fails(db: object, run: object, timeout: float) -> int:
+        tries.append(timeout)
+        raise error
+
+    monkeypatch.setattr(hist, "_append_once", fails)
+    with pytest.raises(hist.HistoryError) as err:
+        hist.append_run("h.sqlite", object(), wait=5.0)  # type: ignore[arg-type]
+    assert str(err.value) == f"h.sqlite: {error}" and len(tries) == 1  # no retry
