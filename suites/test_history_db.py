@@ -363,3 +363,107 @@ def test_an_append_that_fails_for_another_reason_than_a_lock_names_the_file_and_
     with pytest.raises(hist.HistoryError) as err:
         hist.append_run("h.sqlite", object(), wait=5.0)  # type: ignore[arg-type]
     assert str(err.value) == f"h.sqlite: {error}" and len(tries) == 1  # no retry
+
+
+# ---- opening: what each driver is asked, and how a failure to open is told ----------------------
+
+class _FakeDriver:
+    """psycopg as far as HistoryDB uses it: connect (recorded) and Error."""
+
+    class Error(Exception):
+        pass
+
+    def __init__(self, fail: str | None = None) -> None:
+        self.fail, self.asked = fail, []
+
+    def connect(self, *args: object, **kwargs: object) -> object:
+        self.asked.append((args, kwargs))
+        if self.fail is not None:
+            raise self.Error(self.fail)
+        return "connection"
+
+
+def test_postgresql_is_opened_in_autocommit_with_a_30_s_connect_timeout(monkeypatch) -> None:
+    # autocommit: every transaction is begun explicitly (HistoryDB.transaction), so no
+    # statement may leave one open behind it
+    driver = _FakeDriver()
+    monkeypatch.setattr(hdb, "_pg_driver", lambda: driver)
+    db = hdb.HistoryDB("postgresql://u:pw@h/db")
+    assert db.postgres and db.con == "connection"
+    assert driver.asked == [(("postgresql://u:pw@h/db",),
+                             {"autocommit": True, "connect_timeout": 30})]
+
+
+def test_a_postgresql_server_that_cannot_be_reached_is_named_without_its_password(
+        monkeypatch) -> None:
+    driver = _FakeDriver(fail='  connection to server at "h" failed: refused\n'
+                              '\tIs the server running on that host?\n')
+    monkeypatch.setattr(hdb, "_pg_driver", lambda: driver)
+    with pytest.raises(hdb.HistoryError) as err:
+        hdb.HistoryDB("postgresql://u:pw@h/db")
+    assert str(err.value) == ('postgresql://u:***@h/db: cannot connect '
+                              '(connection to server at "h" failed: refused)')
+
+
+def test_sqlite_is_opened_with_the_lock_timeout_and_without_implicit_transactions(
+        monkeypatch, tmp_path: Path) -> None:
+    real, asked = sqlite3.connect, []
+
+    def connect(*args: object, **kwargs: object) -> sqlite3.Connection:
+        asked.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hdb.sqlite3, "connect", connect)
+    with hdb.HistoryDB(tmp_path / "a.sqlite", timeout=0.25) as db:
+        assert db.con.isolation_level is None
+        assert db.con.execute("PRAGMA foreign_keys").fetchone() == (1,)
+    with hdb.HistoryDB(tmp_path / "b.sqlite"):
+        pass
+    assert asked == [{"timeout": 0.25, "isolation_level": None},
+                     {"timeout": hdb.SQLITE_TIMEOUT_S, "isolation_level": None}]
+
+
+def test_a_history_folder_that_cannot_be_made_is_named_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    path = tmp_path / "file" / "sub" / "h.sqlite"  # its folder would be made inside a file
+    assert _refused(path) == f"{path}: cannot create its folder (Not a directory)"
+
+
+def test_sqlite_failures_while_opening_are_named_with_the_file(monkeypatch,
+                                                               tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+
+    def cannot(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    with monkeypatch.context() as m:
+        m.setattr(hdb.sqlite3, "connect", cannot)
+        assert _refused(path) == f"{path}: cannot open (unable to open database file)"
+
+    def check(con: object, where: object, error: Exception) -> None:
+        raise error
+
+    monkeypatch.setattr(hdb, "_check_sqlite",
+                        lambda c, p: check(c, p, sqlite3.OperationalError("disk I/O error")))
+    assert _refused(path) == f"{path}: disk I/O error"
+    monkeypatch.setattr(hdb, "_check_sqlite",
+                        lambda c, p: check(c, p, sqlite3.OperationalError("database is locked")))
+    with pytest.raises(sqlite3.OperationalError, match="locked"):  # append_run retries it
+        hdb.HistoryDB(path)
+
+
+def test_connect_passes_a_timeout_on_and_otherwise_leaves_the_default(monkeypatch) -> None:
+    from kbench.results import history as hist
+    opened: list[tuple[object, ...]] = []
+
+    class Opened:
+        def __init__(self, *args: object) -> None:
+            opened.append(args)
+
+        def ensure_schema(self, runs: object, results: object) -> None:
+            pass
+
+    monkeypatch.setattr(hist, "HistoryDB", Opened)
+    hist.connect("h.sqlite")
+    hist.connect("h.sqlite", 0.5)
+    assert opened == [("h.sqlite",), ("h.sqlite", 0.5)]
