@@ -440,14 +440,14 @@ def test_sqlite_failures_while_opening_are_named_with_the_file(monkeypatch,
         m.setattr(hdb.sqlite3, "connect", cannot)
         assert _refused(path) == f"{path}: cannot open (unable to open database file)"
 
-    def check(con: object, where: object, error: Exception) -> None:
-        raise error
+    def check_fails(message: str) -> None:  # the check of an opened file raises this
+        def check(con: object, where: object) -> None:
+            raise sqlite3.OperationalError(message)
+        monkeypatch.setattr(hdb, "_check_sqlite", check)
 
-    monkeypatch.setattr(hdb, "_check_sqlite",
-                        lambda c, p: check(c, p, sqlite3.OperationalError("disk I/O error")))
+    check_fails("disk I/O error")
     assert _refused(path) == f"{path}: disk I/O error"
-    monkeypatch.setattr(hdb, "_check_sqlite",
-                        lambda c, p: check(c, p, sqlite3.OperationalError("database is locked")))
+    check_fails("database is locked")
     with pytest.raises(sqlite3.OperationalError, match="locked"):  # append_run retries it
         hdb.HistoryDB(path)
 
