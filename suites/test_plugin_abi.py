@@ -68,7 +68,7 @@ def _refusal(path: str) -> KbenchError:
 @pytest.mark.parametrize("name, reason", [
     ("noentry", "missing symbol kb_plugin_entry"),
     ("undefined", "undefined symbol: exbroken_helper_that_is_not_linked"),
-    ("newabi", "built for plugin ABI 3, this kbench reads ABI 2"),
+    ("newabi", "built for plugin ABI 4, this kbench reads ABI 3"),
     ("badtable", "realizations[0] (gemm_missing): gemm is NULL"),
     ("badlayout", "realizations[0] (gemm): rhs_layout: x16p8x2 is not a layout kbench "
                   "implements"),
@@ -106,7 +106,7 @@ def test_missing_and_non_elf_files(tmp_path):
 
 def test_a_loaded_plugin_describes_itself():
     info = native_plugins.load_plugin(lib("exwhole"))
-    assert (info.name, info.version, info.abi_version) == ("exwhole", "1.0.0", 2)
+    assert (info.name, info.version, info.abi_version) == ("exwhole", "1.0.0", 3)
     assert info.label == "exwhole 1.0.0" and info.path.startswith("/")
     forms = {r.name: (r.op, r.form, r.thread_safe, r.bias, r.usable) for r in info.realizations}
     assert forms == {"exwhole.gemm_f32acc": ("gemm", "whole-call", True, "last", True),

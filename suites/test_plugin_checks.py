@@ -24,7 +24,8 @@ SPECIALS = [GemmCase("nan_plain", 7, 8, 15), GemmCase("nan_clamp", 16, 16, 16, b
 
 @pytest.fixture(scope="module")
 def host():
-    t = parse_target("host", [lib("exnan"), lib("exv1"), lib("exukref"), lib("expackers")])
+    t = parse_target("host", [lib("exnan"), lib("exv1"), lib("exv2"), lib("exukref"),
+                                 lib("expackers")])
     yield t
     t.close()
 
@@ -101,6 +102,23 @@ def test_a_version_1_table_still_loads_at_its_own_stride(host):
     for name in ("exv1.gemm_a", "exv1.gemm_b", "exv1.gemm_c"):
         assert reals[name].nan_clamp == "propagate"
         v = run_job(host, Job(GemmCase("v1_case", 5, 6, 7, bias=True), "normal", reals[name],
+                              "host"))
+        assert v.status == PASS, v.line()
+
+
+def test_a_version_2_table_still_loads_at_its_own_stride(host):
+    """exv2 lays its table out as ABI 2 did (before the ABI 3 declarations): read
+    at ABI 3's stride its second and third entries would be garbage; it declares
+    none of ABI 3's allowances or flags."""
+    reals = _reals(host)
+    plugin = next(p for p in PluginLoads.from_extra(host.info().extra).loaded
+                  if p.name == "exv2")
+    assert plugin.abi_version == 2
+    for d in plugin.realizations:
+        assert (d.packs_bias, d.bias_at_call, d.padding_unspecified) == (True, False, False)
+        assert d.overread == (0,) * 6 and d.scratch_cap is None and d.expect_symbols == ()
+    for name in ("exv2.gemm_a", "exv2.gemm_b", "exv2.gemm_c"):
+        v = run_job(host, Job(GemmCase("v2_case", 5, 6, 7, bias=True), "normal", reals[name],
                               "host"))
         assert v.status == PASS, v.line()
 
@@ -242,8 +260,7 @@ def test_the_guard_allocator_names_the_buffer_and_the_offset():
     nat = api.load()
     lib, ffi = nat.lib, nat.ffi
     out = ffi.new("char[256]")
-    p = lib.kb_guard_alloc(42, 2, lib.KB_GUARD_END if hasattr(lib, "KB_GUARD_END") else 1,
-                           b"B[3]")
+    p = lib.kb_guard_alloc(42, 2, lib.KB_GUARD_END, 0, b"B[3]")
     assert p != ffi.NULL
     try:
         addr = int(ffi.cast("uintptr_t", p))
@@ -251,12 +268,29 @@ def test_the_guard_allocator_names_the_buffer_and_the_offset():
         assert ffi.string(out).decode() == ("read past the end of B[3]: byte 42 of a 42-byte "
                                             "buffer (0 byte(s) beyond its end, into the guard "
                                             "page after it)")
-        assert lib.kb_guard_describe(ffi.cast("void *", addr + 40), out, 256) == 0
+        # a fault reported at an address inside the buffer: an access that straddles its end
+        assert lib.kb_guard_describe(ffi.cast("void *", addr + 40), out, 256) == 1
+        assert ffi.string(out).decode() == ("read past the end of B[3]: byte 40 of a 42-byte "
+                                            "buffer (an access starting inside it, into the guard "
+                                            "page after it)")
+        assert lib.kb_guard_describe(ffi.cast("void *", addr - 2), out, 256) == 0
         view = np.frombuffer(ffi.buffer(ffi.cast("char *", addr - 8), 8), np.uint16)
         assert (view == 0x7E49).all()  # NaN poison on the unguarded side
     finally:
         lib.kb_guard_free(p)
-    q = lib.kb_guard_alloc(10, 2, 2, b"the filter")
+    # a declared allowance: the guard page starts that far past the end, NaN poison before it
+    p = lib.kb_guard_alloc(42, 2, lib.KB_GUARD_END, 32, b"B[0]")
+    try:
+        addr = int(ffi.cast("uintptr_t", p))
+        view = np.frombuffer(ffi.buffer(ffi.cast("char *", addr + 42), 32), np.uint16)
+        assert (view == 0x7E49).all()  # the allowance is readable and holds poison
+        assert lib.kb_guard_describe(ffi.cast("void *", addr + 74), out, 256) == 1
+        assert ffi.string(out).decode() == ("read past the end of B[0]: byte 74 of a 42-byte "
+                                            "buffer (32 byte(s) beyond its end; 32 declared, the "
+                                            "guard page starts 32 past its end)")
+    finally:
+        lib.kb_guard_free(p)
+    q = lib.kb_guard_alloc(10, 2, 2, 0, b"the filter")
     try:
         addr = int(ffi.cast("uintptr_t", q))
         assert lib.kb_guard_describe(ffi.cast("void *", addr - 2), out, 256) == 1

@@ -33,7 +33,7 @@ def _rows(folder: Path) -> list[dict[str, str]]:
 def test_info_and_realizations_name_plugins_and_refusals():
     res = CliRunner().invoke(main, ["info", "--plugin", lib("exwhole")])
     assert res.exit_code == 0, res.output
-    assert "plugin:           exwhole 1.0.0 (ABI 2) from " in res.output
+    assert "plugin:           exwhole 1.0.0 (ABI 3) from " in res.output
     assert "exwhole.gemm_f32acc" in res.output and "(plugin exwhole 1.0.0)" in res.output
     # a plugin that cannot be loaded: `kbench info` is about it, so it says why in one
     # line and fails (a description without it would look like a success)
@@ -41,7 +41,7 @@ def test_info_and_realizations_name_plugins_and_refusals():
                                     lib("newabi")])
     assert res.exit_code == 1, res.output
     assert res.output.strip().splitlines() == [
-        "kbench: host: plugin: libnewabi.so: built for plugin ABI 3, this kbench reads ABI 2 "
+        "kbench: host: plugin: libnewabi.so: built for plugin ABI 4, this kbench reads ABI 3 "
         "(the plugin is newer: update kbench or rebuild the plugin against this "
         "kbench_plugin.h)"]
     res = CliRunner().invoke(main, ["realizations", "--json", "--plugin", lib("exwhole")])

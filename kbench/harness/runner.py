@@ -79,11 +79,18 @@ def applicable(case: Case, r: api.Realization) -> bool:
     if r.op != case.op:
         return False
     if isinstance(case, GemmCase):
-        return case.b_form in r.bforms and (not r.max_m or case.m <= r.max_m)
+        return (case.b_form in r.bforms and (not r.max_m or case.m <= r.max_m)
+                and not _bias_with_native(case, r))
     if r.conv_class == "3x3s1" and not (case.kh == case.kw == 3 and case.stride == (1, 1)
                                          and case.dilation == (1, 1)):
         return False
     return not r.max_groups or case.groups <= r.max_groups
+
+
+def _bias_with_native(case: GemmCase, r: api.Realization) -> bool:
+    """A native-B case with a bias, on a realization whose packed B carries none
+    and whose calls take none with it (plugin ABI 3: KB_PLUGIN_PACK_NO_BIAS)."""
+    return case.b_form == "native" and case.bias and r.native_bias == "none"
 
 
 def why_not(case: Case, r: api.Realization) -> str:
@@ -95,6 +102,9 @@ def why_not(case: Case, r: api.Realization) -> str:
             return f"B form {case.b_form} (it takes {'/'.join(r.bforms) or 'none'})"
         if r.max_m and case.m > r.max_m:
             return f"M > {r.max_m} (its shape class: M <= {r.max_m})"
+        if _bias_with_native(case, r):
+            return ("a bias with its own packed B (its packer takes no bias and a call with "
+                    "its packed B takes none: KB_PLUGIN_PACK_NO_BIAS)")
         return ""
     if r.conv_class == "3x3s1" and not applicable(case, r):
         return "not a 3x3 stride-1 undilated convolution (its shape class is 3x3s1)"
@@ -118,11 +128,10 @@ def adapted(case: Case, r: api.Realization) -> Case:
     if (not isinstance(case, GemmCase) or r.op != case.op or case.b_form in r.bforms
             or not r.bforms):
         return case
-    form = next((f for f in B_FORM_FALLBACK[case.b_form] if f in r.bforms), None)
-    if form is None:
-        return case
-    return replace(case, b_form=form, ldb_pad=case.ldb_pad if form == "plain" else 0,
-                   tags=(*case.tags, f"{B_FORM_TAG}{case.b_form}"))
+    runs = [replace(case, b_form=f, ldb_pad=case.ldb_pad if f == "plain" else 0,
+                    tags=(*case.tags, f"{B_FORM_TAG}{case.b_form}"))
+            for f in B_FORM_FALLBACK[case.b_form] if f in r.bforms]
+    return next((c for c in runs if applicable(c, r)), runs[0] if runs else case)
 
 
 def _verdict(job: Job, status: str, message: str = "", ran: api.Realization | None = None

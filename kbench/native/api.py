@@ -199,6 +199,10 @@ class Realization:
     m_step: int = 0
     n_step: int = 0
     kr: int = 0
+    # a plugin GEMM's packed B and the bias (plugin ABI 3 flags): "inside" (its packer
+    # takes the bias), "at_call" (its packer takes none; a call with its packed B takes the
+    # bias separately) or "none" (neither: a native-B case with a bias does not apply)
+    native_bias: str = "inside"
 
     @classmethod
     def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
@@ -257,6 +261,7 @@ class Realization:
             "block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
             "plugin": self.plugin, "nan_clamp": self.nan_clamp,
             "m_step": self.m_step, "n_step": self.n_step, "kr": self.kr,
+            "native_bias": self.native_bias,
         }
 
     @classmethod

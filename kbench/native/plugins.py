@@ -20,6 +20,11 @@ from kbench.native import api
 from kbench.native.loader import Native, load
 
 FORMS = {1: "whole-call", 2: "micro-kernel"}
+# the operands a realization may declare an overread allowance for (ABI 3, overread[],
+# KB_PLUGIN_OPERAND_*), in index order
+OPERANDS = ("A", "B", "packed B", "bias", "packed LHS", "indirection table")
+# its declaration flags (ABI 3, kbench_plugin.h)
+PACK_NO_BIAS, PACK_BIAS_AT_CALL, PACK_PADDING_UNSPECIFIED, SCRATCH_CAPPED = 1, 2, 4, 8
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,39 @@ class PluginRealizationInfo:
     mr: int = 0
     nr: int = 0
     kr: int = 0
+    # what it declares it does on purpose (ABI 3; kbench_plugin.h): its packer takes no
+    # bias, a call with its packed B takes the bias separately, its packer leaves padding
+    # bytes as they are; bytes it may read past the end of each operand (OPERANDS order);
+    # the heap it may keep after a call per thread (None: not declared); the glob patterns
+    # of the functions its calls must do their work in
+    packs_bias: bool = True
+    bias_at_call: bool = False
+    padding_unspecified: bool = False
+    overread: tuple[int, ...] = (0,) * len(OPERANDS)
+    scratch_cap: int | None = None
+    expect_symbols: tuple[str, ...] = ()
+
+    @property
+    def native_bias(self) -> str:
+        """How its packed B and a bias go together (api.Realization.native_bias)."""
+        if self.packs_bias:
+            return "inside"
+        return "at_call" if self.bias_at_call else "none"
+
+    def allowance(self, operand: str) -> int:
+        """Bytes it may read past the end of an operand (OPERANDS)."""
+        return self.overread[OPERANDS.index(operand)]
+
+    @classmethod
+    def declared(cls, flags: int, overread: list[int], scratch_cap: int,
+                 expect: str) -> dict[str, Any]:
+        """The keyword arguments of the ABI 3 declarations as the library gives them."""
+        return {"packs_bias": not flags & PACK_NO_BIAS,
+                "bias_at_call": bool(flags & PACK_BIAS_AT_CALL),
+                "padding_unspecified": bool(flags & PACK_PADDING_UNSPECIFIED),
+                "overread": tuple(int(v) for v in overread[:len(OPERANDS)]),
+                "scratch_cap": int(scratch_cap) if flags & SCRATCH_CAPPED else None,
+                "expect_symbols": tuple(expect.split())}
 
 
 @dataclass(frozen=True)
@@ -66,7 +104,9 @@ class PluginInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PluginInfo:
-        reals = tuple(PluginRealizationInfo(**r) for r in d.get("realizations", []))
+        reals = tuple(PluginRealizationInfo(**{
+            **r, **{k: tuple(r[k]) for k in ("overread", "expect_symbols") if k in r}})
+            for r in d.get("realizations", []))
         return cls(d["name"], d["version"], d["path"], int(d["abi_version"]),
                    d.get("description", ""), reals)
 
@@ -87,7 +127,9 @@ def _info(nat: Native, index: int, c: Any) -> PluginInfo:
             bias="first" if r.bias_first else "last", usable=bool(r.usable),
             note=_text(nat, r.note), nan_clamp=api.NAN_CLAMPS[r.nan_clamp],
             rhs_layout=_text(nat, r.rhs_layout), lhs_layout=_text(nat, r.lhs_layout),
-            mr=int(r.mr), nr=int(r.nr), kr=int(r.kr)))
+            mr=int(r.mr), nr=int(r.nr), kr=int(r.kr),
+            **PluginRealizationInfo.declared(int(r.flags), list(r.overread), int(r.scratch_cap),
+                                             _text(nat, r.expect_symbols))))
     return PluginInfo(_text(nat, c.name), _text(nat, c.version), _text(nat, c.path),
                       int(c.abi_version), _text(nat, c.description), tuple(reals))
 

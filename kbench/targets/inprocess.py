@@ -203,14 +203,15 @@ class InProcessEngine:
 
     def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
                     bias: np.ndarray | None = None, dst_size: int | None = None,
-                    fill: int | None = None) -> np.ndarray:
+                    fill: int | None = None, guard: str | None = None) -> np.ndarray:
         """B packed by a plugin realization's own packer (its bytes, as they are),
-        into a destination filled with `fill` (default 0)."""
+        into a destination filled with `fill` (default 0). In this process there
+        are no guard pages (`guard` is for a worker's checking runs)."""
         return native_plugins.pack_raw(realization, n, k, b, ldb, bias, dst_size, self.nat,
                                        0 if fill is None else fill)
 
     def pack_plugin_lhs(self, realization: str, m: int, k: int, a: np.ndarray, lda: int,
-                        fill: int | None = None) -> np.ndarray:
+                        fill: int | None = None, guard: str | None = None) -> np.ndarray:
         """A packed by a plugin realization's LHS packer (its bytes)."""
         return native_plugins.pack_lhs_raw(realization, m, k, a, lda, self.nat,
                                            0 if fill is None else fill)

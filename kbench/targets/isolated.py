@@ -149,13 +149,14 @@ class IsolatedHostEngine:
 
     def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
                     bias: np.ndarray | None = None, dst_size: int | None = None,
-                    fill: int | None = None) -> np.ndarray:
+                    fill: int | None = None, guard: str | None = None) -> np.ndarray:
         return self._plugin_worker(realization).pack_plugin(realization, n, k, b, ldb, bias,
-                                                            dst_size, fill)
+                                                            dst_size, fill, guard)
 
     def pack_plugin_lhs(self, realization: str, m: int, k: int, a: np.ndarray, lda: int,
-                        fill: int | None = None) -> np.ndarray:
-        return self._plugin_worker(realization).pack_plugin_lhs(realization, m, k, a, lda, fill)
+                        fill: int | None = None, guard: str | None = None) -> np.ndarray:
+        return self._plugin_worker(realization).pack_plugin_lhs(realization, m, k, a, lda, fill,
+                                                                guard)
 
     def time_pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray, ldb: int,
                          bias: np.ndarray | None, timing: Timing) -> CallResult:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kbench.native.api import Realization
-from kbench.native.plugins import PluginInfo
+from kbench.native.plugins import PluginInfo, PluginRealizationInfo
 
 ARCH_ALIASES = {"arm64": "aarch64", "amd64": "x86_64"}
 
@@ -63,6 +63,11 @@ class PluginLoads:
         prefix = realization.split(".", 1)[0] if "." in realization else None
         return next((p for p in self.loaded if p.name == prefix), None)
 
+    def declaration(self, realization: str | None) -> PluginRealizationInfo | None:
+        """What a loaded plugin realization declares (None: not a plugin's)."""
+        p = self.owner(realization) if realization else None
+        return next((r for r in p.realizations if r.name == realization), None) if p else None
+
     def owns(self, r: Realization) -> bool:
         return r.is_plugin and self.owner(r.name) is not None
 
@@ -71,7 +76,10 @@ class PluginLoads:
         if r is None or not r.is_plugin:
             return r
         p = self.owner(r.name)
-        return replace(r, plugin=p.label) if p is not None else r
+        if p is None:
+            return r
+        d = next((x for x in p.realizations if x.name == r.name), None)
+        return replace(r, plugin=p.label, native_bias=d.native_bias if d else r.native_bias)
 
     def to_extra(self) -> dict[str, Any]:
         """TargetInfo.extra entries: plugins (loaded) and plugin_errors."""

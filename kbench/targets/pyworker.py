@@ -418,12 +418,13 @@ class PyWorkerEngine:
 
     def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
                     bias: np.ndarray | None = None, dst_size: int | None = None,
-                    fill: int | None = None) -> np.ndarray:
+                    fill: int | None = None, guard: str | None = None) -> np.ndarray:
+        # the emulated Python has no guard pages: `guard` is for a worker's checking runs
         return self.call_within(self.spec.bounds.call(pack_flops(n, k)),
                                 "pack_plugin", realization, n, k, b, ldb, bias, dst_size, fill)
 
     def pack_plugin_lhs(self, realization: str, m: int, k: int, a: np.ndarray, lda: int,
-                        fill: int | None = None) -> np.ndarray:
+                        fill: int | None = None, guard: str | None = None) -> np.ndarray:
         return self.call_within(self.spec.bounds.call(pack_flops(m, k)),
                                 "pack_plugin_lhs", realization, m, k, a, lda, fill)
 

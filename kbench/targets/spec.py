@@ -183,10 +183,12 @@ class Target:
 
     def gemm_problems(self, case: GemmCase, inp: GemmInputs, realization: api.Realization,
                       sel: api.Selector, bufs: list[GuardedBuffer],
-                      guards: GuardedInputs | None = None) -> list[api.RawProblem]:
+                      guards: GuardedInputs | None = None,
+                      guard: str | None = None) -> list[api.RawProblem]:
         """The raw problems of a case, B packed as the case asks (native packing
         in the realization's backend, on this target); with guards, every input
-        is a guarded copy."""
+        is a guarded copy, and with `guard` a plugin's packer reads B and the
+        bias against guard pages as its kernel does."""
         problems = []
         for i in range(case.batch):
             a, b, bias = inp.a[i], inp.b[i], inp.bias[i]
@@ -200,14 +202,18 @@ class Target:
                 p.clamp_min, p.clamp_max = inp.clamp
             if case.b_form in ("packed", "native"):
                 native = case.b_form == "native"
-                packed = (self.pack_plugin(realization.name, b, bias)
+                # a plugin whose packer takes no bias packs without one; its call takes the
+                # bias separately ("at_call") or the case does not apply ("none")
+                inside = realization.native_bias == "inside"
+                packed = (self.pack_plugin(realization.name, b, bias if inside else None,
+                                           guard=guard)
                           if native and realization.is_plugin else
                           pack(self.engine, b, realization.backend if native else None,
                                bias if native else None, sel))
                 p.b, p.ldb, p.b_size = packed, 0, packed.size
                 p.b_is_packed, p.b_is_backend_native_packed = True, native
                 if native:
-                    p.bias = None
+                    p.bias = bias if realization.native_bias == "at_call" else None
             problems.append(p)
         return problems
 
@@ -225,12 +231,16 @@ class Target:
         return res, packing
 
     def pack_plugin(self, realization: str, b: np.ndarray, bias: np.ndarray | None,
-                    fill: int | None = None) -> np.ndarray:
+                    fill: int | None = None, guard: str | None = None) -> np.ndarray:
         """B [K, N] packed by a plugin realization's own packer, on this target
-        (into a destination filled with the byte `fill`, when given)."""
+        (into a destination filled with the byte `fill`, when given; with its
+        inputs against guard pages, when `guard` is given and the engine can)."""
         if b.dtype != np.float16 or b.ndim != 2 or b.strides[1] != 2:
             raise InvalidArgument("B: must be a 2-D float16 array with contiguous rows", "B")
         k, n = b.shape
+        if guard is not None and self._pages(realization, guard):
+            return self.engine.pack_plugin(realization, n, k, b, b.strides[0] // 2, bias, None,
+                                           fill, guard)
         if fill is None:
             return self.engine.pack_plugin(realization, n, k, b, b.strides[0] // 2, bias)
         return self.engine.pack_plugin(realization, n, k, b, b.strides[0] // 2, bias, None, fill)
@@ -251,7 +261,8 @@ class Target:
         b = inp.b[0]
         if native and r.is_plugin:
             return self.engine.time_pack_plugin(r.name, case.n, case.k, b, b.strides[0] // 2,
-                                                inp.bias[0], timing)
+                                                inp.bias[0] if r.native_bias == "inside"
+                                                else None, timing)
         return self.engine.time_pack(r.backend if native else None, case.n, case.k, b,
                                      b.strides[0] // 2, inp.bias[0] if native else None,
                                      timing, sel)
@@ -284,7 +295,8 @@ class Target:
         guards = GuardedInputs(pages)
         try:
             r = self._realization(realization)
-            problems = self.gemm_problems(case, inp, r, sel, bufs, guards)
+            problems = self.gemm_problems(case, inp, r, sel, bufs, guards,
+                                          guard if pages else None)
             res = (self.engine.gemm_raw(case.m, case.n, case.k, problems, sel, guard=guard)
                    if pages else self.engine.gemm_raw(case.m, case.n, case.k, problems, sel))
         except KbenchError as exc:

@@ -47,8 +47,9 @@ from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expan
 from kbench.targets.timeouts import CallBounds, conv_flops, gemm_flops, pack_flops
 
 MAGIC = 0x3157424B
-PROTOCOL = 3  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes, 3 its NaN rule and
-# the layouts a plugin realization declares
+PROTOCOL = 4  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes, 3 its NaN rule and
+# the layouts a plugin realization declares, 4 its ABI 3 declarations (and an input's
+# overread allowance in its buffer word)
 REPLY = 0x80000000
 PROTOCOL_ERROR = 0xFFFFFFFF
 HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE, LOAD_PLUGIN = 1, 2, 3, 4, 5, 6, 7, 8
@@ -175,12 +176,20 @@ class Buffers:
     input may ask for a guard mode (GUARDS): the worker then places it flush
     against an inaccessible page."""
 
-    def __init__(self, guard: int = 0) -> None:
+    def __init__(self, guard: int = 0,
+                 declared: PluginRealizationInfo | None = None) -> None:
         self.items: list[tuple[np.ndarray, bool]] = []
         self._index: dict[int, int] = {}
         self.guard = guard  # for every input of the request (0: none)
+        # the realization's overread allowances (plugin ABI 3): per buffer index, the
+        # bytes past its end the guard page leaves readable
+        self.declared = declared
+        self.allowance: dict[int, int] = {}
 
-    def ptr(self, w: Writer, a: np.ndarray | None, output: bool = False) -> None:
+    def ptr(self, w: Writer, a: np.ndarray | None, output: bool = False,
+            operand: str = "") -> None:
+        """operand: the role of an input (kbench.native.plugins.OPERANDS), for the
+        bytes its realization declares it may read past its end."""
         if a is None:
             w.i32(-1)
             w.u64(0)
@@ -198,19 +207,24 @@ class Buffers:
         off = _addr(a) - _addr(base)
         if not 0 <= off <= base.nbytes:
             raise ProtocolError("an argument lies outside its buffer", "buffers")
-        w.i32(self._index[key])
+        index = self._index[key]
+        if operand and self.declared is not None:
+            self.allowance[index] = max(self.allowance.get(index, 0),
+                                        self.declared.allowance(operand))
+        w.i32(index)
         w.u64(off)
 
     def encode(self, w: Writer) -> None:
         w.u32(len(self.items))
-        for base, output in self.items:
+        for i, (base, output) in enumerate(self.items):
             data = base.reshape(-1).view(np.uint8).tobytes()
             w.u64(len(data))
             w.u32(1 if output else 0)
-            # an input's guard mode, and log2 of the alignment its data needs (FP16: 2
-            # bytes; a packed buffer's header: 8)
+            # an input's guard mode, log2 of the alignment its data needs (FP16: 2
+            # bytes; a packed buffer's header: 8) and its overread allowance
             align = 1 if base.dtype.itemsize == 2 else 3
-            w.u32(self.guard | (align << 8) if self.guard and not output else 0)
+            word = self.guard | (align << 8) | (self.allowance.get(i, 0) << 16)
+            w.u32(word if self.guard and not output else 0)
             w.raw(data)
             w.raw(b"\0" * ((8 - len(data) % 8) % 8))  # bytes padded to a multiple of 8
 
@@ -486,10 +500,13 @@ class WorkerEngine:
             safe, bias_first, usable, note = r.u32(), r.u32(), r.u32(), r.str()
             nan_clamp, rhs_layout, lhs_layout = r.u32(), r.str(), r.str()
             mr, nr, kr = r.u32(), r.u32(), r.u32()
+            flags, overread = r.u32(), [r.u32() for _ in range(8)]
+            scratch_cap, expect = r.u64(), r.str()
             reals.append(PluginRealizationInfo(
                 rname, api.OPS[op], FORMS.get(form, str(form)), api.ISA_LEVELS[isa], bool(safe),
                 "first" if bias_first else "last", bool(usable), note,
-                api.NAN_CLAMPS[nan_clamp], rhs_layout, lhs_layout, mr, nr, kr))
+                api.NAN_CLAMPS[nan_clamp], rhs_layout, lhs_layout, mr, nr, kr,
+                **PluginRealizationInfo.declared(flags, overread, scratch_cap, expect)))
         return PluginInfo(name, version, real, abi, desc, tuple(reals))
 
     def _died(self, during: str, timed_out: bool = False) -> WorkerCrashed:
@@ -625,6 +642,10 @@ class WorkerEngine:
         """Can this engine run a call with its inputs against guard pages?"""
         return True
 
+    def _declared(self, sel: Selector | None) -> PluginRealizationInfo | None:
+        """The declarations of the plugin realization a selector forces, if any."""
+        return self.plugins.declaration(sel.force) if sel is not None and sel.force else None
+
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None,
                  guard: str | None = None) -> CallResult:
@@ -637,17 +658,17 @@ class WorkerEngine:
         w.u64(_u64(k, "K"))
         w.u32(len(problems))
         _selector(w, selector)
-        bufs = Buffers(GUARDS.get(guard or "", 0))
+        bufs = Buffers(GUARDS.get(guard or "", 0), self._declared(selector))
         pw = Writer()
         for i, p in enumerate(problems):
-            bufs.ptr(pw, p.a)
+            bufs.ptr(pw, p.a, operand="A")
             pw.u64(_u64(p.lda, f"problems[{i}].lda"))
-            bufs.ptr(pw, p.b)
+            bufs.ptr(pw, p.b, operand="packed B" if p.b_is_backend_native_packed else "B")
             pw.u64(_u64(p.ldb, f"problems[{i}].ldb"))
             pw.u64(_u64(p.b_size, f"problems[{i}].b_size"))
             bufs.ptr(pw, p.c, output=True)
             pw.u64(_u64(p.ldc, f"problems[{i}].ldc"))
-            bufs.ptr(pw, p.bias)
+            bufs.ptr(pw, p.bias, operand="bias")
             pw.f32(p.clamp_min)
             pw.f32(p.clamp_max)
             pw.u32(int(p.b_is_packed))
@@ -670,11 +691,11 @@ class WorkerEngine:
         w.f32(desc.clamp_min)
         w.f32(desc.clamp_max)
         _selector(w, selector)
-        bufs = Buffers(GUARDS.get(guard or "", 0))
+        bufs = Buffers(GUARDS.get(guard or "", 0), self._declared(selector))
         pw = Writer()
-        bufs.ptr(pw, x)
-        bufs.ptr(pw, wt)
-        bufs.ptr(pw, bias)
+        bufs.ptr(pw, x, operand="A")
+        bufs.ptr(pw, wt, operand="B")
+        bufs.ptr(pw, bias, operand="bias")
         bufs.ptr(pw, out, output=True)
         _timing(pw, timing)
         bufs.encode(w)
@@ -694,17 +715,18 @@ class WorkerEngine:
 
     def pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray | None, ldb: int,
                     bias: np.ndarray | None = None, dst_size: int | None = None,
-                    fill: int | None = None) -> np.ndarray:
+                    fill: int | None = None, guard: str | None = None) -> np.ndarray:
         """B packed by a plugin realization's own packer, in the worker, into a
-        destination filled with `fill` (default 0xA5)."""
+        destination filled with `fill` (default 0xA5); guard ("end", "start"): B and
+        the bias lie against guard pages, as in a checking call."""
         return self._pack(None, n, k, b, ldb, bias, dst_size, Selector(force=realization), None,
-                          PACK_PLUGIN, fill)[0]
+                          PACK_PLUGIN, fill, guard)[0]
 
     def pack_plugin_lhs(self, realization: str, m: int, k: int, a: np.ndarray, lda: int,
-                        fill: int | None = None) -> np.ndarray:
+                        fill: int | None = None, guard: str | None = None) -> np.ndarray:
         """A packed by a plugin realization's LHS packer, in the worker."""
         return self._pack(None, m, k, a, lda, None, None, Selector(force=realization), None,
-                          PACK_PLUGIN_LHS, fill)[0]
+                          PACK_PLUGIN_LHS, fill, guard)[0]
 
     def time_pack_plugin(self, realization: str, n: int, k: int, b: np.ndarray, ldb: int,
                          bias: np.ndarray | None, timing: Timing) -> CallResult:
@@ -713,8 +735,8 @@ class WorkerEngine:
 
     def _pack(self, backend: str | int | None, n: int, k: int, b: np.ndarray | None, ldb: int,
               bias: np.ndarray | None, dst_size: int | None, selector: Selector | None,
-              timing: Timing | None, mode: int | None = None, fill: int | None = None
-              ) -> tuple[np.ndarray, CallResult]:
+              timing: Timing | None, mode: int | None = None, fill: int | None = None,
+              guard: str | None = None) -> tuple[np.ndarray, CallResult]:
         be = backend_arg(backend)
         w = Writer()
         if mode is None:
@@ -727,10 +749,10 @@ class WorkerEngine:
         w.u64(_u64(k, "K"))
         w.u64(_u64(ldb, "ldb"))
         _selector(w, selector)
-        bufs = Buffers()
+        bufs = Buffers(GUARDS.get(guard or "", 0), self._declared(selector))
         pw = Writer()
-        bufs.ptr(pw, b)
-        bufs.ptr(pw, bias)
+        bufs.ptr(pw, b, operand="A" if mode & 0xFF == PACK_PLUGIN_LHS else "B")
+        bufs.ptr(pw, bias, operand="bias")
         pw.u64(0 if dst_size is None else _u64(max(dst_size, 1), "dst_size"))
         _timing(pw, timing)
         bufs.encode(w)

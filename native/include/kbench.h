@@ -363,6 +363,7 @@ size_t kb_scratch_retained_bytes(void);
 #define KB_PLUGIN_PATH_LEN 512
 #define KB_PLUGIN_NOTE_LEN 160
 #define KB_LAYOUT_NAME_LEN 24
+#define KB_PLUGIN_EXPECT_LEN 256
 
 typedef struct kb_plugin_info {
     char name[KB_PLUGIN_NAME_LEN];
@@ -389,6 +390,14 @@ typedef struct kb_plugin_realization_info {
     /* a usable micro-kernel GEMM's own blocking (its get_mr, get_nr, get_kr
      * at this vector length; 0 otherwise) */
     uint32_t mr, nr, kr;
+    /* its declarations (ABI 3; kbench_plugin.h): KB_PLUGIN_PACK_* and
+     * KB_PLUGIN_SCRATCH_CAPPED flags, bytes it may read past the end of each
+     * operand (KB_PLUGIN_OPERAND_*), the scratch it may keep after a call
+     * (per thread, with the flag), and its expected symbols, space-separated */
+    uint32_t flags;
+    uint32_t overread[8];
+    uint64_t scratch_cap;
+    char expect_symbols[KB_PLUGIN_EXPECT_LEN];
 } kb_plugin_realization_info;
 
 kb_status kb_plugin_load(const char *path, kb_plugin_info *info, kb_error *err);
@@ -454,7 +463,9 @@ kb_status kb_check_sme_state(kb_error *err);
 #define KB_GUARD_START 2
 void kb_guard_set_mode(int mode);
 int kb_guard_mode(void);
-void *kb_guard_alloc(size_t size, size_t align, int mode, const char *name);
+/* allowance: in KB_GUARD_END mode, bytes after the buffer (NaN poison) that
+ * may be read before the guard page (a plugin's declared overread). */
+void *kb_guard_alloc(size_t size, size_t align, int mode, size_t allowance, const char *name);
 void kb_guard_name(const void *data, const char *name);
 void kb_guard_free(void *data);
 int kb_guard_describe(const void *addr, char *out, size_t len);
@@ -468,6 +479,9 @@ int kb_guard_describe(const void *addr, char *out, size_t len);
 void kb_cc_set_checking(int on);
 /* How many calls this process has made through the trampoline. */
 uint64_t kb_cc_checked_calls(void);
+/* The call the trampoline is in on this thread ("its gemm", "its rhs_pack",
+ * ...), or NULL; safe to read in a signal handler (a fault's report). */
+const char *kb_cc_current_call(void);
 
 /* ---- misc ----------------------------------------------------------------*/
 

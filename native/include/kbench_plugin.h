@@ -1,5 +1,5 @@
 /*
- * kbench_plugin.h — the kbench plugin ABI (version 2): how a shared library
+ * kbench_plugin.h — the kbench plugin ABI (version 3): how a shared library
  * hands its own FP16 GEMM and convolution kernels to kbench.
  *
  * A plugin exports one C function, named KB_PLUGIN_ENTRY_SYMBOL:
@@ -57,7 +57,9 @@
  * Version 2 appended to kb_plugin_realization: how its clamp treats a NaN
  * (nan_clamp) and the published packed layouts its packers produce
  * (rhs_layout, lhs_layout); a version-1 table loads with NaN propagation
- * and no declared layout.
+ * and no declared layout. Version 3 appended the declarations of what a
+ * realization does on purpose (flags, overread, scratch_cap,
+ * expect_symbols, below); an older table loads declaring none of it.
  */
 #ifndef KBENCH_PLUGIN_H
 #define KBENCH_PLUGIN_H
@@ -68,7 +70,7 @@
 extern "C" {
 #endif
 
-#define KB_PLUGIN_ABI_VERSION 2u
+#define KB_PLUGIN_ABI_VERSION 3u
 #define KB_PLUGIN_ENTRY_SYMBOL "kb_plugin_entry"
 
 /* Forms of a realization. */
@@ -103,6 +105,62 @@ extern "C" {
  *   LHS "x16p<MR>x<KR>": blocks of MR rows; per group of KR k values an
  *        MR x KR tile, row by row (m0k0 m0k1 .. m1k0 ..); rows past M and k
  *        past K are zero: "x16p2vlx2" (KleidiAI's SME f16p2vlx2). */
+
+/* ---- declarations: what a realization does on purpose (ABI 3) ------------
+ * Real libraries do things on purpose that would be findings elsewhere. A
+ * realization declares them; kbench then checks the declaration exactly and
+ * never fails what was declared. Whatever is not declared stays a finding.
+ *
+ * overread[operand]: bytes the realization (any of its functions: a packer or
+ * the kernel) may read past the end of that operand, as MLAS declares
+ * BufOverRead or XNNPACK XNN_EXTRA_BYTES. In a checking run kbench places
+ * the operand so that its end plus the allowance ends flush against an
+ * inaccessible page (the allowance holds FP16 NaN poison, so bytes read
+ * there must not reach C): a read inside the allowance passes, one byte
+ * beyond is a finding naming the operand, the function that read it and how
+ * far past the end it read. */
+#define KB_PLUGIN_OPERAND_A 0           /* GEMM A (rows lda apart); convolution input  */
+#define KB_PLUGIN_OPERAND_B 1           /* GEMM plain B (rows ldb apart); conv filter  */
+#define KB_PLUGIN_OPERAND_B_PACKED 2    /* its packed B: pack_b's bytes (whole call), or
+                                           the RHS kbench packs with rhs_pack           */
+#define KB_PLUGIN_OPERAND_BIAS 3        /* the bias (N or c_out values)                */
+#define KB_PLUGIN_OPERAND_LHS_PACKED 4  /* micro-kernel: the LHS kbench packs          */
+#define KB_PLUGIN_OPERAND_INDIRECTION 5 /* imatmul: the pointer table and padding row  */
+#define KB_PLUGIN_OPERANDS 8            /* entries of overread[] (the rest: 0)         */
+#define KB_PLUGIN_OVERREAD_MAX 32768u   /* the largest allowance kbench takes          */
+
+/* flags: */
+/* Its packer takes no bias: pack_b (or rhs_pack) is called with bias = NULL,
+ * and a packed B it makes carries none. A call with a packed B and a bias is
+ * then one it does not take (a contract violation it may refuse) unless it
+ * also declares KB_PLUGIN_PACK_BIAS_AT_CALL; kbench lists such cases as not
+ * applicable with the reason, and packs every B of its checks without one. */
+#define KB_PLUGIN_PACK_NO_BIAS 0x1u
+/* A call with its packed B takes the bias separately (args->bias with
+ * b_packed): kbench passes the case's bias at call time. */
+#define KB_PLUGIN_PACK_BIAS_AT_CALL 0x2u
+/* Its packer leaves the padding bytes of its packed B as they are (columns
+ * past N, k past K and their bias slots, as its declared rhs_layout places
+ * them): kbench compares every other byte with its own packing of the
+ * layout, checks that the written bytes do not depend on what the
+ * destination held, and that the results do not depend on the padding
+ * (destinations filled with zeros, 0xA5 and FP16 NaN give the same C). */
+#define KB_PLUGIN_PACK_PADDING_UNSPECIFIED 0x4u
+/* scratch_cap is declared: heap memory the realization may still hold after
+ * a call returns (thread-local scratch it keeps for the next call), per
+ * thread that called it. Without it kbench shows what a realization keeps
+ * and fails only growth over identical calls (a leak). */
+#define KB_PLUGIN_SCRATCH_CAPPED 0x8u
+#define KB_PLUGIN_FLAGS_KNOWN 0xFu
+
+/* expect_symbols: NULL, or an array of glob patterns (fnmatch, e.g.
+ * "kai_matmul_*sme2*") ended by NULL, at most KB_PLUGIN_EXPECT_MAX of them:
+ * the functions a call of this realization must do its work in. On emulated
+ * targets kbench sees the code every call executed, by symbol; a call whose
+ * most-executed function of the plugin's code matches none of the patterns
+ * (a fallback to another path, a reference loop) is a failure naming what
+ * ran. */
+#define KB_PLUGIN_EXPECT_MAX 8
 
 /* ---- whole-call form ---------------------------------------------------- */
 
@@ -244,6 +302,14 @@ typedef struct kb_plugin_realization {
                                   if it is a published one kbench implements, or NULL  */
     const char *lhs_layout;    /* micro-kernel GEMM with a packed LHS: its lhs_pack's
                                   layout, or NULL                                       */
+    /* ---- ABI version 3 (a version-2 table ends before these fields) ---- */
+    uint32_t flags;            /* KB_PLUGIN_PACK_*, KB_PLUGIN_SCRATCH_CAPPED            */
+    uint32_t overread[KB_PLUGIN_OPERANDS]; /* bytes it may read past the end of each
+                                  operand (KB_PLUGIN_OPERAND_*), at most
+                                  KB_PLUGIN_OVERREAD_MAX                                 */
+    uint64_t scratch_cap;      /* with KB_PLUGIN_SCRATCH_CAPPED: heap bytes it may hold
+                                  after a call, per calling thread                       */
+    const char *const *expect_symbols; /* NULL, or glob patterns ended by NULL          */
 } kb_plugin_realization;
 
 /* ---- the plugin ---------------------------------------------------------------- */

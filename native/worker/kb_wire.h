@@ -13,6 +13,10 @@
  * each realization of a LOAD_PLUGIN reply with u32 nan_clamp, str
  * rhs_layout, str lhs_layout (plugin ABI 2) and u32 mr, nr, kr; the hello
  * reply ends with u64 calls checked for the calling convention so far.
+ * Protocol 4: each realization of a LOAD_PLUGIN reply ends with u32 flags,
+ * u32 overread[8], u64 scratch_cap and str expect_symbols (plugin ABI 3),
+ * and an input buffer's reserved word carries in bits 16..31 the bytes past
+ * its end its realization may read (the guard page starts that far out).
  * Plugins (no change to existing encodings): LOAD_PLUGIN loads a plugin
  * library into the worker, after which every selector the worker reads lets
  * plugin realizations take part; PACK mode 2 packs B with the plugin
@@ -26,7 +30,7 @@
 #include <stdint.h>
 
 #define KB_WIRE_MAGIC 0x3157424bu /* "KBW1" */
-#define KB_WIRE_PROTOCOL 3u
+#define KB_WIRE_PROTOCOL 4u
 #define KB_WIRE_MAX_PAYLOAD ((uint64_t)1 << 30)
 #define KB_WIRE_REPLY 0x80000000u
 #define KB_WIRE_PROTOCOL_ERROR 0xffffffffu

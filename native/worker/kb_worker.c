@@ -12,6 +12,10 @@
 
 #include <errno.h>
 #include <link.h>
+#if !defined(KB_NO_DLOPEN)
+#include <dlfcn.h>
+#endif
+#include <ucontext.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -112,7 +116,9 @@ static int protocol_error(const char *fmt, ...) {
 /* A buffer's reserved word (protocol 3): bits 0..1 a guard mode for an
  * input (KB_GUARD_END: it ends flush against an inaccessible page;
  * KB_GUARD_START: it starts right after one), bits 8..15 log2 of the
- * alignment its data needs. The call then runs with the library's scratch
+ * alignment its data needs, (protocol 4) bits 16..31 the bytes past its end
+ * the realization declares it may read (KB_GUARD_END: the guard page then
+ * starts that far past the end). The call then runs with the library's scratch
  * guarded the same way (kb_guard_set_mode) and every kernel and packer call
  * checked for the calling convention (kb_cc_set_checking). A read into a guard page is
  * reported on stderr ("kbench-guard: ...", naming the buffer) and the
@@ -186,7 +192,7 @@ static bool read_buffers(kb_reader *r, buffers *bs, const char **why) {
         kb_rd_bytes(r, padded - (size_t)size, "buffer padding");
         if (r->bad) return false;
         if (guard && !(flags & 1u)) { /* an input: guarded (outputs have kbench's guard bytes) */
-            bs->b[i].data = kb_guard_alloc((size_t)size, align, guard, "an input");
+            bs->b[i].data = kb_guard_alloc((size_t)size, align, guard, (size_t)(layout >> 16), "an input");
             if (!bs->b[i].data) { *why = "cannot map a guarded buffer"; return false; }
             bs->b[i].guard = guard;
             bs->guard = guard;
@@ -776,7 +782,8 @@ static int handle_set_svl(kb_reader *r) {
  * str message; on success the plugin (str name, version, path, description,
  * u32 abi_version, u32 count) and per declared realization str name, i32 op,
  * i32 form, i32 isa, u32 thread_safe, u32 bias_first, u32 usable, str note,
- * and (protocol 3) u32 nan_clamp, str rhs_layout, str lhs_layout, u32 mr, nr, kr. */
+ * and (protocol 3) u32 nan_clamp, str rhs_layout, str lhs_layout, u32 mr, nr, kr,
+ * and (protocol 4) u32 flags, u32 overread[8], u64 scratch_cap, str expect_symbols. */
 static int handle_load_plugin(kb_reader *r) {
     char path[KB_PLUGIN_PATH_LEN];
     size_t len = r->left;
@@ -821,6 +828,10 @@ static int handle_load_plugin(kb_reader *r) {
             kb_wr_u32(&w, ri.mr);
             kb_wr_u32(&w, ri.nr);
             kb_wr_u32(&w, ri.kr);
+            kb_wr_u32(&w, ri.flags); /* protocol 4 */
+            for (int o = 0; o < 8; o++) kb_wr_u32(&w, ri.overread[o]);
+            kb_wr_u64(&w, ri.scratch_cap);
+            kb_wr_str(&w, ri.expect_symbols);
         }
     }
     int rc = w.oom ? protocol_error("out of memory building the reply") : send_frame(KB_MSG_LOAD_PLUGIN | KB_WIRE_REPLY, &w);
@@ -959,11 +970,44 @@ int kb_worker_decode_frames(const unsigned char *data, size_t n, int fd) {
 /* A fault inside a guard page (kb_guard_alloc): one line naming the buffer on
  * stderr, then exit with KB_EXIT_GUARD. Any other fault keeps its default
  * action (the worker dies with the signal, as before). */
+/* The faulting instruction's address, or 0 where the context is not known. */
+static uintptr_t fault_pc(void *uctx) {
+    const ucontext_t *uc = uctx;
+    if (!uc) return 0;
+#if defined(__aarch64__) && defined(__linux__)
+    return (uintptr_t)uc->uc_mcontext.pc;
+#elif defined(__x86_64__) && defined(__linux__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#else
+    return 0;
+#endif
+}
+
+/* " in <call>" (the kernel or packer call the checking trampoline is in) and
+ * " at <object>+0x<offset>" (where the faulting instruction lies, for the
+ * Python side to name its function from the object's symbols). */
+static void where(char *msg, size_t len, void *uctx) {
+    size_t used = strlen(msg);
+    const char *call = kb_cc_current_call();
+    if (call && used < len) used += (size_t)snprintf(msg + used, len - used, " in %s", call);
+    uintptr_t pc = fault_pc(uctx);
+    if (!pc || used >= len) return;
+#if !defined(KB_NO_DLOPEN)
+    Dl_info dl;
+    if (dladdr((void *)pc, &dl) && dl.dli_fname && dl.dli_fbase) {
+        snprintf(msg + used, len - used, " at %s+0x%llx", dl.dli_fname,
+                 (unsigned long long)(pc - (uintptr_t)dl.dli_fbase));
+        return;
+    }
+#endif
+    snprintf(msg + used, len - used, " at 0x%llx", (unsigned long long)pc);
+}
+
 static void on_fault(int sig, siginfo_t *info, void *uctx) {
-    (void)uctx;
-    char msg[400];
+    char msg[1024];
     if (info && kb_guard_describe(info->si_addr, msg, sizeof msg)) {
         static const char head[] = "kbench-guard: ";
+        where(msg, sizeof msg, uctx);
         if (write(2, head, sizeof head - 1) < 0 || write(2, msg, strlen(msg)) < 0 || write(2, "\n", 1) < 0) {
             /* stderr gone: the exit status still says it */
         }

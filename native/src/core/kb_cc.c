@@ -294,6 +294,11 @@ int kb_cc_checking(void) {
 #endif
 }
 
+/* The trampoline call in progress on this thread (for a fault's report). */
+static _Thread_local const char *current_call;
+
+const char *kb_cc_current_call(void) { return current_call; }
+
 uint64_t kb_cc_run(const char *what, void *fn, unsigned nx, const uint64_t *x, unsigned nf, const float *f) {
     kb_cc_call c;
     memset(&c, 0, sizeof c);
@@ -303,7 +308,10 @@ uint64_t kb_cc_run(const char *what, void *fn, unsigned nx, const uint64_t *x, u
     c.nf = nf > 2 ? 2 : nf;
     for (unsigned i = 0; i < c.nf; i++) c.f[i] = f[i];
 #ifdef KB_HAVE_CC
+    const char *outer = current_call;
+    current_call = what;
     kb_cc_invoke(&c);
+    current_call = outer;
     atomic_fetch_add_explicit(&checked_calls, 1, memory_order_relaxed);
 #else
     (void)what;

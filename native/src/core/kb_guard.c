@@ -3,8 +3,10 @@
  *
  * A guarded buffer lives in its own anonymous mapping. In KB_GUARD_END mode
  * its last byte is the last byte before an inaccessible page (rounded down
- * only as far as the buffer's alignment needs); in KB_GUARD_START mode its
- * first byte is the first after one. The rest of the mapping (before the
+ * only as far as the buffer's alignment needs), or, with an allowance (the
+ * bytes a plugin declares it may read past the end of the operand), the
+ * allowance's last byte is; in KB_GUARD_START mode its first byte is the
+ * first after one. The rest of the mapping (before the
  * buffer, or after it) is filled with FP16 NaN poison, so a kernel that
  * reads a little way out on the unguarded side reads NaN. A read (or write)
  * into a guard page faults; the worker's signal handler asks
@@ -37,6 +39,7 @@ typedef struct guard_region {
     size_t size;
     unsigned char *guard;    /* the inaccessible page                  */
     size_t page;
+    size_t allowance;        /* declared readable bytes past the end  */
     int mode;
     char name[48];
 } guard_region;
@@ -55,21 +58,22 @@ static size_t page_size(void) {
     return p > 0 ? (size_t)p : 4096u;
 }
 
-void *kb_guard_alloc(size_t size, size_t align, int mode, const char *name) {
+void *kb_guard_alloc(size_t size, size_t align, int mode, size_t allowance, const char *name) {
     if (mode != KB_GUARD_END && mode != KB_GUARD_START) return NULL;
     if (align == 0 || (align & (align - 1)) || align > 4096) align = 64;
     size_t page = page_size();
     if (size == 0) size = 1;
-    if (size > SIZE_MAX - 3 * page) return NULL;
-    /* data pages, one page of poison on the unguarded side, the guard page */
-    size_t data_pages = (size + align + page - 1) / page;
+    if (mode != KB_GUARD_END) allowance = 0; /* an allowance is past the end */
+    if (size > SIZE_MAX - 3 * page || allowance > SIZE_MAX - 3 * page - size) return NULL;
+    /* data pages (and the allowance), one page of poison on the unguarded side, the guard page */
+    size_t data_pages = (size + allowance + align + page - 1) / page;
     size_t map_size = (data_pages + 2) * page;
     unsigned char *map = mmap(NULL, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) return NULL;
     unsigned char *guard, *data;
     if (mode == KB_GUARD_END) {
         guard = map + (data_pages + 1) * page;
-        uintptr_t end = (uintptr_t)guard;
+        uintptr_t end = (uintptr_t)guard - allowance;
         data = (unsigned char *)((end - size) & ~(uintptr_t)(align - 1));
     } else {
         guard = map;
@@ -96,6 +100,7 @@ void *kb_guard_alloc(size_t size, size_t align, int mode, const char *name) {
         r->size = size;
         r->guard = guard;
         r->page = page;
+        r->allowance = allowance;
         r->mode = mode;
         size_t n = name ? strlen(name) : 0;
         if (n >= sizeof r->name) n = sizeof r->name - 1;
@@ -167,14 +172,25 @@ static void put_u(out_buf *o, unsigned long long v) {
     }
 }
 
+/* An access that faults may report its own first byte rather than the first
+ * byte of the guard page it reaches (an access that straddles the page
+ * boundary): an address from the buffer up to the end of its guard page
+ * (END), or from the guard page to the buffer's end (START), is the
+ * buffer's. */
+static bool hit(const guard_region *r, const unsigned char *a) {
+    if (r->mode == KB_GUARD_END) return a >= r->data && a < r->guard + r->page;
+    return a >= r->guard && a < r->data + r->size;
+}
+
 int kb_guard_describe(const void *addr, char *out, size_t len) {
     const unsigned char *a = addr;
     for (int i = 0; i < GUARD_SLOTS; i++) {
         const guard_region *r = &regions[i];
-        if (!atomic_load(&r->used) || a < r->guard || a >= r->guard + r->page) continue;
+        if (!atomic_load(&r->used) || !hit(r, a)) continue;
         if (!out || len == 0) return 1;
         out_buf o = {out, len};
         if (r->mode == KB_GUARD_END) {
+            const unsigned char *end = r->data + r->size;
             put(&o, "read past the end of ");
             put(&o, r->name);
             put(&o, ": byte ");
@@ -182,8 +198,21 @@ int kb_guard_describe(const void *addr, char *out, size_t len) {
             put(&o, " of a ");
             put_u(&o, (unsigned long long)r->size);
             put(&o, "-byte buffer (");
-            put_u(&o, (unsigned long long)(a - (r->data + r->size)));
-            put(&o, " byte(s) beyond its end, into the guard page after it)");
+            if (a >= end) {
+                put_u(&o, (unsigned long long)(a - end));
+                put(&o, " byte(s) beyond its end");
+            } else {
+                put(&o, "an access starting inside it");
+            }
+            if (r->allowance) {
+                put(&o, "; ");
+                put_u(&o, (unsigned long long)r->allowance);
+                put(&o, " declared, the guard page starts ");
+                put_u(&o, (unsigned long long)(r->guard - end));
+                put(&o, " past its end)");
+            } else {
+                put(&o, ", into the guard page after it)");
+            }
         } else {
             put(&o, "read before the start of ");
             put(&o, r->name);
@@ -199,8 +228,8 @@ int kb_guard_describe(const void *addr, char *out, size_t len) {
     return 0;
 }
 #else
-void *kb_guard_alloc(size_t size, size_t align, int mode, const char *name) {
-    (void)size, (void)align, (void)mode, (void)name;
+void *kb_guard_alloc(size_t size, size_t align, int mode, size_t allowance, const char *name) {
+    (void)size, (void)align, (void)mode, (void)allowance, (void)name;
     return NULL;
 }
 void kb_guard_name(const void *data, const char *name) { (void)data, (void)name; }

@@ -348,7 +348,7 @@ void *kb_scratch_get_outer(size_t bytes);
 /* In a guard mode (kb_guard_set_mode): one guarded buffer of its own, named
  * for the report of a read past it, freed by kb_scratch_release; NULL when
  * no guard mode is set. */
-void *kb_scratch_piece(size_t bytes, const char *name);
+void *kb_scratch_piece(size_t bytes, size_t allowance, const char *name);
 /* Ends a call's use of scratch: frees it if above the retain cap. */
 void kb_scratch_release(void);
 /* Frees the calling thread's scratch (helper threads, before they exit). */

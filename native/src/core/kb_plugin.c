@@ -68,18 +68,35 @@ typedef struct kb_plugin_realization_v1 {
     const kb_plugin_imatmul_ukernel *imatmul;
 } kb_plugin_realization_v1;
 
+/* ... and as ABI version 2 laid it out: version 3 appended flags, overread,
+ * scratch_cap and expect_symbols. */
+typedef struct kb_plugin_realization_v2 {
+    kb_plugin_realization_v1 v1;
+    int nan_clamp;
+    const char *rhs_layout;
+    const char *lhs_layout;
+} kb_plugin_realization_v2;
+
 _Static_assert(offsetof(kb_plugin_realization, nan_clamp) >= sizeof(kb_plugin_realization_v1),
                "ABI 2 appends to ABI 1's realization");
+_Static_assert(offsetof(kb_plugin_realization, nan_clamp) == offsetof(kb_plugin_realization_v2, nan_clamp) &&
+                   offsetof(kb_plugin_realization, lhs_layout) == offsetof(kb_plugin_realization_v2, lhs_layout),
+               "ABI 2's realization is a prefix of ABI 3's");
+_Static_assert(sizeof(((kb_plugin_realization_info *)0)->overread) == KB_PLUGIN_OPERANDS * sizeof(uint32_t),
+               "kb_plugin_realization_info holds every operand's allowance");
+_Static_assert(offsetof(kb_plugin_realization, flags) >= sizeof(kb_plugin_realization_v2),
+               "ABI 3 appends to ABI 2's realization");
 
-/* The table's realizations read with the structure of its ABI version. */
+/* The table's realizations read with the structure of its ABI version (an
+ * older table's array has a shorter stride; the fields it lacks stay zero). */
 static void read_decls(const kb_plugin *t, kb_plugin_realization *out) {
+    const unsigned char *base = (const unsigned char *)(const void *)t->realizations;
+    size_t stride = t->abi_version >= 3   ? sizeof(kb_plugin_realization)
+                    : t->abi_version == 2 ? sizeof(kb_plugin_realization_v2)
+                                          : sizeof(kb_plugin_realization_v1);
     for (uint32_t i = 0; i < t->count; i++) {
         memset(&out[i], 0, sizeof out[i]);
-        if (t->abi_version >= 2)
-            out[i] = t->realizations[i];
-        else
-            memcpy(&out[i], (const kb_plugin_realization_v1 *)(const void *)t->realizations + i,
-                   sizeof(kb_plugin_realization_v1));
+        memcpy(&out[i], base + (size_t)i * stride, stride);
     }
 }
 
@@ -355,6 +372,40 @@ static bool decl_ok(const kb_plugin_realization *r, char *why, size_t whylen) {
         if (r->op != KB_OP_GEMM || r->form != KB_PLUGIN_MICRO_KERNEL || !r->matmul || !r->matmul->run_matmul)
             BAD("lhs_layout: only a micro-kernel GEMM with a packed LHS (run_matmul) declares one");
     }
+    if (r->flags & ~KB_PLUGIN_FLAGS_KNOWN)
+        BAD("flags 0x%x: unknown bits 0x%x (KB_PLUGIN_PACK_*, KB_PLUGIN_SCRATCH_CAPPED)", r->flags,
+            r->flags & ~KB_PLUGIN_FLAGS_KNOWN);
+    bool packs_b = r->op == KB_OP_GEMM && (r->form == KB_PLUGIN_MICRO_KERNEL || (r->bforms & KB_BFORM_NATIVE));
+    if ((r->flags & (KB_PLUGIN_PACK_NO_BIAS | KB_PLUGIN_PACK_BIAS_AT_CALL | KB_PLUGIN_PACK_PADDING_UNSPECIFIED)) &&
+        !packs_b)
+        BAD("flags: KB_PLUGIN_PACK_* declare what a packer of B does; this realization packs no B");
+    if ((r->flags & KB_PLUGIN_PACK_BIAS_AT_CALL) && r->form != KB_PLUGIN_WHOLE_CALL)
+        BAD("flags: KB_PLUGIN_PACK_BIAS_AT_CALL is for the whole-call form (a micro-kernel's bias is in its packed B)");
+    if ((r->flags & KB_PLUGIN_PACK_PADDING_UNSPECIFIED) && !r->rhs_layout)
+        BAD("flags: KB_PLUGIN_PACK_PADDING_UNSPECIFIED needs rhs_layout (the layout says which bytes are padding)");
+    if (!(r->flags & KB_PLUGIN_SCRATCH_CAPPED) && r->scratch_cap)
+        BAD("scratch_cap %llu is set without KB_PLUGIN_SCRATCH_CAPPED in flags", (unsigned long long)r->scratch_cap);
+    for (int o = 0; o < KB_PLUGIN_OPERANDS; o++) {
+        if (r->overread[o] > KB_PLUGIN_OVERREAD_MAX)
+            BAD("overread[%d] = %u bytes: at most %u are taken", o, r->overread[o], KB_PLUGIN_OVERREAD_MAX);
+        if (r->overread[o] && o > KB_PLUGIN_OPERAND_INDIRECTION)
+            BAD("overread[%d]: no operand has that index (KB_PLUGIN_OPERAND_*)", o);
+    }
+    if (r->expect_symbols) {
+        size_t total = 0;
+        int n = 0;
+        for (; r->expect_symbols[n]; n++) {
+            const char *pat = r->expect_symbols[n];
+            if (n >= KB_PLUGIN_EXPECT_MAX) BAD("expect_symbols: more than %d patterns (or no NULL at its end)",
+                                               KB_PLUGIN_EXPECT_MAX);
+            if (!pat[0] || !text_ok(pat, KB_PLUGIN_EXPECT_LEN - 1) || strchr(pat, ' '))
+                BAD("expect_symbols[%d] must be a non-empty printable glob pattern without spaces", n);
+            total += strlen(pat) + 1;
+        }
+        if (n == 0) BAD("expect_symbols: an empty list (NULL means none declared)");
+        if (total > KB_PLUGIN_EXPECT_LEN - 1)
+            BAD("expect_symbols: %zu characters in all, at most %d are taken", total, KB_PLUGIN_EXPECT_LEN - 1);
+    }
     if (r->op == KB_OP_GEMM) {
         if (!r->bforms || (r->bforms & ~(KB_BFORM_PLAIN | KB_BFORM_NATIVE)))
             BAD("bforms 0x%x: a plugin takes KB_BFORM_PLAIN and/or KB_BFORM_NATIVE", r->bforms);
@@ -487,6 +538,14 @@ static kb_status add(const char *path, void *handle, const kb_plugin *t, const k
         ri->nan_clamp = r->nan_clamp;
         snprintf(ri->rhs_layout, sizeof ri->rhs_layout, "%s", r->rhs_layout ? r->rhs_layout : "");
         snprintf(ri->lhs_layout, sizeof ri->lhs_layout, "%s", r->lhs_layout ? r->lhs_layout : "");
+        ri->flags = r->flags;
+        memcpy(ri->overread, r->overread, sizeof ri->overread);
+        ri->scratch_cap = r->scratch_cap;
+        for (int e = 0; r->expect_symbols && r->expect_symbols[e]; e++) {
+            size_t used = strlen(ri->expect_symbols);
+            snprintf(ri->expect_symbols + used, sizeof ri->expect_symbols - used, "%s%s", e ? " " : "",
+                     r->expect_symbols[e]);
+        }
         ri->usable = kb_cpu_has_isa(cpu, r->isa);
         if (ri->usable && r->op == KB_OP_GEMM && r->form == KB_PLUGIN_MICRO_KERNEL) {
             ri->nr = (uint32_t)r->matmul->get_nr();

@@ -321,9 +321,13 @@ static kb_status ukernel_gemm(const kb_plugin_gemm_impl *g, const kb_gemm_call *
     unsigned char *rp = NULL, *zb = NULL, *lp = NULL;
     bool have;
     if (kb_guard_on() != KB_GUARD_OFF) {
-        if (need_rhs) rp = kb_scratch_piece(rhs_bytes, "the kbench-packed RHS");
-        if (need_bias) zb = kb_scratch_piece(c->N * sizeof(kb_f16), "the zero bias kbench passes rhs_pack");
-        if (u->run_matmul) lp = kb_scratch_piece(lhs_bytes, "the kbench-packed LHS");
+        const uint32_t *over = g->decl->overread;
+        if (need_rhs) rp = kb_scratch_piece(rhs_bytes, over[KB_PLUGIN_OPERAND_B_PACKED], "the kbench-packed RHS");
+        if (need_bias)
+            zb = kb_scratch_piece(c->N * sizeof(kb_f16), over[KB_PLUGIN_OPERAND_BIAS],
+                                  "the zero bias kbench passes rhs_pack");
+        if (u->run_matmul)
+            lp = kb_scratch_piece(lhs_bytes, over[KB_PLUGIN_OPERAND_LHS_PACKED], "the kbench-packed LHS");
         have = (rp || !need_rhs) && (zb || !need_bias) && (lp || !u->run_matmul);
     } else {
         unsigned char *mem = kb_scratch_get(total);
@@ -527,11 +531,15 @@ static kb_status ukernel_conv(const kb_plugin_conv_impl *p, const kb_conv_desc *
     const void **ptrs;
     unsigned char *pad, *zb, *lhs, *rhs;
     if (kb_guard_on() != KB_GUARD_OFF) { /* checking runs: each piece guarded on its own */
-        ptrs = kb_scratch_piece(ptr_bytes, "the indirection table");
-        pad = kb_scratch_piece(kcl * sizeof(kb_f16), "the padding row (c_in zeros)");
-        zb = bias ? NULL : kb_scratch_piece(N * sizeof(kb_f16), "the zero bias kbench passes rhs_pack");
-        lhs = kb_scratch_piece(lhs_bytes, "the kbench-packed LHS");
-        rhs = kb_scratch_piece(rhs_bytes, "the kbench-packed RHS");
+        const uint32_t *over = p->decl->overread;
+        ptrs = kb_scratch_piece(ptr_bytes, over[KB_PLUGIN_OPERAND_INDIRECTION], "the indirection table");
+        pad = kb_scratch_piece(kcl * sizeof(kb_f16), over[KB_PLUGIN_OPERAND_INDIRECTION],
+                               "the padding row (c_in zeros)");
+        zb = bias ? NULL
+                  : kb_scratch_piece(N * sizeof(kb_f16), over[KB_PLUGIN_OPERAND_BIAS],
+                                     "the zero bias kbench passes rhs_pack");
+        lhs = kb_scratch_piece(lhs_bytes, over[KB_PLUGIN_OPERAND_LHS_PACKED], "the kbench-packed LHS");
+        rhs = kb_scratch_piece(rhs_bytes, over[KB_PLUGIN_OPERAND_B_PACKED], "the kbench-packed RHS");
         if (!ptrs || !pad || (!bias && !zb) || !lhs || !rhs)
             return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "scratch", "cannot map guarded buffers for the indirect GEMM");
     } else {

@@ -31,7 +31,7 @@ static void *get(int slot, size_t bytes) {
     if (mode != KB_GUARD_OFF) {
         kb_guard_free(guarded[slot]);
         any_guarded = 1;
-        guarded[slot] = kb_guard_alloc(bytes, 64, mode,
+        guarded[slot] = kb_guard_alloc(bytes, 64, mode, 0,
                                        slot == SLOT_OUTER ? "kbench scratch (im2col columns or indirection table)"
                                                           : "kbench-packed operands (scratch)");
         return guarded[slot];
@@ -45,9 +45,9 @@ static void *get(int slot, size_t bytes) {
 
 void *kb_scratch_get(size_t bytes) { return get(SLOT_INNER, bytes); }
 
-void *kb_scratch_piece(size_t bytes, const char *name) {
+void *kb_scratch_piece(size_t bytes, size_t allowance, const char *name) {
     if (kb_guard_on() == KB_GUARD_OFF || npieces >= PIECES) return NULL;
-    void *p = kb_guard_alloc(bytes ? bytes : 1, 16, kb_guard_on(), name);
+    void *p = kb_guard_alloc(bytes ? bytes : 1, 16, kb_guard_on(), allowance, name);
     if (p) pieces[npieces++] = p;
     any_guarded = 1;
     return p;
