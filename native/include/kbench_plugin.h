@@ -159,7 +159,12 @@ extern "C" {
  * targets kbench sees the code every call executed, by symbol; a call whose
  * most-executed function of the plugin's code matches none of the patterns
  * (a fallback to another path, a reference loop) is a failure naming what
- * ran. */
+ * ran. A pattern may start with an ISA class and a colon ("sme2:exrt_sme2_*",
+ * "sve2p1:...", "neon:..."; the names of kbench's ISA classes): a runtime
+ * that picks its path at run time lists its paths in its own order of
+ * preference, and on a CPU the patterns of the first class listed that the
+ * CPU has apply (patterns without a class apply where no listed class does,
+ * and always when none has one). */
 #define KB_PLUGIN_EXPECT_MAX 8
 
 /* ---- whole-call form ---------------------------------------------------- */
