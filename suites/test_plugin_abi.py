@@ -318,7 +318,7 @@ def test_a_fingerprint_that_contradicts_the_declared_model_is_reported(host):
 
 
 def test_contract_probes_on_this_machine(hworker):
-    reals = {r.name: r for r in hworker.info().realizations if probes.probed(r)}
+    reals = {r.name: r for r in hworker.info().realizations if probes.probed(r) and r.is_plugin}
     assert set(reals) == {"exwhole.gemm_f32acc", "exfaulty.gemm_tailbug", "exukref.gemm_4x8",
                           "exukref.gemm_4x8_plain_lhs"}
     found = {(name, p): probes.run_probe(hworker.engine, r, p, "worker:host").finding
@@ -326,7 +326,9 @@ def test_contract_probes_on_this_machine(hworker):
     for name in ("exwhole.gemm_f32acc", "exukref.gemm_4x8"):
         for p in ("other_n", "other_k", "bias_flag", "truncated"):
             assert found[(name, p)] == probes.REFUSED, (name, p)
-        assert found[(name, "other_svl")] == probes.NOT_APPLICABLE
+        # this machine has no vector length to switch: not applicable, and never asked for
+        assert found[(name, "svl_pack_lo")] == probes.NOT_APPLICABLE
+        assert probes.probe_names(reals[name]) == probes.MISUSE_NAMES
     for p in ("other_n", "bias_flag", "truncated"):
         assert found[("exfaulty.gemm_tailbug", p)] == probes.SILENTLY_WRONG, p
     # its packed B is B's rows after the bias: K + 3 rows still hold B in front

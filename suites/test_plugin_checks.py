@@ -286,8 +286,8 @@ def test_the_guard_allocator_names_the_buffer_and_the_offset():
         assert (view == 0x7E49).all()  # the allowance is readable and holds poison
         assert lib.kb_guard_describe(ffi.cast("void *", addr + 74), out, 256) == 1
         assert ffi.string(out).decode() == ("read past the end of B[0]: byte 74 of a 42-byte "
-                                            "buffer (32 byte(s) beyond its end; 32 declared, the "
-                                            "guard page starts 32 past its end)")
+                                            "buffer (33 byte(s) past its end read, 32 declared "
+                                            "readable; the guard page starts 32 past its end)")
     finally:
         lib.kb_guard_free(p)
     q = lib.kb_guard_alloc(10, 2, 2, 0, b"the filter")

@@ -118,13 +118,27 @@ def test_examples_on_an_sme_target(svl):
         v = run_job(t, Job(case, "exact", reals["exfaulty.gemm_tailbug"], t.name))
         assert v.status == "fail" and v.realization == "exfaulty.gemm_tailbug"
         assert v.plugin == "exfaulty 0.0.1-broken" and "exfaulty" in v.line()
-        found = {name: probes.run_probe(t.engine, reals[name], "other_svl", t.name, svl).finding
-                 for name in reals if probes.probed(reals[name])}
-        assert found["exfaulty.gemm_svl_trusting"] == probes.SILENTLY_WRONG
-        assert found["exsme.gemm_sme2_mopa"] == probes.REFUSED  # kbench's header: B.vector_bits
-        assert found["exsme.gemv_sme2_dot"] == probes.REFUSED
-        assert found["exwhole.gemm_f32acc"] == probes.ACCEPTED  # its B does not depend on SVL
-        assert found["exfaulty.gemm_tailbug"] == probes.ACCEPTED
+        vl = ("svl_pack_lo", "svl_call_lo", "svl_pack_hi", "svl_call_hi")
+        for name in reals:
+            if probes.probed(reals[name]):
+                assert set(vl) <= set(probes.probe_names(reals[name], svl)), name
+        results = {(name, p): probes.run_probe(t.engine, reals[name], p, t.name, svl)
+                   for name in reals if probes.probed(reals[name]) for p in vl}
+        found = {key: res.finding for key, res in results.items()}
+        for p in vl:  # both ways, at two other lengths
+            res = results[("exfaulty.gemm_svl_trusting", p)]
+            assert res.finding == probes.SILENTLY_WRONG, (p, res.detail)
+            lo, hi = probes.other_lengths(svl)
+            other = lo if p.endswith("lo") else hi
+            packed, called = (other, svl) if "_pack_" in p else (svl, other)
+            assert res.detail.startswith(f"accepts a B packed at SVL {packed} while running at "
+                                         f"SVL {called}: "), res.detail
+            assert " outputs wrong" in res.detail and res.verdict().status == "fail"
+            # kbench's header: B.vector_bits
+            assert found[("exsme.gemm_sme2_mopa", p)] == probes.REFUSED
+            assert found[("exsme.gemv_sme2_dot", p)] == probes.REFUSED
+            assert found[("exwhole.gemm_f32acc", p)] == probes.ACCEPTED  # not SVL-dependent
+            assert found[("exfaulty.gemm_tailbug", p)] == probes.ACCEPTED
         # the worker's own vector length is back where it was
         assert t.engine.set_svl(svl) == svl
     finally:

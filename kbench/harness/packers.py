@@ -10,6 +10,13 @@ user's packers without a kernel to catch it by luck.
 - Declared layouts (plugin ABI 2: rhs_layout, lhs_layout): the packed bytes
   must equal kbench's own packing of that layout (kbench.native.layouts),
   byte for byte and padding included, at the target's vector length.
+- Declarations (plugin ABI 3): a packer that takes no bias packs every B
+  without one (and its layout is compared with zeros in the bias slots); one
+  that leaves its padding unspecified has every byte but the layout's
+  padding compared, unwritten padding bytes allowed, and a third check: the
+  same GEMM with its B packed into destinations filled with 0x00, 0xA5 and
+  0x7E (FP16 NaN) must give the same C, bit for bit (the padding must not
+  reach the result).
 
 Operands are FP16 normal values with their row padding (ldb > N, lda > K)
 poisoned with NaN, so a packer that reads past a row copies a NaN into the
@@ -23,12 +30,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from kbench.errors import KbenchError, Unsupported
+from kbench.harness.probes import bias_for_call
+from kbench.native import api
 from kbench.native.layouts import Layout
 from kbench.native.plugins import PluginRealizationInfo
 from kbench.native.sme_layout import HEADER_SIZE
 from kbench.targets.spec import Target
 
 FILLS = (0x00, 0xA5)
+PADDING_FILLS = (0x00, 0xA5, 0x7E)  # 0x7E7E is an FP16 NaN
 # (outer, K): N for an RHS packer, M for an LHS packer
 SHAPES = ((1, 1), (7, 3), (37, 21), (130, 64), (9, 2))
 
@@ -38,7 +48,7 @@ class Check:
     """One conformance check of one packer of one realization."""
 
     packer: str  # rhs | lhs
-    check: str  # determinism | layout
+    check: str  # determinism | layout | padding
     problem: str = ""  # "" when it conforms
     shapes: int = 0  # how many shapes it covered
 
@@ -79,36 +89,92 @@ def _assumed(rhs: bool, block: int, kr: int) -> Layout | None:
     return Layout("", rhs, block, kr) if block and kr else None
 
 
-def _rhs_bytes(target: Target, name: str, form: str, b: np.ndarray, bias: np.ndarray,
-               fill: int) -> np.ndarray:
+def _rhs_bytes(target: Target, info: PluginRealizationInfo, b: np.ndarray,
+               bias: np.ndarray | None, fill: int) -> np.ndarray:
     """The plugin's packed B: its pack_b's bytes, or (micro-kernel form) the
-    rhs_pack bytes after kbench's header."""
-    packed = target.pack_plugin(name, b, bias, fill)
-    return packed[HEADER_SIZE:] if form == "micro-kernel" else packed
+    rhs_pack bytes after kbench's header; without the bias when its packer
+    takes none."""
+    packed = target.pack_plugin(info.name, b, bias if info.packs_bias else None, fill)
+    return packed[HEADER_SIZE:] if info.form == "micro-kernel" else packed
+
+
+def _masked(x: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
+    """The bytes of x a comparison looks at (all, or those `keep` marks)."""
+    if keep is None or keep.size != x.size:
+        return x
+    return np.where(keep, x, 0).astype(np.uint8)
 
 
 def check_rhs(target: Target, info: PluginRealizationInfo, svl_bits: int) -> list[Check]:
-    """Determinism, and the declared layout if any, of a realization's packed B."""
+    """Determinism, and the declared layout if any, of a realization's packed B
+    (every byte but the layout's padding when it declares that unspecified)."""
     layout = (Layout.parse(info.rhs_layout, True, svl_bits) if info.rhs_layout else None)
     decode = layout or _assumed(True, info.nr, info.kr)
+    loose = info.padding_unspecified and layout is not None
     det, lay = "", ""
     for i, (n, k) in enumerate(SHAPES):
         b, bias = _poisoned(k, n, 2 * i), _poisoned(1, n, 2 * i + 1)[0]
-        first, second = (_rhs_bytes(target, info.name, info.form, b, bias, f) for f in FILLS)
+        keep = ~layout.padding(n, k) if loose and layout is not None else None
+        first, second = (_masked(_rhs_bytes(target, info, b, bias, f), keep) for f in FILLS)
         if not det and not np.array_equal(first, second):
             at = _first_difference(first, second)
+            what = "byte(s) left unwritten" + (" that are not padding" if loose else "")
             det = (f"its packed B of N = {n}, K = {k} differs between a destination filled with "
                    f"0x00 and one filled with 0xA5 from byte {at}{_decoded(decode, at, n, k)}: "
-                   f"{int((first != second).sum())} byte(s) left unwritten")
+                   f"{int((first != second).sum())} {what}")
         if layout is not None and not lay:
-            want = layout.pack_rhs(b, bias)
+            want = _masked(layout.pack_rhs(b, bias if info.packs_bias else None), keep)
             if first.size != want.size or not np.array_equal(first, want):
                 at = _first_difference(first, want)
                 lay = _mismatch("B", info.rhs_layout, layout, first, want, at, n, k)
     checks = [Check("rhs", "determinism", det, len(SHAPES))]
     if layout is not None:
         checks.append(Check("rhs", "layout", lay, len(SHAPES)))
+    if loose:
+        checks.append(check_padding(target, info))
     return checks
+
+
+def check_padding(target: Target, info: PluginRealizationInfo, n: int = 37, k: int = 21
+                  ) -> Check:
+    """A packer that leaves its padding unspecified: the GEMM with B packed into
+    destinations filled with each of PADDING_FILLS gives the same C, bit for
+    bit (small integers: exact), and the right one."""
+    r = next((x for x in target.info().realizations if x.name == info.name), None)
+    if r is None:
+        return Check("rhs", "padding", f"{info.name} is not listed on {target.name}")
+    m = min(5, r.max_m) if r.max_m else 5
+    rng = np.random.default_rng(5)
+    b = rng.integers(-3, 4, size=(k, n)).astype(np.float16)
+    bias = rng.integers(-3, 4, size=n).astype(np.float16)
+    a = rng.integers(-3, 4, size=(m, k)).astype(np.float16)
+    call_bias = bias_for_call(r, bias)
+    with_bias = info.packs_bias or call_bias is not None
+    want = (a.astype(np.float64) @ b + (bias if with_bias else 0)).astype(np.float16)
+    outs = []
+    for fill in PADDING_FILLS:
+        packed = target.pack_plugin(info.name, b, bias if info.packs_bias else None, fill)
+        c = np.full((m, n), np.float16(-7), np.float16)
+        problem = api.RawProblem(a=a, lda=k, b=packed, ldb=0, c=c, ldc=n, bias=call_bias,
+                                 b_size=packed.size, b_is_packed=True,
+                                 b_is_backend_native_packed=True)
+        try:
+            target.engine.gemm_raw(m, n, k, [problem], api.Selector(force=info.name,
+                                                                          plugins=True))
+        except KbenchError as exc:
+            return Check("rhs", "padding", f"a GEMM with its B packed into a destination filled "
+                                           f"with 0x{fill:02x} failed: {exc}")
+        outs.append(c)
+    for fill, c in zip(PADDING_FILLS, outs, strict=True):
+        wrong = c.view(np.uint16) != want.view(np.uint16)
+        if wrong.any():
+            i, j = (int(x) for x in np.argwhere(wrong)[0])
+            return Check("rhs", "padding", (
+                f"the result depends on its unspecified padding: with B of N = {n}, K = {k} "
+                f"packed into a destination filled with 0x{fill:02x}, {int(wrong.sum())} of "
+                f"{wrong.size} outputs are wrong; first at ({i}, {j}): got {float(c[i, j])!r}, "
+                f"expected {float(want[i, j])!r}"), 1)
+    return Check("rhs", "padding", "", 1)
 
 
 def check_lhs(target: Target, info: PluginRealizationInfo, svl_bits: int) -> list[Check]:

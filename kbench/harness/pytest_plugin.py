@@ -206,10 +206,18 @@ class KbSession:
         return self.probe_targets[spec]
 
     def probe_jobs(self) -> list[tuple[str, Realization, str]]:
-        """(target, plugin realization that packs B, probe) for every chosen target."""
+        """(target, realization that packs its own B, probe) for every chosen
+        target: a plugin's misuse probes, and the vector-length probes of every
+        realization whose packed B may depend on a length the target has
+        (kbench.harness.probes.probe_names)."""
         return [(spec, r, name) for spec in self.target_specs
-                for r in self.info(spec).realizations if probes.probed(r) and self.wanted(r)
-                for name in probes.PROBE_NAMES]
+                for r in self.info(spec).realizations if self.wanted(r)
+                for name in probes.probe_names(r, *self.vector_lengths(spec))]
+
+    def vector_lengths(self, spec: str) -> tuple[int, int]:
+        """The target's SME streaming and SVE vector lengths in bits (0: none)."""
+        info = self.info(spec)
+        return info.sme_vector_bits, int(getattr(info, "sve_vector_bits", 0) or 0)
 
     def packer_jobs(self) -> list[tuple[str, Realization, PluginRealizationInfo]]:
         """(target, plugin GEMM realization, its declaration) for every chosen
@@ -719,7 +727,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         pjobs = kb.probe_jobs()
         _parametrize(metafunc, "kb_probe", pjobs,
                      [f"{spec}-{r.name}-{name}" for spec, r, name in pjobs],
-                     "no plugin realization packs its own B (kbench run --plugin PATH)")
+                     "no realization gets contract probes here: plugins that pack their own "
+                     "B (kbench run --plugin PATH), and realizations whose packed B depends on "
+                     "a vector length an SME or SVE target can switch")
     if "kb_dispatch_job" in metafunc.fixturenames:
         kb = metafunc.config.stash[SESSION]
         djobs = kb.dispatch_jobs()

@@ -89,6 +89,16 @@ class Layout:
         tiles = padded.reshape(mp // mr, mr, kp // kr, kr).transpose(0, 2, 1, 3)
         return np.ascontiguousarray(tiles).reshape(-1).view(np.uint8)
 
+    def padding(self, outer: int, k: int) -> np.ndarray:
+        """A mask of the bytes of the packing of N columns (RHS) or M rows (LHS)
+        over K that are padding: columns past N and their bias slots, rows past
+        M, k past K."""
+        if self.rhs:
+            real = self.pack_rhs(np.ones((k, outer), np.float16), np.ones(outer, np.float16))
+        else:
+            real = self.pack_lhs(np.ones((outer, k), np.float16))
+        return np.repeat(real.view(np.uint16) == 0, 2)
+
     def where(self, offset: int, outer: int, k: int) -> str:
         """What the layout keeps at a byte offset, e.g. "block 2, column 5
         (n = 21), k-pair 3 (k = 7, padding past K = 7)"."""

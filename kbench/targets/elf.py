@@ -18,7 +18,7 @@ from kbench.errors import KbenchError
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")
 _SYM = struct.Struct("<IBBHQQ")
-SHT_SYMTAB, SHT_NOBITS = 2, 8
+SHT_SYMTAB, SHT_NOBITS, SHT_DYNSYM = 2, 8, 11
 STT_FUNC, STT_FILE, STT_GNU_IFUNC = 2, 4, 10
 STB_LOCAL = 0
 
@@ -89,11 +89,12 @@ class Elf:
                 return s
         raise ElfError(f"{self.path}: no {name} section", "elf")
 
-    def functions(self) -> list[Function]:
-        """Every function symbol with a size (STT_FUNC and IFUNC), by address."""
+    def functions(self, table: int = SHT_SYMTAB) -> list[Function]:
+        """Every function symbol with a size (STT_FUNC and IFUNC), by address, of
+        the full symbol table (or of `table`: SHT_DYNSYM, the exported ones)."""
         out: list[Function] = []
         for sh in self._raw_sections:
-            if sh[1] != SHT_SYMTAB:
+            if sh[1] != table:
                 continue
             strtab = self._raw_sections[sh[6]]
             current_file = ""
@@ -108,6 +109,15 @@ class Elf:
                     local = bind == STB_LOCAL
                     out.append(Function(name, value, size, current_file if local else "", local))
         return sorted(out, key=lambda f: (f.addr, f.name))
+
+    def function_at(self, addr: int) -> Function | None:
+        """The function whose code holds a virtual address: from the full symbol
+        table, or the exported symbols of a stripped file; None if none does."""
+        for table in (SHT_SYMTAB, SHT_DYNSYM):
+            found = [f for f in self.functions(table) if f.addr <= addr < f.end]
+            if found:
+                return found[-1]
+        return None
 
     def read(self, addr: int, size: int) -> bytes:
         """Bytes at a virtual address of a loaded section of an executable."""

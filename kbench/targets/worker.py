@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import selectors
 import signal
 import struct
@@ -43,6 +44,7 @@ from kbench.native import api
 from kbench.native.api import RawProblem, Realization, Selector
 from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backend_arg
 from kbench.native.plugins import FORMS, PluginInfo, PluginRealizationInfo
+from kbench.targets.elf import Elf, ElfError
 from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expand
 from kbench.targets.timeouts import CallBounds, conv_flops, gemm_flops, pack_flops
 
@@ -330,12 +332,32 @@ GUARD_MARK = "kbench-guard: "  # the worker's report of a read into a guard page
 GUARDS = {"end": 1, "start": 2}  # input guard modes (kb_guard_*, KB_GUARD_END / _START)
 
 
+_AT_OBJECT = re.compile(r" at (/\S+)\+0x([0-9a-f]+)$")
+
+
+def symbolized(line: str) -> str:
+    """A guard report's " at /path/lib.so+0xOFF" with the function that holds
+    the faulting instruction named ("at ex_kernel+0x2c in lib.so"), where the
+    object can be read here (a worker on this machine) and has a symbol there."""
+    m = _AT_OBJECT.search(line)
+    if m is None:
+        return line
+    path, offset = m.group(1), int(m.group(2), 16)
+    try:
+        f = Elf(path).function_at(offset)
+    except (ElfError, ValueError):
+        f = None
+    where = (f"{f.name}+{offset - f.addr:#x} in {Path(path).name}" if f is not None
+             else f"{Path(path).name}+{offset:#x}")
+    return line[:m.start()] + f" at {where}"
+
+
 def death(prefix: str, how: str, during: str, tail: str, timed_out: bool) -> WorkerCrashed:
     """The error for a child that is gone: GuardPageHit (it reported a read
     into a guard page and ended itself), WorkerTimedOut (killed after no
     reply), WorkerCrashed (a signal) or WorkerExited (it ended by itself)."""
     if not timed_out and GUARD_MARK in tail:
-        line = tail[tail.rindex(GUARD_MARK) + len(GUARD_MARK):].splitlines()[0]
+        line = symbolized(tail[tail.rindex(GUARD_MARK) + len(GUARD_MARK):].splitlines()[0])
         return GuardPageHit(f"input guard page: {line} (during {during})", "guard")
     text = f"{prefix}: died with {how} during {during}" + (f" ({tail})" if tail else "")
     if timed_out:

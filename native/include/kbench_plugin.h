@@ -130,14 +130,15 @@ extern "C" {
 #define KB_PLUGIN_OVERREAD_MAX 32768u   /* the largest allowance kbench takes          */
 
 /* flags: */
-/* Its packer takes no bias: pack_b (or rhs_pack) is called with bias = NULL,
+/* Its packer takes no bias (the whole-call form): pack_b is called with bias = NULL,
  * and a packed B it makes carries none. A call with a packed B and a bias is
  * then one it does not take (a contract violation it may refuse) unless it
  * also declares KB_PLUGIN_PACK_BIAS_AT_CALL; kbench lists such cases as not
  * applicable with the reason, and packs every B of its checks without one. */
 #define KB_PLUGIN_PACK_NO_BIAS 0x1u
-/* A call with its packed B takes the bias separately (args->bias with
- * b_packed): kbench passes the case's bias at call time. */
+/* With KB_PLUGIN_PACK_NO_BIAS: a call with its packed B takes the bias
+ * separately (args->bias with b_packed): kbench passes the case's bias at
+ * call time. */
 #define KB_PLUGIN_PACK_BIAS_AT_CALL 0x2u
 /* Its packer leaves the padding bytes of its packed B as they are (columns
  * past N, k past K and their bias slots, as its declared rhs_layout places

@@ -289,6 +289,30 @@ static const kb_plugin_matmul_ukernel plain_lhs = {
         .rhs_get_packed_size = rhs_get_packed_size, .rhs_pack = PACK,                                           \
     }
 static const kb_plugin_matmul_ukernel unwritten = WITH_RHS_PACKER(rhs_pack_unwritten);
+/* declared (KB_PLUGIN_PACK_PADDING_UNSPECIFIED): the same packer, and a kernel that lets
+ * the bias slot of its block's last column, padding where N ends inside the block, into
+ * every output times zero: a NaN left there makes C wrong */
+static void run_matmul_uses_padding(size_t m, size_t n, size_t k, const void *lhs_packed, const void *rhs_packed,
+                                    void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min,
+                                    float clamp_max) {
+    run_matmul(m, n, k, lhs_packed, rhs_packed, dst, dst_stride_row, dst_stride_col, clamp_min, clamp_max);
+    const uint16_t *rhs = rhs_packed;
+    for (size_t r = 0; r < m; r++)
+        for (size_t j = 0; j < n; j++) {
+            uint16_t *out = (uint16_t *)((unsigned char *)dst + r * dst_stride_row) + j;
+            float pad = ex_h2f(rhs[j / NR * (rhs_block_bytes(k) / 2) + NR - 1]);
+            *out = ex_store(ex_h2f(*out) + 0.0f * pad, clamp_min, clamp_max); /* the bug */
+        }
+}
+static const kb_plugin_matmul_ukernel uses_padding = {
+    .get_m_step = get_m_step, .get_n_step = get_n_step, .get_mr = get_mr, .get_nr = get_nr, .get_kr = get_kr,
+    .get_sr = get_sr, .get_lhs_packed_offset = get_lhs_packed_offset, .get_rhs_packed_offset = get_rhs_packed_offset,
+    .get_dst_offset = get_dst_offset, .get_dst_size = get_dst_size, .run_matmul = run_matmul_uses_padding,
+    .lhs_get_m_step = lhs_get_m_step, .lhs_get_packed_offset = lhs_get_packed_offset,
+    .lhs_get_packed_size = lhs_get_packed_size, .lhs_pack = lhs_pack,
+    .rhs_get_n_step = rhs_get_n_step, .rhs_get_packed_offset = get_rhs_packed_offset,
+    .rhs_get_packed_size = rhs_get_packed_size, .rhs_pack = rhs_pack_unwritten,
+};
 static const kb_plugin_matmul_ukernel one_byte = WITH_RHS_PACKER(rhs_pack_one_byte);
 static const kb_plugin_matmul_ukernel past_rhs = {
     .get_m_step = get_m_step, .get_n_step = get_n_step, .get_mr = get_mr, .get_nr = get_nr, .get_kr = get_kr,
@@ -323,6 +347,18 @@ static const kb_plugin_realization realizations[] = {
      .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
      .thread_safe = 1, .matmul = &unwritten},
+    {.name = "gemm_rhs_unwritten_declared",
+     .kernel = "expackers: 4x8 kernel, RHS packer leaving its padding unwritten, declared",
+     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
+     .thread_safe = 1, .matmul = &unwritten, .rhs_layout = "x16p8x2b", .lhs_layout = "x16p4x2",
+     .flags = KB_PLUGIN_PACK_PADDING_UNSPECIFIED},
+    {.name = "gemm_rhs_padding_used",
+     .kernel = "expackers: padding declared unspecified, and a kernel whose result depends on it",
+     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
+     .thread_safe = 1, .matmul = &uses_padding, .rhs_layout = "x16p8x2b", .lhs_layout = "x16p4x2",
+     .flags = KB_PLUGIN_PACK_PADDING_UNSPECIFIED},
     {.name = "gemm_rhs_one_byte", .kernel = "expackers: 4x8 kernel, RHS packer off x16p8x2b in one padding byte",
      .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,

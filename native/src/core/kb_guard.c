@@ -198,16 +198,19 @@ int kb_guard_describe(const void *addr, char *out, size_t len) {
             put(&o, " of a ");
             put_u(&o, (unsigned long long)r->size);
             put(&o, "-byte buffer (");
-            if (a >= end) {
+            if (a < end) {
+                put(&o, "an access starting inside it");
+            } else if (r->allowance) { /* counted as the bytes past the end the access reaches */
+                put_u(&o, (unsigned long long)(a - end + 1));
+                put(&o, " byte(s) past its end read");
+            } else {
                 put_u(&o, (unsigned long long)(a - end));
                 put(&o, " byte(s) beyond its end");
-            } else {
-                put(&o, "an access starting inside it");
             }
             if (r->allowance) {
-                put(&o, "; ");
+                put(&o, ", ");
                 put_u(&o, (unsigned long long)r->allowance);
-                put(&o, " declared, the guard page starts ");
+                put(&o, " declared readable; the guard page starts ");
                 put_u(&o, (unsigned long long)(r->guard - end));
                 put(&o, " past its end)");
             } else {

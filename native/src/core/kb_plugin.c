@@ -340,6 +340,15 @@ static bool text_ok(const char *s, size_t max) {
     return true;
 }
 
+/* Is the first len characters of s the name of a kbench ISA class (an
+ * expect_symbols prefix, "sme2:kai_*")? */
+static bool isa_class_ok(const char *s, size_t len) {
+    static const char *const names[] = {"scalar", "neon", "fhm", "sme", "sme2", "sve2", "sve2p1"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == len && !strncmp(s, names[i], len)) return true;
+    return false;
+}
+
 /* Checks one declaration; *why names the field. */
 static bool decl_ok(const kb_plugin_realization *r, char *why, size_t whylen) {
 #define BAD(...) do { snprintf(why, whylen, __VA_ARGS__); return false; } while (0)
@@ -379,8 +388,12 @@ static bool decl_ok(const kb_plugin_realization *r, char *why, size_t whylen) {
     if ((r->flags & (KB_PLUGIN_PACK_NO_BIAS | KB_PLUGIN_PACK_BIAS_AT_CALL | KB_PLUGIN_PACK_PADDING_UNSPECIFIED)) &&
         !packs_b)
         BAD("flags: KB_PLUGIN_PACK_* declare what a packer of B does; this realization packs no B");
-    if ((r->flags & KB_PLUGIN_PACK_BIAS_AT_CALL) && r->form != KB_PLUGIN_WHOLE_CALL)
-        BAD("flags: KB_PLUGIN_PACK_BIAS_AT_CALL is for the whole-call form (a micro-kernel's bias is in its packed B)");
+    if ((r->flags & (KB_PLUGIN_PACK_NO_BIAS | KB_PLUGIN_PACK_BIAS_AT_CALL)) && r->form != KB_PLUGIN_WHOLE_CALL)
+        BAD("flags: KB_PLUGIN_PACK_NO_BIAS and _BIAS_AT_CALL are for the whole-call form (a micro-kernel's "
+            "rhs_pack puts the bias into its packed B)");
+    if ((r->flags & KB_PLUGIN_PACK_BIAS_AT_CALL) && !(r->flags & KB_PLUGIN_PACK_NO_BIAS))
+        BAD("flags: KB_PLUGIN_PACK_BIAS_AT_CALL without KB_PLUGIN_PACK_NO_BIAS (a packer that takes the bias "
+            "leaves none for the call)");
     if ((r->flags & KB_PLUGIN_PACK_PADDING_UNSPECIFIED) && !r->rhs_layout)
         BAD("flags: KB_PLUGIN_PACK_PADDING_UNSPECIFIED needs rhs_layout (the layout says which bytes are padding)");
     if (!(r->flags & KB_PLUGIN_SCRATCH_CAPPED) && r->scratch_cap)
@@ -400,6 +413,11 @@ static bool decl_ok(const kb_plugin_realization *r, char *why, size_t whylen) {
                                                KB_PLUGIN_EXPECT_MAX);
             if (!pat[0] || !text_ok(pat, KB_PLUGIN_EXPECT_LEN - 1) || strchr(pat, ' '))
                 BAD("expect_symbols[%d] must be a non-empty printable glob pattern without spaces", n);
+            const char *colon = strchr(pat, ':');
+            if (colon && !isa_class_ok(pat, (size_t)(colon - pat)))
+                BAD("expect_symbols[%d] (%s): '%.*s' is not an ISA class (scalar, neon, fhm, sme, sme2, sve2, sve2p1)",
+                    n, pat, (int)(colon - pat), pat);
+            if (colon && !colon[1]) BAD("expect_symbols[%d] (%s): no pattern after the ISA class", n, pat);
             total += strlen(pat) + 1;
         }
         if (n == 0) BAD("expect_symbols: an empty list (NULL means none declared)");
