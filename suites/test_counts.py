@@ -428,6 +428,27 @@ def test_counts_repeat_across_runs_and_environments(
     assert first == second
 
 
+@needs_qemu
+def test_the_sve21_only_target_counts_our_neon_kernels_as_max_does(
+        small_counts: list[tuple[Job, dict[str, Any]]]) -> None:
+    """On qemu:sme=off (SVE2.1, no SME) the NEON realizations' kernels and packers
+    run the very code they run on max: the same counts and mix at the same SVE
+    vector length (512 bits, max's own; glibc's SVE memcpy depends on it), with
+    the -cpu that ran recorded. The whole call differs only by what runtime
+    detection and the driver do with or without SME (a few dozen instructions)."""
+    neon = [(job, f) for job, f in small_counts if job.realization.backend == "neon"]
+    assert len(neon) == 4
+    spec = "qemu:cpu=max:sme=off:vl=512"
+    jobs = _jobs(spec, [(job.case, job.realization.name) for job, _ in neon])
+    for job, (_, on_max) in zip(jobs, neon, strict=True):
+        f = count_fields(Counter("tb"), job)
+        assert f["count_cpu"] == "max,sme=off,sve-default-vector-length=64"
+        for col in ("count_kernel", "count_pack_lhs", "count_pack_rhs", "count_floor"):
+            assert f[col] == on_max[col], (job.case.name, col)
+        assert parse_mix(f["count_mix"])["kernel"] == parse_mix(on_max["count_mix"])["kernel"]
+        assert abs(f["count_call"] - on_max["count_call"]) < 64, job.case.name
+
+
 def _knob(iterations: int) -> str:
     return str(crossbuild.build_extra_insns(iterations))
 

@@ -288,19 +288,20 @@ def test_the_targets_table_lists_each_runs_targets() -> None:
     run = Run(path=Path("r"), meta={"targets": {
         "bad": "not a table",  # skipped, the rest still listed
         "qemu:svl=512": {"kind": "qemu", "emulated": True, "arch": "aarch64",
-                         "cpu_features": ["sme", "sme2"], "sme_vector_bits": 512, "isa": "sme2",
-                         "library_version": "0.3.0",
+                         "cpu_features": ["sme", "sme2"], "sme_vector_bits": 512,
+                         "sve_vector_bits": 256, "isa": "sme2", "library_version": "0.3.0",
                          "realizations": [{"name": "gemm_sme2"}, "gemm_neon"]},
         "host": {"kind": "host", "emulated": False, "arch": "x86_64"},
         "bare": {}}}, results=pd.DataFrame())
     table = rep._targets_table({"main": run, "base": run})
-    assert table.columns[:3] == ["run", "target", "kind"] and len(table.columns) == 10
+    assert table.columns[:3] == ["run", "target", "kind"] and len(table.columns) == 11
+    assert table.columns[6:8] == ["SME bits", "SVE bits"]
     assert [[c.text for c in row] for row in table.rows][:2] == [
-        ["main", "qemu:svl=512", "qemu", "yes", "aarch64", "sme, sme2", "512", "sme2", "0.3.0",
-         "2: gemm_sme2, gemm_neon"],
-        ["main", "host", "host", "no", "x86_64", "–", "0", "", "", "0: "]]
-    assert [c.text for c in table.rows[2]] == ["main", "bare", "", "no", "", "–", "0", "", "",
-                                               "0: "]
+        ["main", "qemu:svl=512", "qemu", "yes", "aarch64", "sme, sme2", "512", "256", "sme2",
+         "0.3.0", "2: gemm_sme2, gemm_neon"],
+        ["main", "host", "host", "no", "x86_64", "–", "0", "0", "", "", "0: "]]
+    assert [c.text for c in table.rows[2]] == ["main", "bare", "", "no", "", "–", "0", "0", "",
+                                               "", "0: "]
     assert [row[0].text for row in table.rows] == ["main"] * 3 + ["base"] * 3
     assert table.rows[0][-1].cls == "wrap"
 

@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from kbench.errors import ProtocolError, WorkerCrashed
+from kbench.errors import InvalidArgument, ProtocolError, Unsupported, WorkerCrashed
 from kbench.harness import runner
 from kbench.judge.verdict import CRASHED, PASS
 from kbench.native.calls import ConvDesc, Timing, pack
@@ -76,22 +76,32 @@ def test_hello_describes_the_worker(target):
 
 
 def test_a_hello_without_the_trailing_steps_is_read_as_an_older_worker(target, monkeypatch):
-    """The micro-kernels' steps follow the HELLO reply's last field: a worker
-    of an older build sends none (its realizations report no steps, the tails
-    fall back to the kernel names), a count that does not match is refused."""
+    """The micro-kernels' steps, then the SVE vector length, follow the HELLO
+    reply's last field: a worker of an older build sends neither (its
+    realizations report no steps, the tails fall back to the kernel names, and
+    it reports no SVE vector length) or only the steps; a count that does not
+    match is refused."""
     full = target.info()
     replies, _ = _run_raw(target, _frame(worker.HELLO) + _frame(worker.SHUTDOWN))
     payload = replies[0][1]
     n = len(full.realizations)
-    assert struct.unpack("<I", payload[-4 - 12 * n:-12 * n])[0] == n
-    old = payload[:-4 - 12 * n]
+    assert struct.unpack("<I", payload[-4:])[0] == full.sve_vector_bits
+    steps = payload[:-4]
+    assert struct.unpack("<I", steps[-4 - 12 * n:-12 * n])[0] == n
+    old = steps[:-4 - 12 * n]
     # the patch is undone before the target's teardown, whose SHUTDOWN must reach the
     # real worker (a patched call sends nothing: the worker would be waited for 10 s)
     with monkeypatch.context() as mp:
+        mp.setattr(target.engine, "call", lambda *a, **k: worker.Reader(steps))
+        info = target.engine.info("steps only")
+        assert info.sve_vector_bits == 0
+        assert [(r.m_step, r.n_step, r.kr) for r in info.realizations] == [
+            (r.m_step, r.n_step, r.kr) for r in full.realizations]
         mp.setattr(target.engine, "call", lambda *a, **k: worker.Reader(old))
         info = target.engine.info("older")
         assert [r.name for r in info.realizations] == [r.name for r in full.realizations]
         assert all((r.m_step, r.n_step, r.kr) == (0, 0, 0) for r in info.realizations)
+        assert info.sve_vector_bits == 0
         if full.arch == "aarch64":
             assert all(r.n_step for r in full.realizations if r.backend in ("neon", "sme"))
         bad = old + struct.pack("<I", n + 1) + b"\0" * 12 * (n + 1)
@@ -121,7 +131,7 @@ def test_malformed_requests_get_an_error_and_the_worker_goes_on(target):
         _frame(worker.CONV, b"\xff" * 200),                  # garbage
         _frame(worker.PACK, struct.pack("<IiQQQ", 0, 0, 4, 4, 4)),
     ]
-    for t in (worker.GEMM, worker.CONV, worker.PACK, worker.SET_SVL):
+    for t in (worker.GEMM, worker.CONV, worker.PACK, worker.SET_SVL, worker.SET_SVE_VL):
         for _ in range(25):
             frames.append(_frame(t, rng.integers(0, 256, int(rng.integers(0, 300)),
                                                  dtype=np.uint8).tobytes()))
@@ -311,6 +321,25 @@ def test_set_svl(target):
     assert target.engine.set_svl(512) == 512
     assert target.engine.info("again").sme_vector_bits == 512
     assert target.engine.set_svl(128) == 128
+
+
+def test_set_sve_vl(target):
+    """The SVE vector length changes inside the worker (PR_SVE_SET_VL), apart from
+    the streaming one; a worker without SVE refuses, naming the reason."""
+    info = target.info()
+    if "sve" not in info.cpu_features:
+        with pytest.raises(Unsupported, match="this CPU has no SVE vector length"):
+            target.engine.set_sve_vl(256)
+        assert target.engine.info("again").sve_vector_bits == 0
+        return
+    svl = info.sme_vector_bits
+    for bits in (128, 2048, 256):
+        assert target.engine.set_sve_vl(bits) == bits
+        again = target.engine.info("again")
+        assert again.sve_vector_bits == bits and again.sme_vector_bits == svl
+    assert target.engine.set_sve_vl(4096) == 2048  # the kernel rounds down to what it offers
+    with pytest.raises(InvalidArgument, match="bits: a vector length in bits"):
+        target.engine.set_sve_vl(0)
 
 
 def test_an_operand_at_an_odd_offset_is_refused(target):

@@ -157,7 +157,9 @@ def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
 
 @click.command("count")
 @click.option("--target", "target_spec", default="qemu:svl=512", show_default=True,
-              help="An emulated worker target: qemu[:cpu=MODEL][:svl=BITS][:isa=CAP].")
+              help="An emulated worker target: qemu[:cpu=MODEL][:sme=off][:svl=BITS][:vl=BITS]"
+                   "[:isa=CAP] (qemu:sme=off:vl=256: SVE2.1 without SME, SVE vector length "
+                   "256 bits).")
 @click.option("--realization", "realizations", multiple=True,
               help="The realization to count (forced); repeatable. With --plugin and no "
                    "--realization: every realization of the plugins that takes the shape.")

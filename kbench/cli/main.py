@@ -152,6 +152,7 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
     child process): a file that cannot be loaded, or whose entry point
     crashes or hangs, is one line naming it and the reason, and the command
     exits 1."""
+    from kbench.native.isa import classes_of as isa_classes_of
     from kbench.targets.spec import parse_target
     if fleet:
         _fleet_info(Path(fleet), as_json, plugins)
@@ -174,8 +175,11 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
         click.echo(f"target:           {i.name} ({i.kind}{', emulated' if i.emulated else ''})")
         click.echo(f"architecture:     {i.arch}")
         click.echo(f"cpu features:     {', '.join(i.cpu_features) or '(none of fp16/fhm/sve/sme)'}")
+        if i.sve_vector_bits:
+            click.echo(f"SVE vector:       {i.sve_vector_bits} bits")
         if i.sme_vector_bits:
             click.echo(f"SME vector:       {i.sme_vector_bits} bits")
+        click.echo(f"ISA classes:      {', '.join(isa_classes_of(i.cpu_features))}")
         click.echo(f"highest ISA:      {i.isa}")
         click.echo(f"library version:  {i.library_version}")
         click.echo(f"backends:         {', '.join(i.backends)}")
@@ -641,6 +645,7 @@ def _fleet_info(path: Path, as_json: bool, plugins: tuple[str, ...] = ()) -> Non
                      "emulated": bool(i and i.emulated),
                      "cpu_features": i.cpu_features if i else [],
                      "sme_vector_bits": i.sme_vector_bits if i else 0,
+                     "sve_vector_bits": i.sve_vector_bits if i else 0,
                      "isa": i.isa if i else "", "library_version": i.library_version if i else "",
                      "realizations": len(i.realizations) if i else 0,
                      "seconds": round(p.seconds, 2)})
@@ -649,16 +654,17 @@ def _fleet_info(path: Path, as_json: bool, plugins: tuple[str, ...] = ()) -> Non
     else:
         lw = max(len("label"), *(len(r["label"]) for r in rows))
         sw = max(len("target"), *(len(r["spec"]) for r in rows))
-        click.echo(f"{'label':{lw}s}  {'target':{sw}s}  {'state':11s} {'arch':8s} {'SVL':>5s}  "
-                   f"{'isa':6s} {'reals':>5s}  features")
+        click.echo(f"{'label':{lw}s}  {'target':{sw}s}  {'state':11s} {'arch':8s} {'SVL':>5s} "
+                   f"{'VL':>5s}  {'isa':6s} {'reals':>5s}  features")
         for r in rows:
             if not r["reachable"]:
                 click.echo(f"{r['label']:{lw}s}  {r['spec']:{sw}s}  UNREACHABLE {r['error']}")
                 continue
             state = "ok" + (" (emu)" if r["emulated"] else "")
             svl = str(r["sme_vector_bits"]) if r["sme_vector_bits"] else "-"
+            vl = str(r["sve_vector_bits"]) if r["sve_vector_bits"] else "-"
             click.echo(f"{r['label']:{lw}s}  {r['spec']:{sw}s}  {state:11s} {r['arch']:8s} "
-                       f"{svl:>5s}  {r['isa']:6s} {r['realizations']:>5d}  "
+                       f"{svl:>5s} {vl:>5s}  {r['isa']:6s} {r['realizations']:>5d}  "
                        f"{', '.join(r['cpu_features']) or '-'}")
     bad = [r for r in rows if not r["reachable"]]
     if bad:

@@ -19,10 +19,10 @@ from kbench.errors import (
     SizeOverflow,
 )
 from kbench.native import table as table_rules
+from kbench.native.isa import ISA_LEVELS
 from kbench.native.loader import Native, load
 
 BACKENDS = ("scalar", "neon", "sme")
-ISA_LEVELS = ("scalar", "neon", "fhm", "sme", "sme2")
 ACCUM = ("fp32", "fp16")
 OPS = ("gemm", "conv2d")
 BFORMS = {1: "plain", 2: "packed", 4: "native"}
@@ -32,7 +32,7 @@ ERROR_MODELS = ("gemm", "winograd_f2x2_3x3", "gemm_bias_first")
 # what a realization's clamp makes of a NaN result (kb_realization.nan_clamp; a plugin's
 # KB_PLUGIN_NAN_* declaration): it stays NaN, or becomes clamp_min / clamp_max
 NAN_CLAMPS = ("propagate", "to_min", "to_max")
-CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2"}
+CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2", 32: "sve2", 64: "sve2p1"}
 PLUGIN_BACKEND = "plugin"  # backend of plugin realizations: "plugin:<plugin name>" in Python
 
 
@@ -119,7 +119,8 @@ class Selector:
                     f"selector.isa_cap: {self.isa_cap!r} is not one of {', '.join(ISA_LEVELS)}",
                     "selector.isa_cap",
                 )
-            sel.isa_cap = min(sel.isa_cap, ISA_LEVELS.index(self.isa_cap))
+            # within both this cap and KBENCH_ISA_CAP's (the classes are a tree, not a chain)
+            sel.isa_cap = nat.lib.kb_isa_meet(sel.isa_cap, ISA_LEVELS.index(self.isa_cap))
         if self.force is not None:
             name = nat.ffi.new("char[]", self.force.encode())
             keep.append(name)
@@ -274,7 +275,8 @@ class CpuInfo:
     arch: str
     features: tuple[str, ...]
     sme_vector_bits: int
-    isa: str
+    isa: str  # the best class (kb_cpu_info.isa: SME's branch over SVE's)
+    sve_vector_bits: int = 0
 
 
 @dataclass(frozen=True)
@@ -530,6 +532,7 @@ def cpu_info(nat: Native | None = None) -> CpuInfo:
         features=tuple(v for k, v in CPU_FEATURES.items() if c.features & k),
         sme_vector_bits=int(c.sme_vector_bits),
         isa=ISA_LEVELS[c.isa],
+        sve_vector_bits=int(c.sve_vector_bits),
     )
 
 

@@ -96,6 +96,7 @@ class TargetInfo:
     library_version: str
     realizations: list[Realization]
     compiled_backends: list[str] = field(default_factory=list)
+    sve_vector_bits: int = 0  # the SVE vector length (non-streaming), 0 without SVE
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

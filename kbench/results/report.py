@@ -434,8 +434,8 @@ def _reference_model_times(timed: pd.DataFrame) -> pd.DataFrame:
 
 META_FIELDS = ("host", "platform", "machine", "cpu_model", "python", "compiler", "c_flags",
                "git_commit", "git_dirty", "date", "command_line", "complete", "results")
-TARGET_FIELDS = ("name", "kind", "emulated", "arch", "cpu_features", "sme_vector_bits", "isa",
-                 "library_version", "realizations")
+TARGET_FIELDS = ("name", "kind", "emulated", "arch", "cpu_features", "sme_vector_bits",
+                 "sve_vector_bits", "isa", "library_version", "realizations")
 
 
 def _flat_meta(meta: dict[str, Any]) -> dict[str, str]:
@@ -1027,7 +1027,7 @@ def _presence_class(row: pd.Series) -> str:
 
 def _targets_table(runs: dict[str, Run]) -> HtmlTable:
     table = HtmlTable(["run", "target", "kind", "emulated", "arch", "cpu features", "SME bits",
-                       "ISA", "library", "realizations"])
+                       "SVE bits", "ISA", "library", "realizations"])
     for label, run in runs.items():
         for spec, t in (run.meta.get("targets") or {}).items():
             if not isinstance(t, dict):
@@ -1038,6 +1038,7 @@ def _targets_table(runs: dict[str, Run]) -> HtmlTable:
                 _cell("emulated", bool(t.get("emulated"))), Cell(str(t.get("arch", ""))),
                 Cell(", ".join(t.get("cpu_features") or []) or "–"),
                 _cell("sme_vector_bits", t.get("sme_vector_bits") or 0),
+                _cell("sve_vector_bits", t.get("sve_vector_bits") or 0),
                 Cell(str(t.get("isa", ""))), Cell(str(t.get("library_version", ""))),
                 Cell(f"{len(reals)}: {_meta_text(reals)}", "wrap")])
     return table

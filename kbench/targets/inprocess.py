@@ -226,5 +226,9 @@ class InProcessEngine:
         raise Unsupported("selector: the in-process engine cannot change the vector length",
                           "selector")
 
+    def set_sve_vl(self, bits: int) -> int:
+        raise Unsupported("selector: the in-process engine cannot change the SVE vector length",
+                          "selector")
+
     def close(self) -> None:
         pass

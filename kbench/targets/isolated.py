@@ -166,6 +166,9 @@ class IsolatedHostEngine:
     def set_svl(self, bits: int) -> int:
         return self.local.set_svl(bits)
 
+    def set_sve_vl(self, bits: int) -> int:
+        return self.local.set_sve_vl(bits)
+
     def discard(self) -> None:
         """After a call that wrote outside its buffers: the plugin worker is
         killed (its heap may be damaged) and starts afresh on the next call."""

@@ -438,6 +438,13 @@ class PyWorkerEngine:
         raise Unsupported("selector: the emulated-Python target's vector length is fixed at "
                           "start (qemu-python:svl=BITS)", "selector")
 
+    def set_sve_vl(self, bits: int) -> int:
+        # as its SVL: the engine in the emulated process is an in-process one, which
+        # changes no vector length under the peers that share its process
+        from kbench.errors import Unsupported
+        raise Unsupported("selector: the emulated-Python target's SVE vector length is fixed "
+                          "at start (qemu-python:vl=BITS)", "selector")
+
 
 if __name__ == "__main__":
     sys.exit(main())

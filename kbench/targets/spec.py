@@ -14,10 +14,12 @@ Target specs:
     host                                  the cffi module of this machine; with
                                           plugins, their realizations in the host
                                           worker (kbench.targets.isolated)
-    qemu[:cpu=MODEL][:svl=BITS][:isa=CAP][:fa64=off]
+    qemu[:cpu=MODEL][:sme=off][:svl=BITS][:vl=BITS][:isa=CAP][:fa64=off]
                                           the aarch64 worker under qemu-aarch64
-                                          (fa64=off: SME without FEAT_SME_FA64)
-    qemu-python[:cpu=MODEL][:svl=BITS][:fa64=off]
+                                          (fa64=off: SME without FEAT_SME_FA64;
+                                          sme=off: max without SME, an SVE2.1 CPU;
+                                          vl=: the SVE vector length)
+    qemu-python[:cpu=MODEL][:sme=off][:svl=BITS][:vl=BITS][:fa64=off]
                                           the aarch64 cffi module (and the peers) in an
                                           aarch64 CPython under qemu-aarch64
                                           (kbench.targets.pyworker)
@@ -45,6 +47,7 @@ import numpy as np
 from kbench.errors import InvalidArgument, KbenchError
 from kbench.native import api
 from kbench.native.calls import CallResult, ConvDesc, Engine, TargetInfo, Timing, pack
+from kbench.native.isa import SME_CLASSES
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.problems.inputs import ConvInputs, GemmInputs
 from kbench.targets.crossbuild import SYSROOT_AARCH64
@@ -59,9 +62,11 @@ from kbench.targets.worker import WorkerEngine, WorkerSpec
 
 GUARD = 64  # FP16 elements on each side of an output
 SENTINEL = np.uint16(0x7E5A)  # a NaN payload no kernel produces
+# qemu-aarch64 11.1.3's models (`-cpu help`; it has no neoverse-v2)
 QEMU_MODELS = ("max", "neoverse-v1", "neoverse-n1", "cortex-a53", "cortex-a76", "neoverse-n2",
-               "neoverse-v2", "a64fx", "cortex-a710")
+               "a64fx", "cortex-a710")
 SVL_BITS = (128, 256, 512, 1024, 2048)
+VL_BITS = SVL_BITS  # SVE vector lengths a qemu: target takes (vl=): Armv9 allows powers of two
 
 __all__ = ["GUARD", "INPUT_SENTINEL", "SENTINEL", "GuardedBuffer", "GuardedInputs", "Outcome",
            "Target", "TargetInfo", "parse_target"]
@@ -357,23 +362,47 @@ class QemuSpec:
     isa: str | None = None  # KBENCH_ISA_CAP inside the worker
     kind: str = "qemu"  # or "qemu-python"
     fa64: bool = True  # False: an SME CPU without FEAT_SME_FA64 (sme_fa64=off)
+    sme: bool = True  # False: max without SME (sme=off): SVE2.1 and no SME
+    vl: int | None = None  # the SVE vector length in bits (sve-default-vector-length)
 
     @property
     def qemu_cpu(self) -> str:
-        """The -cpu argument: the model, the SVL in bytes, FA64 off if asked."""
-        return (self.cpu + (f",sme-default-vector-length={self.svl // 8}" if self.svl else "")
+        """The -cpu argument: the model, SME off, the SVL and SVE vector length in
+        bytes, FA64 off, as asked."""
+        return (self.cpu + ("" if self.sme else ",sme=off")
+                + (f",sme-default-vector-length={self.svl // 8}" if self.svl else "")
+                + (f",sve-default-vector-length={self.vl // 8}" if self.vl else "")
                 + ("" if self.fa64 else ",sme_fa64=off"))
 
     @property
     def name(self) -> str:
         s = f"{self.kind}:cpu={self.cpu}"
+        if not self.sme:
+            s += ":sme=off"
         if self.svl:
             s += f":svl={self.svl}"
+        if self.vl:
+            s += f":vl={self.vl}"
         if self.isa:
             s += f":isa={self.isa}"
         if not self.fa64:
             s += ":fa64=off"
         return s
+
+
+QEMU_OPTIONS = ("cpu", "sme", "svl", "vl", "isa", "fa64")
+
+
+def _bits(values: dict[str, str], key: str, what: str, cpu: str) -> int | None:
+    """A vector length option (svl=, vl=): one of VL_BITS, on cpu=max only."""
+    if key not in values:
+        return None
+    if not values[key].isdigit() or int(values[key]) not in VL_BITS:
+        raise InvalidArgument(f"target: {key} must be one of {VL_BITS} bits", "target")
+    if cpu != "max":
+        raise InvalidArgument(f"target: {key}= needs cpu=max (only it takes any {what}), "
+                              f"not {cpu}", "target")
+    return int(values[key])
 
 
 def parse_qemu(spec: str) -> QemuSpec:
@@ -383,33 +412,42 @@ def parse_qemu(spec: str) -> QemuSpec:
     values: dict[str, str] = {}
     for p in parts[1:]:
         key, sep, value = p.partition("=")
-        if not sep or key not in ("cpu", "svl", "isa", "fa64") or not value:
-            raise InvalidArgument(f"target: {p!r} in {spec!r}: expected cpu=MODEL, svl=BITS, "
-                                  "isa=CAP or fa64=off", "target")
+        if not sep or key not in QEMU_OPTIONS or not value:
+            raise InvalidArgument(f"target: {p!r} in {spec!r}: expected cpu=MODEL, sme=off, "
+                                  "svl=BITS, vl=BITS, isa=CAP or fa64=off", "target")
         values[key] = value
     cpu = values.get("cpu", "max")
     if cpu not in QEMU_MODELS:
         raise InvalidArgument(f"target: cpu {cpu!r} is not one of {', '.join(QEMU_MODELS)}",
                               "target")
-    svl = None
-    if "svl" in values:
-        if not values["svl"].isdigit() or int(values["svl"]) not in SVL_BITS:
-            raise InvalidArgument(f"target: svl must be one of {SVL_BITS} bits", "target")
-        if cpu != "max":
-            raise InvalidArgument(f"target: svl= needs cpu=max (only it has SME), not {cpu}",
-                                  "target")
-        svl = int(values["svl"])
+    sme = values.get("sme", "on")
+    if sme not in ("on", "off"):
+        raise InvalidArgument(f"target: sme must be on or off, not {sme!r}", "target")
+    if sme == "off" and cpu != "max":
+        raise InvalidArgument(f"target: sme=off needs cpu=max (only it has SME), not {cpu}",
+                              "target")
+    svl = _bits(values, "svl", "streaming vector length", cpu)
+    if svl and sme == "off":
+        raise InvalidArgument("target: svl= sets the SME streaming vector length, and sme=off "
+                              "leaves no SME (vl= sets the SVE vector length)", "target")
+    vl = _bits(values, "vl", "SVE vector length", cpu)
     isa = values.get("isa")
     if isa is not None and isa not in api.ISA_LEVELS:
         raise InvalidArgument(f"target: isa must be one of {', '.join(api.ISA_LEVELS)}",
                               "target")
+    if isa in SME_CLASSES and sme == "off":
+        raise InvalidArgument(f"target: isa={isa} caps at an SME class, and sme=off leaves no "
+                              "SME (cap at fhm, sve2 or sve2p1)", "target")
     fa64 = values.get("fa64", "on")
     if fa64 not in ("on", "off"):
         raise InvalidArgument(f"target: fa64 must be on or off, not {fa64!r}", "target")
     if fa64 == "off" and cpu != "max":
         raise InvalidArgument(f"target: fa64=off needs cpu=max (only it has SME), not {cpu}",
                               "target")
-    return QemuSpec(cpu, svl, isa, parts[0], fa64 == "on")
+    if fa64 == "off" and sme == "off":
+        raise InvalidArgument("target: fa64=off turns off an SME feature, and sme=off leaves "
+                              "no SME", "target")
+    return QemuSpec(cpu, svl, isa, parts[0], fa64 == "on", sme == "on", vl)
 
 
 def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = (),
@@ -518,8 +556,9 @@ def parse_target(spec: str, plugins: Sequence[str] = (), *, plugin_in_process: b
     hint = (f" (did you mean {close[0] + (':' + rest if rest else '')!r}?)"
             if close and close[0] != kind else "")
     raise InvalidArgument(f"target: {spec!r} is not a known target{hint} (host, "
-                          "qemu[:cpu=MODEL][:svl=BITS][:isa=CAP][:fa64=off], "
-                          "qemu-python[:cpu=MODEL][:svl=BITS][:fa64=off], worker:host, "
+                          "qemu[:cpu=MODEL][:sme=off][:svl=BITS][:vl=BITS][:isa=CAP][:fa64=off], "
+                          "qemu-python[:cpu=MODEL][:sme=off][:svl=BITS][:vl=BITS][:fa64=off], "
+                          "worker:host, "
                           "worker:CMD, ssh:[user@]host[:port][,svl=BITS][,isa=CAP], "
                           "adb:[SERIAL])",
                           "target")

@@ -55,7 +55,7 @@ PROTOCOL = 4  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes, 3 its N
 REPLY = 0x80000000
 PROTOCOL_ERROR = 0xFFFFFFFF
 HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE, LOAD_PLUGIN = 1, 2, 3, 4, 5, 6, 7, 8
-CODE_MAP = 9
+CODE_MAP, SET_SVE_VL = 9, 10
 PACK_PORTABLE, PACK_NATIVE, PACK_PLUGIN, PACK_PLUGIN_LHS = 0, 1, 2, 3  # PACK modes
 PACK_FILL_GIVEN = 1 << 16  # with the fill byte in bits 8..15 (default 0xA5)
 MAX_PAYLOAD = 1 << 30
@@ -635,6 +635,7 @@ class WorkerEngine:
                                     f"{len(reals)}", "hello")
             reals = [replace(x, m_step=m, n_step=n, kr=k)
                      for x, (m, n, k) in zip(reals, steps, strict=True)]
+        sve_bits = r.u32() if r.pos < len(r.data) else 0  # the SVE vector length (newer workers)
         reals = annotate_all(reals, self.plugins)
         return TargetInfo(
             name=name, kind="worker", emulated=self.emulated, arch=arch,
@@ -642,6 +643,7 @@ class WorkerEngine:
             sme_vector_bits=svl, isa=api.ISA_LEVELS[isa], library_version=version,
             realizations=reals,
             compiled_backends=[b for i, b in enumerate(api.BACKENDS) if compiled & (1 << i)],
+            sve_vector_bits=sve_bits,
             extra={"command": self.spec.command, "isa_cap_env": isa_cap_env,
                    "abi_checked_calls": checked_calls,
                    **(self.plugins.to_extra() if self.spec.plugins else {})},
@@ -834,9 +836,22 @@ class WorkerEngine:
         return CodeMap(tuple(objects), plugins)
 
     def set_svl(self, bits: int) -> int:
+        """Sets the worker's SME streaming vector length (PR_SME_SET_VL); returns
+        the length it runs at now, in bits (the kernel rounds an unoffered
+        length down)."""
+        return self._set_vl(SET_SVL, "set_svl", bits)
+
+    def set_sve_vl(self, bits: int) -> int:
+        """Sets the worker's SVE vector length (PR_SVE_SET_VL), as set_svl sets
+        the streaming one; returns the length it runs at now, in bits."""
+        return self._set_vl(SET_SVE_VL, "set_sve_vl", bits)
+
+    def _set_vl(self, kind: int, what: str, bits: int) -> int:
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 0 < bits < 1 << 32:
+            raise api.InvalidArgument(f"bits: a vector length in bits, not {bits!r}", "bits")
         w = Writer()
         w.u32(bits)
-        r = self.call(SET_SVL, w.bytes(), "set_svl")
+        r = self.call(kind, w.bytes(), what)
         status, message, now = r.i32(), r.str(), r.u32()
         if status != 0:
             raise from_status(status, message.split(":")[0], message)

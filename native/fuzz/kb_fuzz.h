@@ -62,7 +62,7 @@ static inline void kb_take_selector(kb_cursor *c, kb_selector *sel, int op) {
     kb_selector_default(sel);
     uint8_t flags = kb_take_u8(c);
     sel->disabled_backends = (flags & 1) ? kb_take_u8(c) & 7u : 0;
-    if (flags & 2) sel->isa_cap = (int)(kb_take_u8(c) % 7) - 1;
+    if (flags & 2) sel->isa_cap = (int)(kb_take_u8(c) % 10) - 1; /* -1 .. 8: classes, no cap, and neither */
     sel->threads = (flags & 4) ? (int)(kb_take_u8(c) % 3) : 1;
     sel->verify_payload = (flags >> 3) & 1;
     sel->force = NULL;

@@ -56,15 +56,41 @@ typedef enum kb_backend {
     KB_BACKEND_COUNT = 3
 } kb_backend;
 
-/* ISA levels, ordered: a cap at level L hides every kernel needing more. */
+/* ISA classes. They are not a chain but a tree: scalar < neon < fhm, and
+ * above fhm two branches, sme < sme2 and sve2 < sve2p1. Each class implies
+ * the CPU features of every class below it (sve2p1: FP16, FHM, SVE, SVE2,
+ * SVE2p1; sme2: FP16, FHM, SME, SME2). A CPU has a class when it has all the
+ * features the class implies (kb_isa_within with the CPU's features); a
+ * class is within a selector's cap when the cap implies every feature the
+ * class does: a cap of sme hides sve2 kernels, a cap of sve2p1 hides SME
+ * ones. Values are never renumbered (plugins declare them): new classes are
+ * appended. */
 typedef enum kb_isa {
     KB_ISA_SCALAR = 0,
     KB_ISA_NEON_FP16 = 1,  /* FEAT_FP16 arithmetic on Advanced SIMD     */
     KB_ISA_NEON_FHM = 2,   /* + FEAT_FHM (FMLAL/FMLAL2)                  */
-    KB_ISA_SME = 3,        /* + FEAT_SME                                 */
+    KB_ISA_SME = 3,        /* fhm + FEAT_SME                             */
     KB_ISA_SME2 = 4,       /* + FEAT_SME2                                */
-    KB_ISA_MAX = 4
+    KB_ISA_SVE2 = 5,       /* fhm + FEAT_SVE + FEAT_SVE2 (no SME)        */
+    KB_ISA_SVE2P1 = 6,     /* + FEAT_SVE2p1                              */
+    KB_ISA_COUNT = 7,      /* classes are 0 .. KB_ISA_COUNT - 1          */
+    KB_ISA_NO_CAP = 7,     /* as a selector's cap: no cap                */
+    KB_ISA_MAX = 7         /* the older spelling of KB_ISA_NO_CAP        */
 } kb_isa;
+
+/* A class's name as KBENCH_ISA_CAP and kbench's Python side spell it
+ * ("scalar", "neon", "fhm", "sme", "sme2", "sve2", "sve2p1"); NULL for a
+ * value that is not a class. */
+const char *kb_isa_name(int isa);
+
+/* 1 if code of class isa may run under cap (isa's implied features are a
+ * subset of cap's; cap KB_ISA_NO_CAP admits every class), else 0; 0 when
+ * either is not a class. */
+int kb_isa_within(int isa, int cap);
+
+/* The greatest class within both caps (KB_ISA_NO_CAP if both are; sme and
+ * sve2p1 meet at fhm); -1 when either is neither a class nor KB_ISA_NO_CAP. */
+int kb_isa_meet(int cap_a, int cap_b);
 
 typedef enum kb_accum {
     KB_ACCUM_FP32 = 0,     /* products exact, sums rounded to binary32   */
@@ -138,13 +164,29 @@ typedef struct kb_realization {
 #define KB_CPU_SVE     (1u << 2)
 #define KB_CPU_SME     (1u << 3)
 #define KB_CPU_SME2    (1u << 4)
+#define KB_CPU_SVE2    (1u << 5)  /* FEAT_SVE2 (HWCAP2 bit 1)             */
+#define KB_CPU_SVE2P1  (1u << 6)  /* FEAT_SVE2p1 (HWCAP2 bit 36)          */
 
 typedef struct kb_cpu_info {
     char arch[16];           /* "x86_64", "aarch64", ...                 */
     uint32_t features;       /* KB_CPU_*                                 */
     uint32_t sme_vector_bits;/* streaming vector length, 0 without SME   */
-    int isa;                 /* highest kb_isa this CPU supports         */
+    int isa;                 /* the best kb_isa this CPU has: the top of
+                                the SME branch when it has SME, else of
+                                the SVE branch, else of the chain below
+                                (it may have classes of both branches:
+                                kb_cpu_has_class tells)                  */
+    uint32_t sve_vector_bits;/* SVE vector length (non-streaming), 0
+                                without SVE                              */
 } kb_cpu_info;
+
+/* 1 if the CPU has every feature the class implies, else 0. */
+int kb_cpu_has_class(const kb_cpu_info *cpu, int isa);
+
+/* The features and best class of a Linux aarch64 CPU from its AT_HWCAP and
+ * AT_HWCAP2 words (what kb_cpu_detect does there; vector lengths are left
+ * 0): public so that the rules can be checked on any host. */
+void kb_cpu_from_hwcaps(uint64_t hwcap, uint64_t hwcap2, kb_cpu_info *out);
 
 void kb_cpu_detect(kb_cpu_info *out);
 
@@ -171,7 +213,7 @@ size_t kb_dispatch_table_rules(const kb_dispatch_table *table);
 
 typedef struct kb_selector {
     uint32_t disabled_backends; /* bit (1 << kb_backend) disables one   */
-    int isa_cap;                /* kb_isa; KB_ISA_MAX for no cap         */
+    int isa_cap;                /* kb_isa; KB_ISA_NO_CAP for no cap      */
     const char *force;          /* realization name or NULL              */
     int threads;                /* 0 or 1: single-threaded               */
     int verify_payload;         /* 1: also verify a packed B's payload   *
@@ -183,8 +225,9 @@ typedef struct kb_selector {
 } kb_selector;
 
 /* Fills *sel with the defaults (everything enabled, no cap, no force).
- * The environment variable KBENCH_ISA_CAP (scalar, neon, fhm, sme, sme2)
- * lowers the default cap; it is read once per process, on first use. */
+ * The environment variable KBENCH_ISA_CAP (scalar, neon, fhm, sme, sme2,
+ * sve2, sve2p1) sets the default cap; it is read once per process, on first
+ * use. */
 void kb_selector_default(kb_selector *sel);
 
 /* Realizations the running CPU offers under sel (NULL = defaults).

@@ -281,7 +281,10 @@ typedef struct kb_plugin_realization {
     const char *kernel;        /* free text: what runs (shown beside verdicts)           */
     int op;                    /* KB_OP_GEMM or KB_OP_CONV2D                             */
     int form;                  /* KB_PLUGIN_WHOLE_CALL or KB_PLUGIN_MICRO_KERNEL         */
-    int isa;                   /* kb_isa the code needs (checked before any call)        */
+    int isa;                   /* kb_isa the code needs (checked before any call; the
+                                  classes are a tree: KB_ISA_SVE2/SVE2P1 is SVE code on a
+                                  CPU without SME, whose packed B records the SVE vector
+                                  length as SME code's records the streaming one)        */
     int accum;                 /* kb_accum: KB_ACCUM_FP32 or KB_ACCUM_FP16               */
     uint32_t k_per_rounding;   /* products summed exactly per accumulator rounding
                                   (0 or 1: one rounding per product)                     */

@@ -17,6 +17,9 @@
  * u32 overread[8], u64 scratch_cap and str expect_symbols (plugin ABI 3),
  * and an input buffer's reserved word carries in bits 16..31 the bytes past
  * its end its realization may read (the guard page starts that far out).
+ * The hello reply ends (after the micro-kernel steps) with u32 the SVE vector
+ * length in bits, read only where present. SET_SVE_VL (a new message, like
+ * SET_SVL with the SVE vector length) changes no existing encoding.
  * Plugins (no change to existing encodings): LOAD_PLUGIN loads a plugin
  * library into the worker, after which every selector the worker reads lets
  * plugin realizations take part; PACK mode 2 packs B with the plugin
@@ -44,7 +47,8 @@ enum {
     KB_MSG_SHUTDOWN = 6,
     KB_MSG_LOAD_TABLE = 7, /* a tuned dispatch table for selectors that ask for it */
     KB_MSG_LOAD_PLUGIN = 8, /* a plugin library (payload: its path); see kb_worker.c */
-    KB_MSG_CODE_MAP = 9     /* where the loaded code lies (the instruction counter) */
+    KB_MSG_CODE_MAP = 9,    /* where the loaded code lies (the instruction counter) */
+    KB_MSG_SET_SVE_VL = 10  /* the SVE vector length, as SET_SVL sets the streaming one */
 };
 
 typedef struct kb_reader {

@@ -31,6 +31,10 @@
 #define PR_SME_SET_VL 63
 #define PR_SME_GET_VL 64
 #endif
+#ifndef PR_SVE_SET_VL
+#define PR_SVE_SET_VL 50
+#define PR_SVE_GET_VL 51
+#endif
 #endif
 
 #define MID_FRAME_TIMEOUT_MS 30000
@@ -281,8 +285,8 @@ static void read_selector(kb_reader *r, kb_selector *sel, char *force) {
     kb_selector_default(sel);
     sel->disabled_backends = kb_rd_u32(r, "selector.disabled");
     int32_t cap = kb_rd_i32(r, "selector.isa_cap");
-    if (cap >= 0 && cap <= KB_ISA_MAX)
-        sel->isa_cap = cap < sel->isa_cap ? cap : sel->isa_cap;
+    if (cap >= 0 && cap <= KB_ISA_NO_CAP)
+        sel->isa_cap = kb_isa_meet(cap, sel->isa_cap); /* within both this cap and KBENCH_ISA_CAP */
     else if (cap != -1)
         sel->isa_cap = cap; /* out of range: the library rejects it, naming the field */
     sel->threads = kb_rd_i32(r, "selector.threads");
@@ -425,6 +429,7 @@ static int handle_hello(void) {
         kb_wr_u32(&w, rs[i].n_step);
         kb_wr_u32(&w, rs[i].kr);
     }
+    kb_wr_u32(&w, cpu.sve_vector_bits); /* trailing too: the SVE vector length */
     free(rs);
     int rc = send_frame(KB_MSG_HELLO | KB_WIRE_REPLY, &w);
     free(w.buf);
@@ -744,23 +749,29 @@ static int handle_pack(kb_reader *r) {
     return rc;
 }
 
-static int handle_set_svl(kb_reader *r) {
+/* SET_SVL (sve = 0) and SET_SVE_VL (sve = 1): u32 bits. Reply: i32 status,
+ * str message, u32 the vector length now (bits). The kernel rounds a length
+ * it does not offer down to one it does; the reply says which it chose. */
+static int handle_set_vl(kb_reader *r, int sve) {
     uint32_t bits = kb_rd_u32(r, "bits");
-    if (r->bad) return protocol_error("malformed SET_SVL request");
+    uint32_t type = sve ? KB_MSG_SET_SVE_VL : KB_MSG_SET_SVL;
+    if (r->bad) return protocol_error(sve ? "malformed SET_SVE_VL request" : "malformed SET_SVL request");
     kb_writer w = {0};
     int32_t st = KB_ERR_UNSUPPORTED;
     uint32_t now = 0;
-    const char *msg = "selector: this CPU has no SME streaming vector length";
+    const char *msg = sve ? "selector: this CPU has no SVE vector length"
+                          : "selector: this CPU has no SME streaming vector length";
 #if defined(__aarch64__) && defined(__linux__)
     kb_cpu_info cpu;
     kb_cpu_detect(&cpu);
-    if (cpu.features & KB_CPU_SME) {
-        int rv = prctl(PR_SME_SET_VL, (unsigned long)(bits / 8), 0, 0, 0);
+    if (cpu.features & (sve ? KB_CPU_SVE : KB_CPU_SME)) {
+        int rv = prctl(sve ? PR_SVE_SET_VL : PR_SME_SET_VL, (unsigned long)(bits / 8), 0, 0, 0);
         kb_cpu_detect(&cpu);
-        now = cpu.sme_vector_bits;
+        now = sve ? cpu.sve_vector_bits : cpu.sme_vector_bits;
         if (rv < 0) {
             st = KB_ERR_INVALID_ARGUMENT;
-            msg = "bits: the kernel refused this streaming vector length";
+            msg = sve ? "bits: the kernel refused this SVE vector length"
+                      : "bits: the kernel refused this streaming vector length";
         } else {
             st = KB_OK;
             msg = "";
@@ -772,7 +783,7 @@ static int handle_set_svl(kb_reader *r) {
     kb_wr_i32(&w, st);
     kb_wr_str(&w, msg);
     kb_wr_u32(&w, now);
-    int rc = send_frame(KB_MSG_SET_SVL | KB_WIRE_REPLY, &w);
+    int rc = send_frame(type | KB_WIRE_REPLY, &w);
     free(w.buf);
     return rc;
 }
@@ -922,7 +933,8 @@ static int handle_frame(uint32_t type, const unsigned char *payload, size_t len)
     case KB_MSG_GEMM: return handle_gemm(&r);
     case KB_MSG_CONV: return handle_conv(&r);
     case KB_MSG_PACK: return handle_pack(&r);
-    case KB_MSG_SET_SVL: return handle_set_svl(&r);
+    case KB_MSG_SET_SVL: return handle_set_vl(&r, 0);
+    case KB_MSG_SET_SVE_VL: return handle_set_vl(&r, 1);
     case KB_MSG_LOAD_TABLE: return handle_load_table(&r);
     case KB_MSG_CODE_MAP: return handle_code_map();
 #ifndef KB_WORKER_FUZZ /* the fuzzer never loads libraries it names */

@@ -31,13 +31,24 @@
  * has right packers and a kernel that reads the element after the RHS blocks
  * of its call (past the end of the packed RHS for the last band's columns),
  * folded in times zero:
- * kbench's guard page after the packed RHS must catch it. */
+ * kbench's guard page after the packed RHS must catch it.
+ *
+ * Built with -DEX_SVE2P1 (libexsve.so) the plugin is "exsve", the same code
+ * declared as SVE2.1 code (KB_ISA_SVE2P1): it loads only where the CPU has
+ * SVE2.1, a cap on SME's branch hides it, and the packed B kbench makes with
+ * its packer records the SVE vector length (suites/test_sve_plugins.py). */
 #include "kbench_plugin.h"
 
 #include "../common/exfp16.h"
 
 #include <stdint.h>
 #include <string.h>
+
+#ifdef EX_SVE2P1
+#define EX_ISA KB_ISA_SVE2P1
+#else
+#define EX_ISA KB_ISA_SCALAR
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 #define MR 4
@@ -335,11 +346,11 @@ static const kb_plugin_imatmul_ukernel indirect = {
 
 static const kb_plugin_realization realizations[] = {
     {.name = "gemm_4x8", .kernel = "exukref: scalar 4x8 micro-kernel, packed LHS x16p4x2, RHS x16p8x2b",
-     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = EX_ISA, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
      .thread_safe = 1, .matmul = &packed_lhs, .rhs_layout = "x16p8x2b", .lhs_layout = "x16p4x2"},
     {.name = "gemm_4x8_plain_lhs", .kernel = "exukref: the same kernel reading A in place",
-     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = EX_ISA, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
      .thread_safe = 1, .matmul = &plain_lhs, .rhs_layout = "x16p8x2b"},
 #ifdef EX_FAULTY_PACKERS
@@ -369,7 +380,7 @@ static const kb_plugin_realization realizations[] = {
      .matmul = &past_rhs},
 #endif
     {.name = "conv2d_igemm_4x8", .kernel = "exukref: indirect GEMM, chunks of c_in padded to pairs",
-     .op = KB_OP_CONV2D, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SCALAR, .accum = KB_ACCUM_FP32,
+     .op = KB_OP_CONV2D, .form = KB_PLUGIN_MICRO_KERNEL, .isa = EX_ISA, .accum = KB_ACCUM_FP32,
      .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .max_groups = 1, .thread_safe = 1, .imatmul = &indirect},
 };
 
@@ -380,6 +391,10 @@ static const kb_plugin table = {
     .name = "expackers",
     .version = "1.0.0",
     .description = "negative control: exukref plus two GEMMs whose RHS packers are wrong in their padding",
+#elif defined(EX_SVE2P1)
+    .name = "exsve",
+    .version = "1.0.0",
+    .description = "exukref declared as SVE2.1 code (KB_ISA_SVE2P1): the ISA class, its cap, the SVE vector length",
 #elif defined(EX_TAIL_BUG)
     .name = "extail",
     .version = "1.0.0",

@@ -75,8 +75,8 @@ kb_status kb_conv2d(const kb_conv_desc *d, const kb_f16 *input, const kb_f16 *fi
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "desc.clamp_min", "%g is greater than clamp_max %g", d->clamp_min, d->clamp_max);
     kb_selector def;
     if (!sel) { kb_selector_default(&def); sel = &def; }
-    if (sel->isa_cap < KB_ISA_SCALAR || sel->isa_cap > KB_ISA_MAX)
-        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.isa_cap", "%d is not an ISA level", sel->isa_cap);
+    if (sel->isa_cap < KB_ISA_SCALAR || sel->isa_cap > KB_ISA_NO_CAP)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.isa_cap", "%d is not an ISA class or KB_ISA_NO_CAP", sel->isa_cap);
     const kb_conv_impl *impl;
     if ((st = kb_select_conv(sel, d, &impl, err)) != KB_OK) return st;
     st = impl->run(impl, d, oh, ow, input, filter, bias, output, sel, err);

@@ -39,13 +39,10 @@ uint32_t kb_backend_vector_bits(int backend) {
 
 static int isa_from_env(void) {
     const char *v = getenv("KBENCH_ISA_CAP");
-    if (!v || !v[0]) return KB_ISA_MAX;
-    if (!strcmp(v, "scalar")) return KB_ISA_SCALAR;
-    if (!strcmp(v, "neon")) return KB_ISA_NEON_FP16;
-    if (!strcmp(v, "fhm")) return KB_ISA_NEON_FHM;
-    if (!strcmp(v, "sme")) return KB_ISA_SME;
-    if (!strcmp(v, "sme2")) return KB_ISA_SME2;
-    return KB_ISA_MAX; /* unknown values are reported by the Python side */
+    if (!v || !v[0]) return KB_ISA_NO_CAP;
+    for (int c = KB_ISA_SCALAR; c < KB_ISA_COUNT; c++)
+        if (!strcmp(v, kb_isa_name(c))) return c;
+    return KB_ISA_NO_CAP; /* unknown values are reported by the Python side */
 }
 
 /* KBENCH_ISA_CAP is read once per process, on first use: a production
@@ -71,7 +68,7 @@ static bool impl_allowed(int backend, int isa, const kb_selector *sel,
                          const kb_cpu_info *cpu) {
     if (backend == KB_BACKEND_PLUGIN && !sel->plugins) return false;
     if (sel->disabled_backends & (1u << backend)) return false;
-    if (isa > sel->isa_cap) return false;
+    if (!kb_isa_within(isa, sel->isa_cap)) return false;
     return kb_cpu_has_isa(cpu, isa);
 }
 
@@ -81,7 +78,7 @@ static int backend_min_isa(int backend) {
     case KB_BACKEND_SCALAR: return KB_ISA_SCALAR;
     case KB_BACKEND_NEON: return KB_ISA_NEON_FP16;
     case KB_BACKEND_SME: return KB_ISA_SME;
-    default: return KB_ISA_MAX + 1;
+    default: return -1; /* no class: never allowed */
     }
 }
 

@@ -89,8 +89,8 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
     if (batch == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "batch", "must be positive, got 0");
     kb_selector def;
     if (!sel) { kb_selector_default(&def); sel = &def; }
-    if (sel->isa_cap < KB_ISA_SCALAR || sel->isa_cap > KB_ISA_MAX)
-        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.isa_cap", "%d is not an ISA level", sel->isa_cap);
+    if (sel->isa_cap < KB_ISA_SCALAR || sel->isa_cap > KB_ISA_NO_CAP)
+        return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.isa_cap", "%d is not an ISA class or KB_ISA_NO_CAP", sel->isa_cap);
     if (sel->threads < 0)
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "selector.threads", "%d is negative", sel->threads);
     kb_cpu_info cpu;

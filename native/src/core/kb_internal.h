@@ -60,6 +60,11 @@ void kb_clear_error(kb_error *err);
 /* Does the CPU have what code at this kb_isa level needs? */
 bool kb_cpu_has_isa(const kb_cpu_info *cpu, int isa);
 
+/* The vector length code of class isa runs at on this CPU now: the
+ * streaming vector length for sme/sme2, the SVE vector length for
+ * sve2/sve2p1, 0 for the others. */
+uint32_t kb_isa_vector_bits(int isa);
+
 /* ---- checked size arithmetic ---------------------------------------------- */
 
 /* *out = a * b; false on overflow. */

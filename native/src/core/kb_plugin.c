@@ -214,6 +214,8 @@ static const char *isa_name(int isa) {
     case KB_ISA_NEON_FHM: return "fhm (FEAT_FP16 + FEAT_FHM)";
     case KB_ISA_SME: return "sme";
     case KB_ISA_SME2: return "sme2";
+    case KB_ISA_SVE2: return "sve2 (FEAT_SVE2, no SME)";
+    case KB_ISA_SVE2P1: return "sve2p1 (FEAT_SVE2p1, no SME)";
     default: return "an unknown ISA";
     }
 }
@@ -359,7 +361,7 @@ static bool decl_ok(const kb_plugin_realization *r, char *why, size_t whylen) {
     if (r->op != KB_OP_GEMM && r->op != KB_OP_CONV2D) BAD("op %d is not KB_OP_GEMM or KB_OP_CONV2D", r->op);
     if (r->form != KB_PLUGIN_WHOLE_CALL && r->form != KB_PLUGIN_MICRO_KERNEL)
         BAD("form %d is not KB_PLUGIN_WHOLE_CALL or KB_PLUGIN_MICRO_KERNEL", r->form);
-    if (r->isa < KB_ISA_SCALAR || r->isa > KB_ISA_MAX) BAD("isa %d is not a kb_isa level", r->isa);
+    if (r->isa < KB_ISA_SCALAR || r->isa >= KB_ISA_COUNT) BAD("isa %d is not a kb_isa class", r->isa);
     if (r->accum != KB_ACCUM_FP32 && r->accum != KB_ACCUM_FP16) BAD("accum %d is not KB_ACCUM_FP32 or KB_ACCUM_FP16", r->accum);
     if (r->bias != KB_PLUGIN_BIAS_LAST && r->bias != KB_PLUGIN_BIAS_FIRST)
         BAD("bias %d is not KB_PLUGIN_BIAS_LAST or KB_PLUGIN_BIAS_FIRST", r->bias);

@@ -38,12 +38,7 @@
 
 static size_t align64(size_t v) { return (v + 63u) & ~(size_t)63u; }
 
-static uint32_t current_vector_bits(int isa) {
-    if (isa < KB_ISA_SME) return 0;
-    kb_cpu_info cpu;
-    kb_cpu_detect(&cpu);
-    return cpu.sme_vector_bits;
-}
+static uint32_t current_vector_bits(int isa) { return kb_isa_vector_bits(isa); }
 
 void kb_plugin_describe(kb_realization *r) { r->vector_bits = current_vector_bits(r->isa); }
 

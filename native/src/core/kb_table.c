@@ -24,7 +24,8 @@ struct kb_dispatch_table {
     rule rules[];
 };
 
-static const char *FEATURES[] = {"fp16", "fhm", "sve", "sme", "sme2"};
+/* KB_CPU_* bit i is named FEATURES[i] (as kbench.native.api.CPU_FEATURES names it) */
+static const char *FEATURES[] = {"fp16", "fhm", "sve", "sme", "sme2", "sve2", "sve2p1"};
 
 static kb_status bad(kb_error *err, kb_json *root, const char *field, const char *msg) {
     kb_json_free(root);
@@ -136,7 +137,7 @@ kb_status kb_load_dispatch_table(const char *json, size_t len, kb_dispatch_table
     if (!feats || feats->type != KB_JSON_ARRAY) return bad(err, root, "table.fingerprint.cpu_features", "missing");
     uint32_t mask = 0;
     for (const kb_json *f = feats->child; f; f = f->next)
-        for (unsigned i = 0; i < 5; i++)
+        for (unsigned i = 0; i < sizeof FEATURES / sizeof FEATURES[0]; i++)
             if (f->type == KB_JSON_STRING && !strcmp(f->string, FEATURES[i])) mask |= 1u << i;
     if (mask != cpu.features) {
         kb_status st = kb_fail(err, KB_ERR_INVALID_ARGUMENT, "table.fingerprint.cpu_features",
