@@ -27,10 +27,11 @@ from kbench.judge.verdict import (
     combine,
     judge,
 )
-from kbench.native import api
+from kbench.native import api, isa
 from kbench.native.calls import ConvDesc
 from kbench.problems import inputs
 from kbench.problems.cases import Case, ConvCase, GemmCase
+from kbench.targets import whatran
 from kbench.targets.spec import Target
 
 # A fingerprinted job compares FINGERPRINT_WORK / K output elements, at most
@@ -221,6 +222,12 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
     elif j.mistrusted:
         status = MISTRUSTED
     v = _verdict(job, status, message, ran)
+    if outcome.code is not None:  # which code ran, and whether it is where the plugin declares
+        v.ran = outcome.code.text()
+        if (elsewhere := whatran.check(outcome.code, want.expect_symbols,
+                                       tuple(isa.classes_of(target.info().cpu_features)))):
+            v.status = FAIL
+            v.message = f"{elsewhere}; {v.message}" if v.message else elsewhere
     v.max_err_bound, v.max_ulp, v.rms_rel = j.max_ratio, j.max_ulp, j.rms_rel
     v.max_err_gemm_bound = gemm_class.max_ratio if gemm_class else j.max_ratio
     v.exact, v.total, v.inf_exact = j.exact, j.total, j.inf_exact

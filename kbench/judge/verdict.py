@@ -247,6 +247,10 @@ class Verdict:
     accum_match: float = float("nan")
     # the plugin whose realization this is, "<plugin> <version>" (never ours); "" for ours
     plugin: str = ""
+    # the code the call executed, where the target traces it (a plugin's call on an
+    # emulated target, kbench.targets.whatran): its functions that ran the most, e.g.
+    # "exrt_sme2_kernel 81%, exrt_pack_a 12%, ... of 12,340 instructions"; "" otherwise
+    ran: str = ""
     # exact dynamic instruction counts of one single-threaded call on an emulated
     # target (kbench.targets.counting; kbench.results.counts): how they were counted,
     # QEMU and its -cpu (model, SVL), per phase, the mix (JSON), the floor and efficiency

@@ -204,6 +204,9 @@ class Realization:
     # takes the bias), "at_call" (its packer takes none; a call with its packed B takes the
     # bias separately) or "none" (neither: a native-B case with a bias does not apply)
     native_bias: str = "inside"
+    # a plugin realization's declared expected symbols (ABI 3 expect_symbols): glob
+    # patterns, optionally "<isa class>:pattern" (kbench.targets.whatran)
+    expect_symbols: tuple[str, ...] = ()
 
     @classmethod
     def from_fields(cls, name: str, backend: str, kernel: str, op: int, isa: int, accum: int,
@@ -262,12 +265,13 @@ class Realization:
             "block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
             "plugin": self.plugin, "nan_clamp": self.nan_clamp,
             "m_step": self.m_step, "n_step": self.n_step, "kr": self.kr,
-            "native_bias": self.native_bias,
+            "native_bias": self.native_bias, "expect_symbols": list(self.expect_symbols),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Realization:
-        return cls(**{**d, "bforms": tuple(d["bforms"]), "peer": bool(d.get("peer", False))})
+        return cls(**{**d, "bforms": tuple(d["bforms"]), "peer": bool(d.get("peer", False)),
+                      "expect_symbols": tuple(d.get("expect_symbols", ()))})
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,9 @@ class CallResult:
     realization: Realization | None
     times_ns: list[float] = field(default_factory=list)  # per call, one per round
     reps_per_round: int = 0
+    # the code the call executed, by function (kbench.targets.whatran.Ran), where the
+    # engine traces it (a plugin's call on an emulated target); None otherwise
+    ran: Any = None
 
 
 @dataclass(frozen=True)

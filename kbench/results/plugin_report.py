@@ -22,6 +22,8 @@ FINDINGS = ("refused", "accepted, correct", "silently wrong", "crashed", "not ap
 PLUGIN_COLUMNS = ["target", "plugin", "version", "status", "realizations", "passed", "failed",
                   "errors", "faults", "mistrusted", "probes", "contradictions", "file"]
 PROBE_COLUMNS = ["target", "plugin", "realization", "probe", "finding", "detail"]
+RAN_COLUMNS = ["target", "realization", "traced", "elsewhere", "led by", "functions seen"]
+ELSEWHERE = "ran elsewhere than it declares"
 CONTRADICTION = "fingerprint contradicts the declared model"
 
 
@@ -42,6 +44,37 @@ def probe_table(results: pd.DataFrame) -> pd.DataFrame:
                      "finding": finding if finding in FINDINGS else r["status"],
                      "detail": detail})
     return pd.DataFrame(rows, columns=PROBE_COLUMNS)
+
+
+def _ran_functions(text: str) -> list[str]:
+    """The function names of a verdict's `ran` cell ("f 80%, g 12%, ... of N instructions")."""
+    head = text.rsplit(" of ", 1)[0]
+    return [part.rsplit(" ", 1)[0] for part in head.split(", ") if part and part != "..."]
+
+
+def ran_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per target and plugin realization, the code its traced calls ran (kbench.
+    targets.whatran): how many calls were traced, how many ran elsewhere than it
+    declares, the functions that led (ran the most) and by how many calls, and
+    every function any call named."""
+    if results.empty or "ran" not in results:
+        return pd.DataFrame(columns=RAN_COLUMNS)
+    traced = results[results["ran"].fillna("").astype(str) != ""]
+    rows = []
+    for (target, real), g in traced.groupby(["target", "realization"], sort=True):
+        lead: dict[str, int] = {}
+        seen: dict[str, None] = {}
+        for text in g["ran"].astype(str):
+            names = _ran_functions(text)
+            if names:
+                lead[names[0]] = lead.get(names[0], 0) + 1
+            seen.update(dict.fromkeys(names))
+        rows.append({"target": target, "realization": real, "traced": len(g),
+                     "elsewhere": int(g["message"].astype(str).str.startswith(ELSEWHERE).sum()),
+                     "led by": ", ".join(f"{n} ({k})" for n, k in
+                                         sorted(lead.items(), key=lambda x: (-x[1], x[0]))),
+                     "functions seen": ", ".join(seen)})
+    return pd.DataFrame(rows, columns=RAN_COLUMNS)
 
 
 def _findings(probes: pd.DataFrame) -> str:
@@ -87,5 +120,5 @@ def plugin_table(run: Run) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PLUGIN_COLUMNS)
 
 
-__all__ = ["PLUGIN_COLUMNS", "PROBE_COLUMNS", "is_plugin_backend", "plugin_table",
-           "probe_table"]
+__all__ = ["PLUGIN_COLUMNS", "PROBE_COLUMNS", "RAN_COLUMNS", "is_plugin_backend", "plugin_table",
+           "probe_table", "ran_table"]

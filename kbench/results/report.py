@@ -491,6 +491,7 @@ class ReportTables:
     fingerprint_summary: pd.DataFrame
     plugins: pd.DataFrame = field(default_factory=pd.DataFrame)
     plugin_probes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    plugin_ran: pd.DataFrame = field(default_factory=pd.DataFrame)
     determinism: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=DETERMINISM_COLUMNS))
     fastest: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
@@ -642,6 +643,7 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         fingerprint_summary=fingerprint_summary(prints),
         plugins=plugin_report.plugin_table(run),
         plugin_probes=plugin_report.probe_table(run.results),
+        plugin_ran=plugin_report.ran_table(run.results),
         determinism=determinism_table(run.results),
         coverage=coverage_table(run),
         coverage_listing=coverage_listing(run),
@@ -1133,6 +1135,8 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "coverage_full": int((t.coverage["percent"] >= 100).sum()),
         "plugin_probes": html_table(t.plugin_probes, limit=500),
         "n_plugin_probes": len(t.plugin_probes),
+        "plugin_ran": html_table(t.plugin_ran, limit=500),
+        "n_plugin_ran": len(t.plugin_ran),
         "mutation_areas": html_table(t.mutation_areas),
         "mutation_mutants": html_table(t.mutation_mutants, limit=500),
         "n_mutants": len(t.mutation_mutants),

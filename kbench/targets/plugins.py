@@ -79,7 +79,10 @@ class PluginLoads:
         if p is None:
             return r
         d = next((x for x in p.realizations if x.name == r.name), None)
-        return replace(r, plugin=p.label, native_bias=d.native_bias if d else r.native_bias)
+        if d is None:
+            return replace(r, plugin=p.label)
+        return replace(r, plugin=p.label, native_bias=d.native_bias,
+                       expect_symbols=d.expect_symbols)
 
     def to_extra(self) -> dict[str, Any]:
         """TargetInfo.extra entries: plugins (loaded) and plugin_errors."""

@@ -117,6 +117,9 @@ class Window:
     function: str
     counts: dict[str, int] = field(default_factory=dict)  # phase path -> instructions
     mix: dict[str, list[int]] = field(default_factory=dict)  # phase path -> per class
+    # first address of each executed block -> its instructions executed in the window
+    # (kept when the counter is asked to: which code ran, kbench.targets.whatran)
+    blocks: dict[int, int] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -173,10 +176,10 @@ class TraceCounter:
     """Feeds on QEMU log lines (bytes, from a reader thread) and collects
     closed windows in order. Thread-safe for one feeder and any waiters."""
 
-    def __init__(self, pmap: PhaseMap, mode: str = "tb") -> None:
+    def __init__(self, pmap: PhaseMap, mode: str = "tb", keep_blocks: bool = False) -> None:
         if mode not in ("tb", "insn"):
             raise ValueError(f"mode must be 'tb' or 'insn', got {mode!r}")
-        self.pmap, self.mode = pmap, mode
+        self.pmap, self.mode, self.keep_blocks = pmap, mode, keep_blocks
         self.blocks: dict[bytes, _Block] = {}
         self.windows: list[Window] = []
         self.error = ""
@@ -325,6 +328,8 @@ class TraceCounter:
             mix = [0] * NCLASS
             for block, times in per_block.items():
                 total += times * block.size
+                if self.keep_blocks:
+                    window.blocks[block.pc] = window.blocks.get(block.pc, 0) + times * block.size
                 for c, k in enumerate(block.hist):
                     if k:
                         mix[c] += times * k

@@ -41,6 +41,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,7 @@ from kbench.native.calls import CallResult, ConvDesc, Engine, TargetInfo, Timing
 from kbench.native.isa import SME_CLASSES
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.problems.inputs import ConvInputs, GemmInputs
+from kbench.targets import whatran
 from kbench.targets.crossbuild import SYSROOT_AARCH64
 from kbench.targets.inprocess import InProcessEngine
 from kbench.targets.isolated import IsolatedHostEngine
@@ -78,6 +80,7 @@ class Outcome:
     ran: api.Realization | None
     error: KbenchError | None = None
     guard_detail: str = ""  # non-empty: something outside the output changed
+    code: Any = None  # the code the call executed (kbench.targets.whatran.Ran), where traced
 
 
 class GuardedBuffer:
@@ -313,7 +316,7 @@ class Target:
         damage = "; ".join([f"problem {i}: {d}" for i, b in enumerate(bufs) if (d := b.damage())]
                            + ([d] if (d := guards.damage()) else []))
         self._discard_if(damage)
-        return Outcome([b.view.copy() for b in bufs], res.realization, None, damage)
+        return Outcome([b.view.copy() for b in bufs], res.realization, None, damage, res.ran)
 
     def _discard_if(self, damage: str) -> None:
         """A call that wrote outside its buffers: the process that ran it is
@@ -346,7 +349,7 @@ class Target:
             return Outcome([], None, exc, damage)
         damage = "; ".join(d for d in (buf.damage(), guards.damage()) if d)
         self._discard_if(damage)
-        return Outcome([out.copy()], res.realization, None, damage)
+        return Outcome([out.copy()], res.realization, None, damage, res.ran)
 
     def close(self) -> None:
         self.engine.close()
@@ -524,8 +527,11 @@ def parse_target(spec: str, plugins: Sequence[str] = (), *, plugin_in_process: b
         return Target("host", InProcessEngine(plugins=plugins))
     if spec == "qemu" or spec.startswith("qemu:"):
         q = parse_qemu(spec)
-        return Target(q.name, WorkerEngine(qemu_worker_spec(q, plugins, call_timeout,
-                                                            coverage_dir)))
+        wspec = qemu_worker_spec(q, plugins, call_timeout, coverage_dir)
+        if plugins and coverage_dir is None and whatran.enabled():
+            # a plugin's calls say which code ran (kbench.targets.whatran)
+            return Target(q.name, whatran.TracedWorkerEngine(wspec))
+        return Target(q.name, WorkerEngine(wspec))
     if spec == "qemu-python" or spec.startswith("qemu-python:"):
         q = parse_qemu(spec)
         return Target(q.name, PyWorkerEngine(qemu_python_spec(q, plugins, call_timeout)))

@@ -157,10 +157,9 @@ extern "C" {
 /* expect_symbols: NULL, or an array of glob patterns (fnmatch, e.g.
  * "kai_matmul_*sme2*") ended by NULL, at most KB_PLUGIN_EXPECT_MAX of them:
  * the functions a call of this realization must do its work in. On emulated
- * targets kbench sees the code every call executed, by symbol; a call whose
- * most-executed function of the plugin's code matches none of the patterns
- * (a fallback to another path, a reference loop) is a failure naming what
- * ran. A pattern may start with an ISA class and a colon ("sme2:exrt_sme2_*",
+ * targets kbench sees the code every call executed, by symbol; a call in
+ * which no function of the plugin's code matching the patterns ran (a
+ * fallback to another path, a reference loop) is a failure naming what ran. A pattern may start with an ISA class and a colon ("sme2:exrt_sme2_*",
  * "sve2p1:...", "neon:..."; the names of kbench's ISA classes): a runtime
  * that picks its path at run time lists its paths in its own order of
  * preference, and on a CPU the patterns of the first class listed that the

@@ -48,7 +48,8 @@ enum {
     KB_MSG_LOAD_TABLE = 7, /* a tuned dispatch table for selectors that ask for it */
     KB_MSG_LOAD_PLUGIN = 8, /* a plugin library (payload: its path); see kb_worker.c */
     KB_MSG_CODE_MAP = 9,    /* where the loaded code lies (the instruction counter) */
-    KB_MSG_SET_SVE_VL = 10  /* the SVE vector length, as SET_SVL sets the streaming one */
+    KB_MSG_SET_SVE_VL = 10, /* the SVE vector length, as SET_SVL sets the streaming one */
+    KB_MSG_FENCE = 11       /* calls kb_worker_fence and replies: a mark in an execution log */
 };
 
 typedef struct kb_reader {

@@ -395,6 +395,24 @@ static kb_status with_state_check(kb_status st, kb_error *err) {
 
 /* ---- handlers ----------------------------------------------------------- */
 
+/* FENCE: the worker calls this function and replies u32 KB_WIRE_PROTOCOL. A
+ * client that reads the worker's execution log under QEMU (kbench.targets.
+ * whatran) sends it after a request: the log of everything the request ran
+ * lies before this function's entry. Not inlined, and called only here. */
+__attribute__((noinline)) uint32_t kb_worker_fence(void);
+__attribute__((noinline)) uint32_t kb_worker_fence(void) {
+    __asm__ volatile("" ::: "memory");
+    return KB_WIRE_PROTOCOL;
+}
+
+static int handle_fence(void) {
+    kb_writer w = {0};
+    kb_wr_u32(&w, kb_worker_fence());
+    int rc = send_frame(KB_MSG_FENCE | KB_WIRE_REPLY, &w);
+    free(w.buf);
+    return rc;
+}
+
 static int handle_hello(void) {
     kb_writer w = {0};
     kb_cpu_info cpu;
@@ -937,6 +955,7 @@ static int handle_frame(uint32_t type, const unsigned char *payload, size_t len)
     case KB_MSG_SET_SVE_VL: return handle_set_vl(&r, 1);
     case KB_MSG_LOAD_TABLE: return handle_load_table(&r);
     case KB_MSG_CODE_MAP: return handle_code_map();
+    case KB_MSG_FENCE: return handle_fence();
 #ifndef KB_WORKER_FUZZ /* the fuzzer never loads libraries it names */
     case KB_MSG_LOAD_PLUGIN: return handle_load_plugin(&r);
 #endif

@@ -14,6 +14,11 @@
  *                      Broken: it reads 33 bytes past B
  *   gemm_pack_overread its packer reads up to 16 bytes past the end of B
  *                      (overread = 16). Broken: 17
+ *   gemm_dispatch      declares the functions its calls must run in
+ *                      (expect_symbols "exdecl_fast_*"); its entry picks a path
+ *                      as a runtime's dispatcher does. Broken: it silently
+ *                      falls back to its reference loop (exdecl_reference_gemm),
+ *                      which computes the same result
  *   gemm_nobias_svl    (aarch64 with SME) a packer without bias whose packed B
  *                      is laid out in blocks of the streaming vector length and
  *                      records it in a header; a call at another length is
@@ -44,7 +49,7 @@ static void touch_past(const void *base, size_t bytes, size_t past) {
     if (base && past) sink = ((const volatile uint8_t *)base)[bytes + past - 1];
 }
 
-static float dot(const kb_plugin_gemm_args *a, const uint16_t *b, size_t ldb, size_t i, size_t j) {
+__attribute__((noinline)) static float dot(const kb_plugin_gemm_args *a, const uint16_t *b, size_t ldb, size_t i, size_t j) {
     float acc = 0.0f;
     for (size_t kk = 0; kk < a->k; kk++) acc += ex_h2f(a->a[i * a->lda + kk]) * ex_h2f(b[kk * ldb + j]);
     return acc;
@@ -154,6 +159,44 @@ static kb_status gemm_pack_overread(void *ctx, const kb_plugin_gemm_args *a) {
     return KB_OK;
 }
 
+/* ---- gemm_dispatch: a path picked at run time ---------------------------------------------- */
+
+/* the two paths compute the same: a blocked loop and the reference loop (noinline, so each
+ * is a function of its own whose instructions can be attributed to it) */
+__attribute__((noinline)) void exdecl_fast_gemm(const kb_plugin_gemm_args *a);
+__attribute__((noinline)) void exdecl_reference_gemm(const kb_plugin_gemm_args *a);
+
+void exdecl_fast_gemm(const kb_plugin_gemm_args *a) {
+    for (size_t i = 0; i < a->m; i++)
+        for (size_t j0 = 0; j0 < a->n; j0 += 4)
+            for (size_t j = j0; j < j0 + 4 && j < a->n; j++) {
+                float acc = dot(a, a->b, a->ldb, i, j);
+                if (a->bias) acc += ex_h2f(a->bias[j]);
+                a->c[i * a->ldc + j] = ex_store(acc, a->clamp_min, a->clamp_max);
+            }
+}
+
+void exdecl_reference_gemm(const kb_plugin_gemm_args *a) {
+    for (size_t i = 0; i < a->m; i++)
+        for (size_t j = 0; j < a->n; j++) {
+            float acc = dot(a, a->b, a->ldb, i, j);
+            if (a->bias) acc += ex_h2f(a->bias[j]);
+            a->c[i * a->ldc + j] = ex_store(acc, a->clamp_min, a->clamp_max);
+        }
+}
+
+static kb_status gemm_dispatch(void *ctx, const kb_plugin_gemm_args *a) {
+    (void)ctx;
+#ifdef EXDECL_BAD
+    exdecl_reference_gemm(a); /* the fallback nobody sees in the results */
+#else
+    exdecl_fast_gemm(a);
+#endif
+    return KB_OK;
+}
+
+static const char *const fast_paths[] = {"exdecl_fast_*", NULL};
+
 /* ---- gemm_nobias_svl (aarch64 only) ------------------------------------------------------- */
 
 #if defined(__aarch64__)
@@ -233,6 +276,8 @@ static const kb_plugin_realization realizations[] = {
      .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE, .gemm = gemm_pack_overread,
      .packed_b_size = overread_size, .pack_b = pack_overread,
      .overread = {[KB_PLUGIN_OPERAND_B] = 16}},
+    {BASE("gemm_dispatch", "a path picked at run time, declared"), .bforms = KB_BFORM_PLAIN,
+     .gemm = gemm_dispatch, .expect_symbols = fast_paths},
 #if defined(__aarch64__)
     {.name = "gemm_nobias_svl", .kernel = "exdecl: packed B in SVL-wide blocks, no bias", .op = KB_OP_GEMM,
      .form = KB_PLUGIN_WHOLE_CALL, .isa = KB_ISA_SME, .accum = KB_ACCUM_FP32, .k_per_rounding = 1,
