@@ -10,6 +10,7 @@ plugin, libexdecl_bad.so the same code with each declaration broken."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -206,3 +207,72 @@ def test_a_packer_without_bias_across_streaming_vector_lengths():
         assert t.engine.set_svl(512) == 512  # switched back
     finally:
         t.close()
+
+
+DECL_CATALOG = """\
+[catalog]
+name = "declwork"
+description = "declarations, end to end"
+
+[[gemm]]
+name = "plain_k33"
+m = 7
+n = 19
+k = 33
+bias = true
+
+[[gemm]]
+name = "native_k23"
+m = 9
+n = 38
+k = 23
+b_form = "native"
+bias = false
+"""
+
+
+@needs_qemu
+def test_a_run_fails_each_broken_declaration_by_name_and_passes_the_clean_plugin(tmp_path):
+    """`kbench run` end to end on an SME target: the clean plugin exits 0; the
+    broken one exits 1 with each finding named in failures.csv, and the
+    reproduce line of the vector-length finding, run again, fails again."""
+    import csv
+    import shlex
+    import subprocess
+    import sys
+
+    cat = tmp_path / "declwork.toml"
+    cat.write_text(DECL_CATALOG)
+
+    def run(name: str, out: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kbench.cli", "run", "--suite", "all", "--shapes", str(cat),
+             "--backend", "plugin", "--plugin", pattern(name), "--target", "qemu:svl=512",
+             "--no-history", "--no-report", "--out", str(tmp_path / out)],
+            capture_output=True, text=True, timeout=900, cwd=tmp_path)
+
+    clean = run("exdecl", "clean")
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    broken = run("exdecl_bad", "broken")
+    assert broken.returncode == 1, broken.stdout[-3000:]
+    with open(tmp_path / "broken" / "failures.csv") as f:
+        failures = list(csv.DictReader(f))
+
+    def found(realization: str, text: str) -> dict[str, str]:
+        hits = [r for r in failures if r["realization"] == f"exdecl_bad.{realization}"
+                and text in r["message"]]
+        assert hits, (realization, text, [r["message"][:200] for r in failures])
+        return hits[0]
+
+    found("gemm_overread", "33 byte(s) past its end read, 32 declared readable")
+    assert "in its gemm at gemm_overread+" in found("gemm_overread", "B[0]")["message"]
+    found("gemm_pack_overread", "17 byte(s) past its end read, 16 declared readable")
+    found("gemm_pack_overread", "in its pack_b at pack_overread+")
+    found("gemm_dispatch", "ran elsewhere than it declares: none of exdecl_fast_* ran")
+    vl = found("gemm_nobias_svl", "accepts a B packed at SVL 256 while running at SVL 512")
+    assert vl["suite"] == "plugin-contracts" and vl["status"] == "fail"
+    cmd = shlex.split(vl["reproduce"])
+    again = subprocess.run([sys.executable, "-m", "kbench.cli", *cmd[1:]], capture_output=True,
+                           text=True, timeout=900, cwd=tmp_path,
+                           env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")})
+    assert again.returncode == 1, (vl["reproduce"], again.stdout[-2000:])
