@@ -16,8 +16,8 @@
         paths' functions did
     python ci/check_plugins.py overread RUN_FOLDER TARGET
         its planted defect libexrt_overread33.so was caught on TARGET: failed
-        correctness verdicts, each an input-guard-page finding of a read 32 bytes
-        beyond the end of B (the 33rd byte; 32 are declared) in its gemm
+        correctness verdicts, each an input-guard-page finding of a read 33 bytes
+        past the end of B (32 are declared) in its gemm, by exrt_neon_gemm
 
 Prints a one-line summary per target; exits 1 with the problems otherwise."""
 
@@ -109,9 +109,9 @@ PATH_UNITS = {"sme2": {"exrt_sme2_gemm", "kb_sme2_mopa_core"}, "sve2p1": {"exrt_
 PATH_PREFIXES = {"sme2": ("exrt_sme2_", "kb_matmul", "kb_lhs_", "kb_rhs_", "kb_sme"),
                  "sve2p1": ("exrt_sve2p1_",), "neon": ("exrt_neon_",)}
 OVERREAD = re.compile(
-    r"input guard page: read past the end of B\[0\]: byte \d+ of a \d+-byte buffer \(32 "
-    r"byte\(s\) beyond its end; 32 declared, the guard page starts 32 past its end\) in its "
-    r"gemm at \S*libexrt_overread33\.so\+0x")
+    r"input guard page: read past the end of B\[0\]: byte \d+ of a \d+-byte buffer \(33 "
+    r"byte\(s\) past its end read, 32 declared readable; the guard page starts 32 past its "
+    r"end\) in its gemm at exrt_neon_gemm\+0x[0-9a-f]+ in libexrt_overread33\.so")
 
 
 def paths(run: Path, pairs: list[str]) -> list[str]:
@@ -146,7 +146,7 @@ def overread(run: Path, target: str) -> list[str]:
     problems += [f"{target}: {r.case} {r.kind}: {r.status} but not the overread finding: "
                  f"{r.message}" for r in failed.itertuples() if not OVERREAD.search(r.message)]
     print(f"{target}: {RUNTIME}_overread33: {len(failed)} of {len(mine)} verdicts failed, "
-          f"{len(found)} of them the guard-page finding of byte 32 past B in its gemm")
+          f"{len(found)} of them the guard-page finding of 33 bytes read past B in its gemm")
     return problems
 
 

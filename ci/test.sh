@@ -12,7 +12,8 @@
 # its case classes with KleidiAI on and off, with accumulation fingerprints);
 # the example plugins (examples/plugins) on the host, qemu:svl=128 and
 # qemu:svl=512 (the faulty one must be caught) and on qemu-python; the runtime-like
-# example on qemu:svl=512 and a CPU without SME or SVE (its overread defect must be caught).
+# example on qemu:svl=512, qemu:sme=off:vl=256 and a CPU without SME or SVE (its overread
+# defect must be caught).
 # The host suites include the remote targets (real ssh on loopback into an
 # emulated aarch64 box, a stand-in adb) and the history on a throwaway
 # PostgreSQL server; the emulated targets run through `kbench run --jobs`.
@@ -218,15 +219,18 @@ kbench report "$plg/faulty" --out "$plg/faulty-report" | tail -n 1
 kbench run --suite correctness --shapes smoke --backend plugin --plugin "$P/libexwhole.so" \
   --target qemu-python:svl=512 --no-history --out "$plg/python" | tail -n 3
 "$PY" ci/check_plugins.py good "$plg/python" qemu-python:svl=512
-# the runtime-like example (docs/runtime.md): every suite on its SME2 path (SVL 512) and its
-# NEON path (a CPU without SME or SVE), with coverage to show which path's code ran; its
+# the runtime-like example (docs/runtime.md): every suite on its SME2 path (SVL 512), its
+# SVE2.1 path (the SVE2.1-only target at 256 bits) and its NEON path (a CPU without SME or
+# SVE), with coverage to show which path's code ran; its
 # planted 33-byte overread (32 declared) must be a guard-page finding naming B and its gemm
 # (exact inputs only: theirs end against the guard page)
-rt_targets=(--target qemu:svl=512 --target qemu:cpu=neoverse-n1)
+rt_targets=(--target qemu:svl=512 --target qemu:sme=off:vl=256 --target qemu:cpu=neoverse-n1)
 kbench run --suite all --shapes smoke --backend plugin --plugin "$P/libexrt.so" "${rt_targets[@]}" \
   --coverage --no-history --out "$plg/runtime" | tail -n 3
-"$PY" ci/check_plugins.py good "$plg/runtime" qemu:svl=512 qemu:cpu=neoverse-n1
-"$PY" ci/check_plugins.py paths "$plg/runtime" qemu:svl=512=sme2 qemu:cpu=neoverse-n1=neon
+"$PY" ci/check_plugins.py good "$plg/runtime" qemu:svl=512 qemu:sme=off:vl=256 \
+  qemu:cpu=neoverse-n1
+"$PY" ci/check_plugins.py paths "$plg/runtime" qemu:svl=512=sme2 qemu:sme=off:vl=256=sve2p1 \
+  qemu:cpu=neoverse-n1=neon
 if kbench run --suite correctness --shapes smoke --kinds exact --backend plugin \
     --plugin "$P/libexrt_overread33.so" --target qemu:cpu=neoverse-n1 --no-history \
     --out "$plg/overread" > "$plg/overread.log" 2>&1; then

@@ -10,9 +10,10 @@ coverage of the plugin's functions on the emulated targets (the functions
 of the other paths never execute), and the refusals of a B packed at another
 vector length, which name the path's vector length ("SVL" or "SVE VL").
 
-The SVE2.1 path runs in the probe under `qemu-aarch64 -cpu max,sme=off` at
-SVE vector lengths of 128, 256 and 512 bits (kbench has no SVE2.1-only target
-yet). Skipped without QEMU unless KBENCH_REQUIRE_QEMU is set (as in CI)."""
+The SVE2.1 path runs on kbench's SVE2.1-only target (qemu:sme=off:vl=BITS)
+and in the probe under `qemu-aarch64 -cpu max,sme=off` at SVE vector lengths
+of 128, 256 and 512 bits. Skipped without QEMU unless KBENCH_REQUIRE_QEMU is
+set (as in CI)."""
 
 from __future__ import annotations
 
@@ -153,14 +154,15 @@ def _rows(path: Path) -> list[dict[str, str]]:
 @needs_qemu
 def test_the_clean_example_passes_every_suite_and_runs_the_path_of_each_target(tmp_path):
     """`kbench run --suite all --shapes smoke` on an SME2 target at SVL 128 and
-    512 and on a CPU without SME and SVE (and on this machine's worker): exit 0,
-    no verdict failed; the coverage of its functions shows the path each
-    target ran and that the other paths' code never executed. The plugin is
+    512, on the SVE2.1-only target and on a CPU without SME and SVE (and on this
+    machine's worker): exit 0, no verdict failed, a B packed at another vector
+    length refused; the coverage of its functions shows the path each target
+    ran and that the other paths' code never executed. The plugin is
     given by a relative path, as a user types it (its coverage was 0 that way
     before: the worker's path of the file was not matched)."""
     build("aarch64")
     out = tmp_path / "run"
-    targets = ["qemu:svl=128", "qemu:svl=512", "qemu:cpu=neoverse-n1"]
+    targets = ["qemu:svl=128", "qemu:svl=512", "qemu:sme=off:vl=256", "qemu:cpu=neoverse-n1"]
     relative = os.path.relpath(f"{ARCH_PATTERN}/libexrt.so")
     res = kbench("run", "--suite", "all", "--shapes", "smoke", "--backend", "plugin",
                  "--plugin", relative, "--target", "host",
@@ -175,14 +177,22 @@ def test_the_clean_example_passes_every_suite_and_runs_the_path_of_each_target(t
         assert all(r["plugin"] == "exrt 1.0.0" for r in mine)
         probes_found = {r["case"]: r["message"] for r in mine if r["suite"] == probes.SUITE}
         assert probes_found["probe_bias_flag"].startswith("refused:"), probes_found
-        if target.startswith("qemu:svl="):
-            svl = int(target.split("=")[1])
-            assert (f"B.vl: packed at SVL {2 * svl} bits, this call runs at SVL {svl} bits"
-                    in probes_found["probe_other_svl"])
+        if "=" in target and target != "qemu:cpu=neoverse-n1":
+            bits = int(target.rsplit("=", 1)[1])
+            kind, label = ("svl", "SVL") if "svl" in target else ("sve", "SVE VL")
+            found = probes_found[f"probe_{kind}_pack_hi"]
+            assert found.startswith("refused:"), found
+            got = re.search(rf"B.vl: packed at {label} (\d+) bits, this call runs at {label} "
+                            rf"{bits} bits", found)
+            assert got and int(got[1]) > bits, found
     ran: dict[str, set[str]] = {}
     for r in _rows(out / "coverage.csv"):
         if r["owner"].endswith("libexrt.so") and int(r["covered"]) > 0:
             ran.setdefault(r["target"], set()).add(r["unit"])
+    units = ran["qemu:cpu=max:sme=off:vl=256"]
+    assert "exrt_sve2p1_gemm" in units
+    other = {u for u in units if u.startswith(("exrt_neon_", "exrt_sme2_")) or "sme" in u}
+    assert not other, other
     for svl in (128, 512):
         units = ran[f"qemu:cpu=max:svl={svl}"]
         assert {"exrt_sme2_gemm", "kb_sme2_mopa_core", "kb_lhs_pack_x16p2vlx2_x16_sme_run"} <= units
@@ -203,8 +213,8 @@ def test_an_overread_one_byte_past_the_declared_32_is_a_finding_naming_b_and_its
     """The NEON path reads up to 30 bytes past plain B and the bias on purpose,
     declared as 32: the clean build passes with its inputs against guard pages
     placed at the allowance. The defect reads the 16 bytes that end 33 bytes
-    past B, so its read reaches the guard page: byte 32 past the end (the 33rd),
-    named with the operand, the call it happened in and where in the library."""
+    past B, so its read reaches the guard page: named with the operand, the
+    distance, the call it happened in and the function that read."""
     build("aarch64")
     spec = "qemu:cpu=neoverse-n1"
     t = parse_target(spec, [f"{ARCH_PATTERN}/libexrt.so", f"{ARCH_PATTERN}/libexrt_overread33.so"])
@@ -220,9 +230,9 @@ def test_an_overread_one_byte_past_the_declared_32_is_a_finding_naming_b_and_its
         assert bad.status == FAIL
         size = case.k * case.n * 2
         assert (f"input guard page: read past the end of B[0]: byte {size + 32} of a {size}-byte "
-                "buffer (32 byte(s) beyond its end; 32 declared, the guard page starts 32 past its "
-                "end) in its gemm at ") in bad.message, bad.message
-        assert "libexrt_overread33.so+0x" in bad.message
+                "buffer (33 byte(s) past its end read, 32 declared readable; the guard page starts "
+                "32 past its end) in its gemm at exrt_neon_gemm+0x") in bad.message, bad.message
+        assert " in libexrt_overread33.so (during GEMM)" in bad.message
         # the worker started afresh: the clean one passes again
         assert run_job(t, Job(case, "normal", reals["exrt.gemm"], spec)).status == PASS
     finally:
@@ -230,30 +240,40 @@ def test_an_overread_one_byte_past_the_declared_32_is_a_finding_naming_b_and_its
 
 
 @needs_qemu
-def test_the_contract_probe_finds_a_stale_vl_b_silently_wrong_and_the_clean_one_refused():
-    """kbench's probe of a B packed at another SVL (prctl around the packing) on
-    the SME2 path: the clean build refuses it naming both SVLs; the stale-VL
-    build accepts it and is wrong."""
+@pytest.mark.parametrize(("spec", "kind", "label"), [("qemu:svl=512", "svl", "SVL"),
+                                                     ("qemu:sme=off:vl=256", "sve", "SVE VL")],
+                         ids=["sme2", "sve2p1"])
+def test_a_b_packed_at_another_vector_length_is_refused_and_the_stale_vl_one_fails(spec, kind,
+                                                                                  label):
+    """kbench's probe of a B packed at a higher vector length (prctl around the
+    packing): the clean build refuses it naming both lengths; the stale-VL
+    build accepts it and is wrong, a failure naming both lengths."""
     build("aarch64")
-    spec = "qemu:svl=512"
     t = parse_target(spec, [f"{ARCH_PATTERN}/libexrt.so", f"{ARCH_PATTERN}/libexrt_stalevl.so"])
+    bits = int(spec.rsplit("=", 1)[1])
+    lengths = {"svl": bits} if kind == "svl" else {"sve_vl": bits}
     try:
         reals = {r.name: r for r in t.info().realizations}
-        ok = probes.run_probe(t.engine, reals["exrt.gemm"], "other_svl", spec, 512)
-        assert ok.finding == probes.REFUSED
-        assert "B.vl: packed at SVL 1024 bits, this call runs at SVL 512 bits" in ok.detail
-        stale = probes.run_probe(t.engine, reals["exrt_stalevl.gemm"], "other_svl", spec, 512)
+        ok = probes.run_probe(t.engine, reals["exrt.gemm"], f"{kind}_pack_hi", spec, **lengths)
+        assert ok.finding == probes.REFUSED, ok.detail
+        got = re.search(rf"B.vl: packed at {label} (\d+) bits, this call runs at {label} {bits} "
+                        "bits", ok.detail)
+        assert got and int(got[1]) > bits, ok.detail
+        stale = probes.run_probe(t.engine, reals["exrt_stalevl.gemm"], f"{kind}_pack_hi", spec,
+                                 **lengths)
         assert stale.finding == probes.SILENTLY_WRONG
-        assert re.match(r"\d+ of 200 elements wrong", stale.detail), stale.detail
+        assert stale.verdict().status == FAIL
+        assert re.match(rf"accepts a B packed at {label} {got[1]} while running at {label} "
+                        rf"{bits}: \d+ of 200 outputs wrong", stale.detail), stale.detail
     finally:
         t.close()
 
 
 def test_a_packer_without_bias_is_checked_and_probed_without_one():
     """exrt's pack_b refuses a bias (KB_PLUGIN_PACK_NO_BIAS). kbench's packer
-    check and its contract probes pack its B without one: every probe reaches
-    the misuse it is about (refused here), none is 'not applicable' because the
-    packer refused a valid B, and its valid calls are judged without a bias."""
+    check and its contract probes pack its B without one: every misuse probe
+    reaches the misuse it is about (refused here), and its packed B is written
+    whole whatever the destination held."""
     t = parse_target("host", [f"{ARCH_PATTERN}/libexrt.so"])
     try:
         r = next(r for r in t.info().realizations if r.name == "exrt.gemm")
@@ -261,8 +281,7 @@ def test_a_packer_without_bias_is_checked_and_probed_without_one():
         assert not d.packs_bias and r.native_bias == "none"
         checks = packers.checks_for(t, d, True, 0)
         assert [(c.packer, c.check, c.ok) for c in checks] == [("rhs", "determinism", True)]
-        found = {p: probes.run_probe(t.engine, r, p, "host") for p in probes.PROBE_NAMES}
-        assert found["other_svl"].finding == probes.NOT_APPLICABLE  # host: no vector length
+        found = {p: probes.run_probe(t.engine, r, p, "host") for p in probes.MISUSE_NAMES}
         for name in ("other_n", "other_k", "bias_flag", "truncated"):
             assert found[name].finding == probes.REFUSED, (name, found[name].detail)
         assert "B.n: packed for N = 48, the call has N = 40" in found["other_n"].detail
