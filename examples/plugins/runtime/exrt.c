@@ -91,17 +91,6 @@ static const exrt_path_ops *exrt_dispatch(void) {
  * paths. Its packed B is the NEON path's layout. */
 static size_t exrt_portable_vl_bytes(void) { return 0; }
 
-static size_t exrt_portable_payload_bytes(size_t n, size_t k) {
-    return k * exrt_roundup(n, EXRT_NEON_COLS) * sizeof(kb_f16);
-}
-
-static void exrt_portable_pack(size_t n, size_t k, const kb_f16 *b, size_t ldb, unsigned char *dst) {
-    size_t np = exrt_roundup(n, EXRT_NEON_COLS);
-    kb_f16 *out = (kb_f16 *)(void *)dst;
-    for (size_t kk = 0; kk < k; kk++)
-        for (size_t j = 0; j < np; j++) out[kk * np + j] = j < n ? b[kk * ldb + j] : 0;
-}
-
 static size_t exrt_portable_scratch_bytes(const exrt_gemm *g) { return g->k * g->n * sizeof(float); }
 
 static void exrt_portable_gemm(const exrt_gemm *g) {
@@ -122,8 +111,8 @@ static const exrt_path_ops exrt_portable_ops = {
     .path = EXRT_PATH_PORTABLE,
     .name = "portable",
     .vl_bytes = exrt_portable_vl_bytes,
-    .payload_bytes = exrt_portable_payload_bytes,
-    .pack = exrt_portable_pack,
+    .payload_bytes = exrt_rows_payload_bytes,
+    .pack = exrt_rows_pack,
     .scratch_bytes = exrt_portable_scratch_bytes,
     .gemm = exrt_portable_gemm,
 };
@@ -131,6 +120,17 @@ static const exrt_path_ops exrt_portable_ops = {
 static const exrt_path_ops *exrt_dispatch(void) { return &exrt_portable_ops; }
 #define EXRT_ISA KB_ISA_SCALAR
 #endif
+
+size_t exrt_rows_payload_bytes(size_t n, size_t k) { return k * exrt_roundup(n, EXRT_NEON_COLS) * sizeof(kb_f16); }
+
+void exrt_rows_pack(size_t n, size_t k, const kb_f16 *b, size_t ldb, unsigned char *dst) {
+    size_t np = exrt_roundup(n, EXRT_NEON_COLS);
+    kb_f16 *out = (kb_f16 *)(void *)dst;
+    for (size_t kk = 0; kk < k; kk++) {
+        memcpy(out + kk * np, b + kk * ldb, n * sizeof(kb_f16));
+        memset(out + kk * np + n, 0, (np - n) * sizeof(kb_f16));
+    }
+}
 
 static const char *const exrt_path_names[] = {"portable", "neon", "sve2p1", "sme2"};
 

@@ -88,6 +88,11 @@ extern const exrt_path_ops exrt_neon_ops;
 
 static inline size_t exrt_roundup(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
+/* The NEON and portable paths' packed B (exrt.c): K rows of roundup(N, 16)
+ * values, zero padded, whatever the vector length. */
+size_t exrt_rows_payload_bytes(size_t n, size_t k);
+void exrt_rows_pack(size_t n, size_t k, const kb_f16 *b, size_t ldb, unsigned char *dst);
+
 /* Exported for the probe program (probe/exrt_probe.c), not used by kbench:
  * the path the calling thread's last successful gemm ran, and the scratch
  * bytes this thread keeps between calls. */

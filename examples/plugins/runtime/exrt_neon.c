@@ -29,19 +29,6 @@
 
 static size_t exrt_neon_vl_bytes(void) { return 0; }
 
-static size_t exrt_neon_payload_bytes(size_t n, size_t k) {
-    return k * exrt_roundup(n, EXRT_NEON_COLS) * sizeof(kb_f16);
-}
-
-static void exrt_neon_pack(size_t n, size_t k, const kb_f16 *b, size_t ldb, unsigned char *dst) {
-    size_t np = exrt_roundup(n, EXRT_NEON_COLS);
-    kb_f16 *out = (kb_f16 *)(void *)dst;
-    for (size_t kk = 0; kk < k; kk++) {
-        memcpy(out + kk * np, b + kk * ldb, n * sizeof(kb_f16));
-        memset(out + kk * np + n, 0, (np - n) * sizeof(kb_f16));
-    }
-}
-
 static size_t exrt_neon_scratch_bytes(const exrt_gemm *g) {
     (void)g;
     return 0;
@@ -120,8 +107,8 @@ const exrt_path_ops exrt_neon_ops = {
     .path = EXRT_PATH_NEON,
     .name = "neon",
     .vl_bytes = exrt_neon_vl_bytes,
-    .payload_bytes = exrt_neon_payload_bytes,
-    .pack = exrt_neon_pack,
+    .payload_bytes = exrt_rows_payload_bytes,
+    .pack = exrt_rows_pack,
     .scratch_bytes = exrt_neon_scratch_bytes,
     .gemm = exrt_neon_gemm,
 };
