@@ -11,7 +11,9 @@
 # under QEMU (our backends on the emulation catalog, the onnxruntime peer on
 # its case classes with KleidiAI on and off, with accumulation fingerprints);
 # the example plugins (examples/plugins) on the host, qemu:svl=128 and
-# qemu:svl=512 (the faulty one must be caught) and on qemu-python.
+# qemu:svl=512 (the faulty one must be caught) and on qemu-python; the runtime-like
+# example on qemu:svl=512, qemu:sme=off:vl=256 and a CPU without SME or SVE (its overread
+# defect must be caught).
 # The host suites include the remote targets (real ssh on loopback into an
 # emulated aarch64 box, a stand-in adb) and the history on a throwaway
 # PostgreSQL server; the emulated targets run through `kbench run --jobs`.
@@ -217,6 +219,24 @@ kbench report "$plg/faulty" --out "$plg/faulty-report" | tail -n 1
 kbench run --suite correctness --shapes smoke --backend plugin --plugin "$P/libexwhole.so" \
   --target qemu-python:svl=512 --no-history --out "$plg/python" | tail -n 3
 "$PY" ci/check_plugins.py good "$plg/python" qemu-python:svl=512
+# the runtime-like example (docs/runtime.md): every suite on its SME2 path (SVL 512), its
+# SVE2.1 path (the SVE2.1-only target at 256 bits) and its NEON path (a CPU without SME or
+# SVE), with coverage to show which path's code ran; its
+# planted 33-byte overread (32 declared) must be a guard-page finding naming B and its gemm
+# (exact inputs only: theirs end against the guard page)
+rt_targets=(--target qemu:svl=512 --target qemu:sme=off:vl=256 --target qemu:cpu=neoverse-n1)
+kbench run --suite all --shapes smoke --backend plugin --plugin "$P/libexrt.so" "${rt_targets[@]}" \
+  --coverage --no-history --out "$plg/runtime" | tail -n 3
+"$PY" ci/check_plugins.py good "$plg/runtime" qemu:svl=512 qemu:sme=off:vl=256 \
+  qemu:cpu=neoverse-n1
+"$PY" ci/check_plugins.py paths "$plg/runtime" qemu:svl=512=sme2 qemu:sme=off:vl=256=sve2p1 \
+  qemu:cpu=neoverse-n1=neon
+if kbench run --suite correctness --shapes smoke --kinds exact --backend plugin \
+    --plugin "$P/libexrt_overread33.so" --target qemu:cpu=neoverse-n1 --no-history \
+    --out "$plg/overread" > "$plg/overread.log" 2>&1; then
+  echo "the 33-byte overread passed: it must be caught (log: $plg/overread.log)"; exit 1
+fi
+"$PY" ci/check_plugins.py overread "$plg/overread" qemu:cpu=neoverse-n1
 
 step "suites on emulated Arm targets (kbench run: one xdist worker process per free core, a target at a time each)"
 # SVL 1024 runs in the next step (SME suites, without FA64): NEON and scalar kernels

@@ -850,7 +850,7 @@ HEADER = ("# A dated record read by docs/gen/kbdocs.py (the docs show it as it i
 
 
 OUTPUT_RECORDS = ("count_example", "reproduce_example", "plugin_count_example",
-                  "coverage_example")
+                  "coverage_example", "runtime_probe", "runtime_stale_vl", "runtime_overread")
 
 
 def record_output(name: str) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -261,12 +262,13 @@ def _offsets(log_dir: Path) -> tuple[dict[str, set[int]], dict[str, set[tuple[st
         addrs = executed(log)
         for path, bias, segments in objects:
             mine = {a - bias for a in addrs if any(s <= a < e for s, e in segments)}
+            key = os.path.realpath(path)  # a plugin given by a relative path is the same file
             if mine:
-                by_file.setdefault(path, set()).update(mine)
+                by_file.setdefault(key, set()).update(mine)
             for name, starts in meta.get("entries", {}).items():
                 for a in starts:
                     if any(s <= a < e for s, e in segments):
-                        entries.setdefault(path, set()).add((name, a - bias))
+                        entries.setdefault(key, set()).add((name, a - bias))
     return by_file, entries
 
 
@@ -277,12 +279,14 @@ def measure(target: str, log_dir: Path, plugins: Iterable[str] = ()) -> list[Uni
     binaries = {json.loads(p.read_text())["binary"] for p in log_dir.glob(f"*{MAP_SUFFIX}")}
     out: list[UnitCoverage] = []
     for binary in sorted(binaries):
-        out += [_cover(target, u, offsets.get(binary, set())) for u in our_units(Path(binary))]
+        out += [_cover(target, u, offsets.get(os.path.realpath(binary), set()))
+                for u in our_units(Path(binary))]
     for plugin in plugins:
+        key = os.path.realpath(plugin)
         for u in plugin_units(Path(plugin)):
-            row = _cover(target, u, offsets.get(plugin, set()))
+            row = _cover(target, u, offsets.get(key, set()))
             _, a, b = u.functions[0]
-            row.realizations = sorted({n for n, off in entries.get(plugin, set())
+            row.realizations = sorted({n for n, off in entries.get(key, set())
                                        if a <= off < b})
             out.append(row)
     rows = _merge_binaries(out)
