@@ -3,14 +3,11 @@ that checks still being built must find. pytest does not collect this file
 (its name does not start with test_); each test turns on when its check
 lands, by moving it into suites/test_runtime_example.py. What each needs:
 
-  test_a_silent_fallback_fails_naming_what_ran
-      what actually ran, by symbol, with expect_symbols by ISA class (issue 64,
-      item 4): on an SME2 CPU the patterns "sme2:..." apply, and a call whose
-      most-executed function is exrt_neon_* fails naming it and the patterns.
   test_scratch_kept_over_the_cap_is_a_finding / test_a_leak_is_a_finding
       retained scratch and leaks (item 5): "keeps <N> bytes after a call, its
       declared cap is <C> per thread" and "leaks <N> bytes per call".
-The stale-VL defect (item 3) and the SVE2.1-only target (item 6) have landed:
+The stale-VL defect (item 3), what ran (item 4) and the SVE2.1-only target (item 6)
+have landed:
 their tests are in suites/test_runtime_example.py. Until the others land,
 that file tests these defects through the example's probe program and
 kbench's coverage."""
@@ -43,17 +40,6 @@ def _run(tmp_path: Path, lib: str, targets: list[str], *extra: str):
 
 def _failed(rows: list[dict[str, str]]) -> list[str]:
     return [r["message"] for r in rows if r["status"] == "fail"]
-
-
-def test_a_silent_fallback_fails_naming_what_ran(tmp_path):
-    res, rows, _ = _run(tmp_path, "exrt_fallback", ["qemu:svl=512"])
-    assert res.returncode == 1, res.stdout[-3000:]
-    failed = _failed(rows)
-    assert failed and all("exrt_neon_" in m for m in failed), failed
-    assert all("sme2:" in m or "kb_*sme*" in m for m in failed), failed
-    # on a CPU without SME its NEON path is the expected one
-    ok, ok_rows, _ = _run(tmp_path, "exrt_fallback", ["qemu:cpu=neoverse-n1"])
-    assert ok.returncode == 0 and not _failed(ok_rows)
 
 
 def _big_catalog(tmp_path: Path) -> Path:

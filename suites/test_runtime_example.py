@@ -288,3 +288,39 @@ def test_a_packer_without_bias_is_checked_and_probed_without_one():
         assert "bias: exrt's packed B takes no bias" in found["bias_flag"].detail
     finally:
         t.close()
+
+
+# ---- what ran: a silent fallback --------------------------------------------------------
+
+
+def _plugin_rows(out: Path, lib: str) -> list[dict[str, str]]:
+    return [r for r in _rows(out / "results.csv") if r["backend"] == f"plugin:{lib}"
+            and r["suite"] == "correctness"]
+
+
+@needs_qemu
+def test_a_silent_fallback_fails_naming_what_ran(tmp_path):
+    """On an SME2 CPU its SME2 path must run (expect_symbols "sme2:..."): the
+    planted fallback runs the NEON kernel with right results, and every call
+    fails naming exrt_neon_gemm and the patterns it should have entered; on a
+    CPU without SME or SVE the NEON path is the declared one and passes."""
+    build("aarch64")
+    lib = "exrt_fallback"
+    for target, fails in (("qemu:svl=512", True), ("qemu:cpu=neoverse-n1", False)):
+        out = tmp_path / target.replace(":", "_").replace("=", "")
+        res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--kinds", "exact",
+                     "--backend", "plugin", "--plugin", f"{ARCH_PATTERN}/lib{lib}.so",
+                     "--target", target, "--no-history", "--no-report", "--out", str(out))
+        rows = _plugin_rows(out, lib)
+        failed = [r for r in rows if r["status"] == "fail"]
+        assert rows and all(r["ran"] for r in rows), rows[:2]
+        if not fails:
+            assert res.returncode == 0 and not failed, res.stdout[-3000:]
+            assert all("exrt_neon_gemm" in r["ran"] for r in rows)
+            continue
+        assert res.returncode == 1 and len(failed) == len(rows), res.stdout[-3000:]
+        for r in failed:
+            assert r["message"].startswith("ran elsewhere than it declares: none of "
+                                           "exrt_sme2_* or kb_*sme* ran in this call"), r
+            assert "what ran: " in r["message"] and "exrt_neon_gemm" in r["message"], r
+            assert float(r["max_err_bound"]) <= 1.0  # its results are right

@@ -107,6 +107,7 @@ class Symbolizer:
         self.worker_binary = worker_binary
         self.sysroot = sysroot
         self._funcs: dict[str, tuple[list[int], list[Function]]] = {}
+        self._sections: dict[str, list[tuple[int, int, str]]] = {}
         self._cache: dict[int, tuple[str, str, bool]] = {}
 
     def _local(self, path: str) -> str:
@@ -123,11 +124,18 @@ class Symbolizer:
             try:
                 elf = Elf(self._local(path))
                 funcs = elf.functions() or elf.functions(11)  # SHT_DYNSYM when stripped
+                self._sections[path] = [(s.addr, s.addr + s.size, s.name) for s in elf.sections
+                                        if s.addr and s.name]
             except ElfError:
                 funcs = []
             funcs = [f for f in funcs if f.size]
             self._funcs[path] = ([f.addr for f in funcs], funcs)
         return self._funcs[path]
+
+    def _section(self, path: str, offset: int) -> str:
+        """The section that holds an offset no function symbol covers (.plt: the
+        stubs of calls into other objects), or ''."""
+        return next((name for a, b, name in self._sections.get(path, ()) if a <= offset < b), "")
 
     def name(self, pc: int) -> tuple[str, str, bool]:
         """(function, object file name, the plugin's own code?) of an address."""
@@ -145,6 +153,8 @@ class Symbolizer:
             i = bisect.bisect_right(addrs, offset) - 1
             if i >= 0 and funcs[i].addr <= offset < funcs[i].end:
                 out = (funcs[i].name, file, own)
+            elif section := self._section(obj.path, offset):
+                out = (f"{file}:{section}", file, own)
             else:
                 out = (f"{file}+{offset:#x}", file, own)
             break
