@@ -313,12 +313,16 @@ static size_t gdot_n_step(void) { return gdot_kernel_n_step(); }
 
 static size_t gdot_lhs_offset(size_t m_idx, size_t lhs_stride) { return m_idx * lhs_stride; }
 
-static void gdot_run_matmul(size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride, const void *rhs_packed,
-                            void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min,
-                            float clamp_max) {
-    (void)dst_stride_col;
-    gdot_run(m, n, k, lhs, lhs_stride, rhs_packed, dst, dst_stride_row, clamp_min, clamp_max);
-}
+/* run_matmul_lhs of a kernel reading A as it is (gdot, sdot) */
+#define G_RUN_PLAIN_LHS(p)                                                                             \
+    static void p##_run_matmul(size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride,       \
+                               const void *rhs_packed, void *dst, size_t dst_stride_row,              \
+                               size_t dst_stride_col, float clamp_min, float clamp_max) {             \
+        (void)dst_stride_col;                                                                         \
+        p##_run(m, n, k, lhs, lhs_stride, rhs_packed, dst, dst_stride_row, clamp_min, clamp_max);      \
+    }
+
+G_RUN_PLAIN_LHS(gdot)
 
 static const kb_plugin_matmul_ukernel gmopa = {
     .get_m_step = gmopa_m_step, .get_n_step = gmopa_n_step, .get_mr = gmopa_mr, .get_nr = gmopa_nr,
@@ -369,12 +373,7 @@ static size_t sdot_lhs_offset(size_t m_idx, size_t lhs_stride) {
     return SDOT().get_lhs_offset(&mm_cfg, &index, &stride);
 }
 
-static void sdot_run_matmul(size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride, const void *rhs_packed,
-                            void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min,
-                            float clamp_max) {
-    (void)dst_stride_col;
-    sdot_run(m, n, k, lhs, lhs_stride, rhs_packed, dst, dst_stride_row, clamp_min, clamp_max);
-}
+G_RUN_PLAIN_LHS(sdot)
 
 static const kb_plugin_matmul_ukernel sdot = {
     .get_m_step = sdot_m_step, .get_n_step = sdot_n_step, .get_nr = sdot_nr, .get_kr = sdot_kr,
