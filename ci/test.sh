@@ -3,7 +3,8 @@
 # runtime-detection suites under QEMU); the contract suite under ASan+UBSan;
 # and correctness, contract and determinism suites on every emulated Arm
 # target: qemu -cpu max at SVL 128/256/512/2048, max with the ISA capped
-# to SME1, neoverse-v1, neoverse-n1 and cortex-a53 (SVL 128 and 512 over the
+# to SME1, max without SME (SVE2.1 only, SVE vector length 256: `kbench info`
+# must show SVE2.1 and no SME there), neoverse-v1, neoverse-n1 and cortex-a53 (SVL 128 and 512 over the
 # default correctness catalogs with machine-code coverage, the others over the
 # emulation catalog; and the SME suites on max at SVL 1024 without
 # FEAT_SME_FA64, sme_fa64=off); and the in-process path
@@ -245,9 +246,19 @@ step "suites on emulated Arm targets (kbench run: one xdist worker process per f
 # --coverage: which instructions of our kernels and packers ran (RUN/coverage.csv); the
 # gate below holds them to the committed floor (ci/coverage_floor.toml) and every unit
 # to 100% over both but the listed exceptions (ci/coverage_exceptions.toml). The other
-# six targets run the emulation catalog.
+# seven targets run the emulation catalog.
+# the SVE2.1-only target (a runtime's path between SME2 and NEON): the CPU it must be
+kbench info --json --target qemu:sme=off:vl=256 | "$PY" -c '
+import json, sys
+(i,) = json.load(sys.stdin)
+f = set(i["cpu_features"])
+got = (i["name"], sorted(f), i["sme_vector_bits"], i["sve_vector_bits"], i["isa"])
+assert {"sve2", "sve2p1"} <= f and not f & {"sme", "sme2"} and i["sme_vector_bits"] == 0, got
+assert i["sve_vector_bits"] == 256 and i["isa"] == "sve2p1", got
+print(i["name"] + ": SVE2.1 without SME, SVE vector length", i["sve_vector_bits"], "bits")'
 emulated=(qemu:cpu=max:svl=2048 qemu:cpu=max:svl=256 qemu:cpu=max:isa=sme
-          qemu:cpu=neoverse-v1 qemu:cpu=neoverse-n1 qemu:cpu=cortex-a53)
+          qemu:cpu=max:sme=off:vl=256 qemu:cpu=neoverse-v1 qemu:cpu=neoverse-n1
+          qemu:cpu=cortex-a53)
 logs="$(mktemp -d)"
 targets=()
 for t in "${emulated[@]}"; do targets+=(--target "$t"); done

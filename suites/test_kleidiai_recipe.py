@@ -76,13 +76,23 @@ def test_every_realization_of_the_table_has_its_files_listed() -> None:
         if name.startswith("flags-"):
             continue
         assert files and len(set(files)) == len(files), name
-        sme = "neon" not in name
-        # every SME kernel needs KleidiAI's SME helpers; the NEON one none of them
+        sme, sve = "_sme" in name, "_sve" in name
+        assert sme + sve + ("_neon" in name) == 1, name
+        # every SME kernel needs KleidiAI's SME helpers, every SVE one its SVE helper
+        # (kai_get_sve_vector_length_u8); the NEON one none of them
         assert ("kai_common_sme_asm.S" in files) == sme, name
-        # a C file with a kernel's queries, and (SME) its assembly
+        assert ("kai_common_sve_asm.S" in files) == sve, name
+        # a C file with a kernel's queries, and (SME, SVE) its assembly
         assert any(f.endswith(".c") for f in files), name
-        assert any(f.endswith("_asm.S") for f in files) == sme, name
+        assert any(f.endswith("_asm.S") for f in files) == (sme or sve), name
     assert listed["flags-sme"] == ["-march=armv8.2-a+sve+sve2"]
+    assert listed["flags-sve"] == ["-march=armv8.2-a+sve+sve2"]
+    # the SVE2.1 kernel with its SVE packer
+    assert [f.rsplit("/", 1)[-1] for f in listed["gemm_sve2p1_dot"]] == [
+        "kai_common_sve_asm.S", "kai_matmul_clamp_f16_f16_f16p16vsx2bf16_6x16vs_sve2p1_dot.c",
+        "kai_matmul_clamp_f16_f16_f16p16vsx2bf16_6x16vs_sve2p1_dot_asm.S",
+        "kai_rhs_pack_kxn_x16p16vsx2bx16_x16_x16_sve.c",
+        "kai_rhs_pack_kxn_x16p16vsx2bx16_x16_x16_sve_asm.S"]
     # the generic 8vsx8vs kernel runs six variants, each in its own assembly file
     variants = [f for f in listed["gemm_sme2_mopa_8vsx8vs"] if "_sme2_mopa_asm.S" in f]
     assert sorted(re.search(r"_(\d+vsx\d+vs)_", f).group(1) for f in variants) == sorted(
@@ -106,10 +116,17 @@ def test_the_record_of_the_last_run_against_a_checkout_passed_everything() -> No
     rows = rec["table"]["rows"]
     assert sorted(r[0].strip("`").removeprefix("kleidiai.") for r in rows) == sorted(
         _table_names())
+    columns = rec["table"]["columns"]
     for row in rows:
-        for cell in row[2:]:
+        sme = "_sme" in row[0]
+        for column, cell in zip(columns[2:], row[2:], strict=True):
+            if sme and "SVE2.1" in column:  # a target without SME: its SME code is not offered
+                assert cell == "–", row
+                continue
             passed, total = (int(x.replace(",", "")) for x in cell.split(" of "))
             assert passed == total > 0, row
+    # the SVE2.1 kernel passed at three SVE vector lengths, and the SME ones at two SVLs
+    assert sum("SVE2.1" in c for c in columns) == 3 and sum("SVL" in c for c in columns) == 2
     assert re.search(r"KleidiAI checkout v\d+\.\d+\.\d+\S* \([0-9a-f]{40}\)",
                      rec["record"]["note"])
 
@@ -146,5 +163,44 @@ def test_our_sme2_mopa_is_bit_identical_to_kleidiais_kernel_of_the_same_layout(s
                 outs.append(c.view(np.uint16).copy())
             assert np.count_nonzero(outs[0] != outs[1]) == 0, (m, n, k)
             assert np.count_nonzero(outs[0]) > 0
+    finally:
+        t.close()
+
+
+@pytest.mark.skipif(not BUILT.exists(), reason="the recipe's plugin is not built (make -C "
+                    "examples/plugins/kleidiai KLEIDIAI_SRC=...)")
+def test_the_sve21_kernel_sums_each_k_pair_once_then_adds_it() -> None:
+    """KleidiAI's SVE2.1 kernel (FDOT, 2-way FP16 into FP32) with a built recipe plugin:
+    a 4-term case tells three models apart. With the bias 1, row 0 adds the products
+    2^-24 and 2^-48, row 1 the products 2^-24 and 2^-24, then -1 to both: a chain that
+    rounds each product gives 0 and 0, one that rounds each pair's sum and then its
+    addition 0 and 2^-23, one that adds the pair to the accumulator in one rounding
+    2^-23 and 2^-23. The kernel is the second (the Arm ARM's FPDot, then the
+    accumulation), which k_per_rounding = 1 bounds; and its packed B records the SVE
+    vector length and is refused at another (CI has no checkout: it skips)."""
+    import numpy as np
+
+    from kbench.errors import ContractViolation
+    from kbench.native import api
+    from kbench.targets.spec import parse_target
+    t = parse_target("qemu:sme=off:vl=256", [str(BUILT)])
+    real = "kleidiai.gemm_sve2p1_dot"
+    try:
+        a = np.array([[2**-12, 2**-24, -1, 0], [2**-12, 1, -1, 0]], np.float16)
+        b = np.array([[2**-12], [2**-24], [1], [0]], np.float16)
+        c = np.full((2, 1), np.float16(7), np.float16)
+        t.engine.gemm_raw(2, 1, 4, [api.RawProblem(a=a, lda=4, b=b, ldb=1, c=c, ldc=1,
+                                                   bias=np.ones(1, np.float16))],
+                          api.Selector(force=real))
+        assert c.ravel().tolist() == [0.0, 2.0**-23]
+        b = np.ones((5, 40), np.float16)
+        packed = t.pack_plugin(real, b, np.zeros(40, np.float16))
+        assert t.engine.set_sve_vl(512) == 512
+        c = np.zeros((3, 40), np.float16)
+        p = api.RawProblem(a=np.ones((3, 5), np.float16), lda=5, b=packed, ldb=0, c=c, ldc=40)
+        p.b_size, p.b_is_packed, p.b_is_backend_native_packed = packed.size, True, True
+        with pytest.raises(ContractViolation, match="B.vector_bits: packed for a 256-bit"):
+            t.engine.gemm_raw(3, 40, 5, [p], api.Selector(force=real))
+        assert not c.any()
     finally:
         t.close()

@@ -18,8 +18,10 @@ from kbench.judge.verdict import FAIL, PASS, Verdict
 def test_plugin_packers(kb_session, kb_packer):
     spec, realization, declared = kb_packer
     target = kb_session.target(spec)
-    svl = kb_session.info(spec).sme_vector_bits
-    checks = packers.checks_for(target, declared, "native" in realization.bforms, svl)
+    # a "<c>vl" layout is in lanes of the vector length the realization runs at: the
+    # SVL for SME code, the SVE vector length for SVE code (kb_isa_vector_bits)
+    checks = packers.checks_for(target, declared, "native" in realization.bforms,
+                                realization.vector_bits)
     assert checks, f"{realization.name}: no packer check applies"
     for c in checks:
         layout = declared.rhs_layout if c.packer == "rhs" else declared.lhs_layout

@@ -601,8 +601,9 @@ def kleidiai_files() -> str:
             continue
         rows.append([f"`{name}`", "<br>".join(f"`{f}`" for f in files)])
     text = table(["realization", "files under `kai/` in your checkout"], rows)
-    return text + (f"\nFlags: every SME file (C and assembly) `{flags['sme']}`; the NEON FP16"
-                   f" files `{flags['neon']}`; the adapter plain `-O2`.\n")
+    return text + (f"\nFlags: every SME file (C and assembly) `{flags['sme']}`; the SVE files"
+                   f" `{flags['sve']}`; the NEON FP16 files `{flags['neon']}`; the adapter plain"
+                   " `-O2`.\n")
 
 
 def kleidiai_checked() -> str:
@@ -1029,15 +1030,22 @@ def record_anchor_counts() -> None:
 KLEIDIAI_DIR = "examples/plugins/kleidiai"
 KLEIDIAI_BUILD = ("make -s -C examples/plugins/kleidiai KLEIDIAI_SRC=$KLEIDIAI_SRC "
                   "OUT={out}/build -j2")
+# SME2 targets at two SVLs, and the SVE2.1-only target (no SME: the SME realizations are not
+# offered there) at three SVE vector lengths; a column per target
+KLEIDIAI_TARGETS = {"qemu:svl=128": "passed at SVL 128", "qemu:svl=512": "passed at SVL 512",
+                    "qemu:sme=off:vl=128": "passed on SVE2.1 at VL 128",
+                    "qemu:sme=off:vl=256": "passed on SVE2.1 at VL 256",
+                    "qemu:sme=off:vl=512": "passed on SVE2.1 at VL 512"}
 KLEIDIAI_RUN = ("kbench run --suite all --backend plugin --plugin {out}/build/libkbkleidiai.so "
-                "--target qemu:svl=128 --target qemu:svl=512 --jobs 2 --no-history --no-report "
-                "--out {out}/run")
-KLEIDIAI_TARGETS = ("qemu:svl=128", "qemu:svl=512")
+                + " ".join(f"--target {t}" for t in KLEIDIAI_TARGETS)
+                + " --jobs 2 --no-history --no-report --out {out}/run")
 
 
 def record_kleidiai_recipe() -> None:
     """Build the recipe against $KLEIDIAI_SRC (a KleidiAI checkout), run every suite on
-    SVL 128 and 512, and record the verdicts per realization and the checkout's commit."""
+    SVL 128 and 512 and on the SVE2.1-only target at SVE vector lengths 128, 256 and 512,
+    and record the verdicts per realization and target ("–" where a realization is not
+    offered: SME code without SME) and the checkout's commit."""
     src = os.environ.get("KLEIDIAI_SRC")
     if not src or not (Path(src) / "kai" / "kai_common.h").is_file():
         sys.exit("record kleidiai_recipe: set KLEIDIAI_SRC to a KleidiAI checkout")
@@ -1055,27 +1063,34 @@ def record_kleidiai_recipe() -> None:
         commands = [build.replace(tmp, "RUN"), run.replace(tmp, "RUN")]
     kernels: dict[str, str] = {}
     tally: dict[tuple[str, str], list[int]] = {}
+    from kbench.targets.spec import parse_qemu
+    # a row names its target as given on the command line or by its canonical name
+    names = {parse_qemu(tg).name: tg for tg in KLEIDIAI_TARGETS}
     for r in results:
         kernels.setdefault(r["realization"], r["kernel"])
-        t = tally.setdefault((r["realization"], r["target"]), [0, 0])
+        t = tally.setdefault((r["realization"], names.get(r["target"], r["target"])), [0, 0])
         t[0] += r["status"] == "pass"
         t[1] += 1
-    rows = [[f"`{real}`", f"`{kern}`",
-             *(f"{tally.get((real, tg), [0, 0])[0]:,} of {tally.get((real, tg), [0, 0])[1]:,}"
-               for tg in KLEIDIAI_TARGETS)]
+
+    def cell(real: str, tg: str) -> str:
+        got = tally.get((real, tg))
+        return f"{got[0]:,} of {got[1]:,}" if got else "–"
+
+    rows = [[f"`{real}`", f"`{kern}`", *(cell(real, tg) for tg in KLEIDIAI_TARGETS)]
             for real, kern in kernels.items()]
     total = sum(t[1] for t in tally.values())
     passed = sum(t[0] for t in tally.values())
     summary = (f"`kbench run --suite all` of the recipe's plugin, built against KleidiAI "
-               f"{described}, on `qemu:svl=128` and `qemu:svl=512` (the default catalogs): "
+               f"{described}, on `qemu:svl=128` and `qemu:svl=512` and on the SVE2.1-only "
+               f"`qemu:sme=off` at SVE vector lengths 128, 256 and 512 (the default catalogs): "
                f"exit status {status}; {passed:,} of {total:,} verdicts passed.")
+    columns = ["realization", "KleidiAI micro-kernel", *KLEIDIAI_TARGETS.values()]
     lines = [HEADER.format(name="kleidiai_recipe"),
              f"summary = {_toml_str(summary)}", "",
              *_meta_lines(commands, f"KleidiAI checkout {described} ({sha})."),
              "[table]",
-             "columns = [\"realization\", \"KleidiAI micro-kernel\", \"passed at SVL 128\", "
-             "\"passed at SVL 512\"]",
-             "align = \"llrr\"",
+             f"columns = [{', '.join(_toml_str(c) for c in columns)}]",
+             f"align = \"ll{'r' * len(KLEIDIAI_TARGETS)}\"",
              "rows = [", *(f"  [{', '.join(_toml_str(c) for c in row)}]," for row in rows), "]", ""]
     (REPO / "docs/records/kleidiai_recipe.toml").write_text("\n".join(lines))
 

@@ -6,6 +6,7 @@ terminal summary, and with --min-coverage a run that fails below it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,7 +95,9 @@ def collect(run_dir: Path, specs: Iterable[str], plugins: Sequence[str],
         if not folder.is_dir() or not any(folder.glob(f"*{coverage.MAP_SUFFIX}")):
             res.notes.append(f"{spec}: no worker process ran, no coverage")
             continue
-        libs = [expand(p, "aarch64") for p in plugins]
+        # as the worker loaded them (kbench.targets.spec: absolute paths), which is how
+        # its logs name them: a relative --plugin path would match nothing (0% covered)
+        libs = [expand(os.path.abspath(p), "aarch64") for p in plugins]
         try:
             rows = coverage.measure(parse_qemu(spec).name, folder, libs)
         except coverage.CoverageError as exc:

@@ -7,10 +7,12 @@ FP16 bias values of its columns, then ceil(K / KR) groups of KR k values,
 each an NR x KR tile column by column (n0k0 n0k1 .. n1k0 ..); columns past N
 and k past K are zero. LHS "x16p<MR>x<KR>": blocks of MR rows; per group of
 KR k values an MR x KR tile row by row (m0k0 m0k1 .. m1k0 ..); rows past M
-and k past K are zero. NR / MR is a number, or "<c>vl": c times the
-streaming vector length in 32-bit lanes (KleidiAI's f16p2vlx2b is
-"x16p2vlx2b": NR = 2 * SVL / 32). kbench.native.sme_layout is the SME case
-of the same family."""
+and k past K are zero. NR / MR is a number, or "<c>vl": c times the vector
+length the realization runs at in 32-bit lanes, the streaming one for SME
+code and the SVE one for SVE code (KleidiAI's SME f16p2vlx2b is
+"x16p2vlx2b": NR = 2 * SVL / 32; its SVE2.1 f16p16vsx2b, 16 vscale =
+VL / 8 columns, is "x16p4vlx2b" at the SVE vector length).
+kbench.native.sme_layout is the SME case of the same family."""
 
 from __future__ import annotations
 
@@ -41,9 +43,9 @@ class Layout:
 
     @classmethod
     def parse(cls, name: str, rhs: bool, svl_bits: int = 0) -> Layout:
-        """The layout a declared name means at a streaming vector length (bits;
-        needed for the "<c>vl" names). ValueError for a name kbench does not
-        implement."""
+        """The layout a declared name means at a vector length (bits: the one
+        the realization runs at, SVL or SVE; needed for the "<c>vl" names).
+        ValueError for a name kbench does not implement."""
         m = _NAME.fullmatch(name)
         if m is None or bool(m.group(4)) != rhs:
             want = "x16p<NR>x<KR>b" if rhs else "x16p<MR>x<KR>"
@@ -51,7 +53,7 @@ class Layout:
         block = int(m.group(1))
         if m.group(2):
             if svl_bits <= 0 or svl_bits % 32:
-                raise ValueError(f"{name}: needs a streaming vector length, this target has "
+                raise ValueError(f"{name}: needs a vector length, the realization runs at "
                                  f"{svl_bits or 'none'}")
             block *= svl_bits // 32
         return cls(name, rhs, block, int(m.group(3)))

@@ -408,6 +408,17 @@ def _bits(values: dict[str, str], key: str, what: str, cpu: str) -> int | None:
     return int(values[key])
 
 
+def _switch(values: dict[str, str], key: str, cpu: str) -> bool:
+    """An SME switch of max (sme=, fa64=): on (the default) or off, off on cpu=max only."""
+    value = values.get(key, "on")
+    if value not in ("on", "off"):
+        raise InvalidArgument(f"target: {key} must be on or off, not {value!r}", "target")
+    if value == "off" and cpu != "max":
+        raise InvalidArgument(f"target: {key}=off needs cpu=max (only it has SME), not {cpu}",
+                              "target")
+    return value == "on"
+
+
 def parse_qemu(spec: str) -> QemuSpec:
     parts = spec.split(":")
     if parts[0] not in ("qemu", "qemu-python"):
@@ -423,14 +434,9 @@ def parse_qemu(spec: str) -> QemuSpec:
     if cpu not in QEMU_MODELS:
         raise InvalidArgument(f"target: cpu {cpu!r} is not one of {', '.join(QEMU_MODELS)}",
                               "target")
-    sme = values.get("sme", "on")
-    if sme not in ("on", "off"):
-        raise InvalidArgument(f"target: sme must be on or off, not {sme!r}", "target")
-    if sme == "off" and cpu != "max":
-        raise InvalidArgument(f"target: sme=off needs cpu=max (only it has SME), not {cpu}",
-                              "target")
+    sme = _switch(values, "sme", cpu)
     svl = _bits(values, "svl", "streaming vector length", cpu)
-    if svl and sme == "off":
+    if svl and not sme:
         raise InvalidArgument("target: svl= sets the SME streaming vector length, and sme=off "
                               "leaves no SME (vl= sets the SVE vector length)", "target")
     vl = _bits(values, "vl", "SVE vector length", cpu)
@@ -438,19 +444,14 @@ def parse_qemu(spec: str) -> QemuSpec:
     if isa is not None and isa not in api.ISA_LEVELS:
         raise InvalidArgument(f"target: isa must be one of {', '.join(api.ISA_LEVELS)}",
                               "target")
-    if isa in SME_CLASSES and sme == "off":
+    if isa in SME_CLASSES and not sme:
         raise InvalidArgument(f"target: isa={isa} caps at an SME class, and sme=off leaves no "
                               "SME (cap at fhm, sve2 or sve2p1)", "target")
-    fa64 = values.get("fa64", "on")
-    if fa64 not in ("on", "off"):
-        raise InvalidArgument(f"target: fa64 must be on or off, not {fa64!r}", "target")
-    if fa64 == "off" and cpu != "max":
-        raise InvalidArgument(f"target: fa64=off needs cpu=max (only it has SME), not {cpu}",
-                              "target")
-    if fa64 == "off" and sme == "off":
+    fa64 = _switch(values, "fa64", cpu)
+    if not fa64 and not sme:
         raise InvalidArgument("target: fa64=off turns off an SME feature, and sme=off leaves "
                               "no SME", "target")
-    return QemuSpec(cpu, svl, isa, parts[0], fa64 == "on", sme == "on", vl)
+    return QemuSpec(cpu, svl, isa, parts[0], fa64, sme, vl)
 
 
 def qemu_worker_spec(q: QemuSpec, plugins: Sequence[str] = (),

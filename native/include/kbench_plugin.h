@@ -99,8 +99,10 @@ extern "C" {
  *   RHS "x16p<NR>x<KR>b": blocks of NR columns; each block holds NR bias
  *        values, then per group of KR k values an NR x KR tile, column by
  *        column (n0k0 n0k1 .. n1k0 ..); columns past N and k past K are zero.
- *        NR is a number or "<c>vl" (c times the streaming vector length in
- *        32-bit lanes): "x16p2vlx2b" (KleidiAI's SME f16p2vlx2b), "x16p16x1b"
+ *        NR is a number or "<c>vl" (c times the vector length the code runs at
+ *        in 32-bit lanes: the streaming one for SME classes, the SVE one for
+ *        sve2/sve2p1): "x16p2vlx2b" (KleidiAI's SME f16p2vlx2b), "x16p4vlx2b"
+ *        (its SVE2.1 f16p16vsx2b), "x16p16x1b"
  *        (the NEON FP16 layout of 16 columns with the bias first).
  *   LHS "x16p<MR>x<KR>": blocks of MR rows; per group of KR k values an
  *        MR x KR tile, row by row (m0k0 m0k1 .. m1k0 ..); rows past M and k

@@ -2,7 +2,7 @@
  *
  * Built by this folder's Makefile against a KleidiAI checkout
  * (make KLEIDIAI_SRC=/path/to/kleidiai): the KleidiAI sources named there are
- * compiled into the library beside this file. Six realizations, each named
+ * compiled into the library beside this file. Seven realizations, each named
  * in `kernel` exactly as KleidiAI spells its micro-kernel:
  *
  *   v1.30 family form (one C function per query; assigned to the table's
@@ -24,13 +24,16 @@
  *                      kai_matmul_pack_rhs_kxn_x16p4vsx2bx16_x16_x16_sme
  *     gemv_sme2_dot_1x32vs    kai_matmul_clamp_f16_f16_f16p4vsx2bf16_1x32vs_sme2_dot (M = 1),
  *                      same RHS packer
+ *     gemm_sve2p1_dot  kai_matmul_clamp_f16_f16_f16p16vsx2bf16_6x16vs_sve2p1_dot (SVE2.1, A read
+ *                      as it is) with kai_rhs_pack_kxn_x16p16vsx2bx16_x16_x16_sve
  *
- * Declarations: the SME kernels clamp with FCLAMP (a NaN result becomes
+ * Declarations: the SME and SVE2.1 kernels clamp with FCLAMP (a NaN result becomes
  * clamp_min: KB_PLUGIN_NAN_TO_MIN); the NEON kernel clamps with FMAX/FMIN,
  * which propagate NaN. The packers' layouts are declared where kbench
  * implements them (RHS x16p2vlx2b and x16p16x1b, LHS x16p2vlx2; the generic
  * packers' 4vs blocks are one vector length of 32-bit lanes: x16p1vlx2b and
- * x16p1vlx2), so kbench compares their bytes with its own packing.
+ * x16p1vlx2; the SVE packer's 16vs blocks are four SVE vector lengths of 32-bit
+ * lanes: x16p4vlx2b), so kbench compares their bytes with its own packing.
  *
  * Where the generic API's GEMM runs: kbench calls a micro-kernel once per
  * m_step band of rows over all of N, and, when threads outnumber the bands,
@@ -159,46 +162,46 @@ static struct kai_matmul_pack_rhs_uker_config rhs_cfg(size_t nr, size_t kr, size
     return c;
 }
 
-/* the packers' queries (shared by both generic kernels where they share a packer) */
-static size_t g_rhs_n_step(void) {
-    struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(0, G_KR, 1);
-    return GRHS().get_step(&c).n;
-}
+/* an RHS packer's queries and its run, as the plugin ABI's rhs_* entries: p_rhs_n_step ...
+ * p_rhs_pack for the packer api (GRHS, shared by both SME2 generic kernels; SRHS) */
+#define G_RHS_QUERIES(p, api)                                                                          \
+    static size_t p##_rhs_n_step(void) {                                                              \
+        struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(0, G_KR, 1);                               \
+        return api().get_step(&c).n;                                                                  \
+    }                                                                                                 \
+    static size_t p##_rhs_packed_stride(size_t k) {                                                   \
+        struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(p##_rhs_n_step(), G_KR, 1);                \
+        struct kai_matmul_pack_rhs_uker_rhs_packed_dim_args shape = {.n = 0, .k = k};                 \
+        return api().get_rhs_packed_stride(&c, &shape).n;                                             \
+    }                                                                                                 \
+    static size_t p##_rhs_packed_offset(size_t n_idx, size_t k) {                                     \
+        struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(p##_rhs_n_step(), G_KR, 1);                \
+        struct kai_matmul_pack_rhs_uker_rhs_packed_dim_args index = {.n = n_idx, .k = 0};             \
+        struct kai_matmul_pack_rhs_uker_rhs_packed_stride_args stride = {.n = p##_rhs_packed_stride(k)}; \
+        return api().get_rhs_packed_offset(&c, &index, &stride);                                      \
+    }                                                                                                 \
+    static size_t p##_rhs_packed_size(size_t n, size_t k) {                                           \
+        struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(p##_rhs_n_step(), G_KR, 1);                \
+        struct kai_matmul_pack_rhs_uker_rhs_packed_dim_args shape = {.n = n, .k = k};                 \
+        struct kai_matmul_pack_rhs_uker_rhs_packed_stride_args stride = {.n = p##_rhs_packed_stride(k)}; \
+        return api().get_rhs_packed_size(&c, &shape, &stride);                                        \
+    }                                                                                                 \
+    static void p##_rhs_pack(size_t num_groups, size_t n, size_t k, size_t nr, size_t kr, size_t sr,  \
+                             size_t rhs_stride, const void *rhs, const void *bias, const void *scale, \
+                             void *rhs_packed, size_t extra_bytes, const void *params) {             \
+        (void)num_groups, (void)scale, (void)extra_bytes, (void)params; /* kbench: 1, NULL, 0, NULL */ \
+        struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(nr, kr, sr);                               \
+        struct kai_matmul_pack_rhs_uker_args a = {.flags = 0, .shape = {.n = n, .k = k}};             \
+        a.operand.rhs.ptr = rhs;                                                                      \
+        a.operand.rhs.stride.n = 2; /* FP16 elements along a row of K x N */                          \
+        a.operand.rhs.stride.k = rhs_stride;                                                          \
+        a.operand.rhs_packed.ptr = rhs_packed;                                                        \
+        a.operand.rhs_packed.stride.n = p##_rhs_packed_stride(k);                                     \
+        a.operand.bias_n.ptr = bias;                                                                  \
+        api().run(&c, &a);                                                                            \
+    }
 
-static size_t g_rhs_packed_stride(size_t k) {
-    struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(g_rhs_n_step(), G_KR, 1);
-    struct kai_matmul_pack_rhs_uker_rhs_packed_dim_args shape = {.n = 0, .k = k};
-    return GRHS().get_rhs_packed_stride(&c, &shape).n;
-}
-
-static size_t g_rhs_packed_offset(size_t n_idx, size_t k) {
-    struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(g_rhs_n_step(), G_KR, 1);
-    struct kai_matmul_pack_rhs_uker_rhs_packed_dim_args index = {.n = n_idx, .k = 0};
-    struct kai_matmul_pack_rhs_uker_rhs_packed_stride_args stride = {.n = g_rhs_packed_stride(k)};
-    return GRHS().get_rhs_packed_offset(&c, &index, &stride);
-}
-
-static size_t g_rhs_packed_size(size_t n, size_t k) {
-    struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(g_rhs_n_step(), G_KR, 1);
-    struct kai_matmul_pack_rhs_uker_rhs_packed_dim_args shape = {.n = n, .k = k};
-    struct kai_matmul_pack_rhs_uker_rhs_packed_stride_args stride = {.n = g_rhs_packed_stride(k)};
-    return GRHS().get_rhs_packed_size(&c, &shape, &stride);
-}
-
-static void g_rhs_pack(size_t num_groups, size_t n, size_t k, size_t nr, size_t kr, size_t sr, size_t rhs_stride,
-                       const void *rhs, const void *bias, const void *scale, void *rhs_packed, size_t extra_bytes,
-                       const void *params) {
-    (void)num_groups, (void)scale, (void)extra_bytes, (void)params; /* kbench: 1, NULL, 0, NULL */
-    struct kai_matmul_pack_rhs_uker_config c = rhs_cfg(nr, kr, sr);
-    struct kai_matmul_pack_rhs_uker_args a = {.flags = 0, .shape = {.n = n, .k = k}};
-    a.operand.rhs.ptr = rhs;
-    a.operand.rhs.stride.n = 2; /* FP16 elements along a row of K x N */
-    a.operand.rhs.stride.k = rhs_stride;
-    a.operand.rhs_packed.ptr = rhs_packed;
-    a.operand.rhs_packed.stride.n = g_rhs_packed_stride(k);
-    a.operand.bias_n.ptr = bias;
-    GRHS().run(&c, &a);
-}
+G_RHS_QUERIES(g, GRHS)
 
 static size_t g_lhs_packed_stride(size_t k, size_t mr, size_t kr, size_t sr) {
     struct kai_matmul_pack_lhs_uker_config c = lhs_cfg(mr, kr, sr);
@@ -237,11 +240,11 @@ static void g_lhs_pack(size_t m, size_t k, size_t mr, size_t kr, size_t sr, size
     GLHS().run(&c, &a);
 }
 
-/* the kernels' queries: api is GMOPA or GDOT */
-#define G_KERNEL_QUERIES(p, api)                                                                       \
+/* the kernels' queries: api is GMOPA, GDOT or SDOT, rp the prefix of its RHS packer's queries */
+#define G_KERNEL_QUERIES(p, api, rp)                                                                   \
     static size_t p##_kernel_m_step(void) { return api().get_step(&mm_cfg).m; }                        \
     static size_t p##_kernel_n_step(void) { return api().get_step(&mm_cfg).n; }                        \
-    static size_t p##_nr(void) { return g_rhs_n_step(); }                                             \
+    static size_t p##_nr(void) { return rp##_rhs_n_step(); }                                          \
     static size_t p##_kr(void) { return G_KR; }                                                       \
     static size_t p##_sr(void) { return 1; }                                                          \
     static size_t p##_rhs_stride(size_t k) {                                                          \
@@ -279,8 +282,8 @@ static void g_lhs_pack(size_t m, size_t k, size_t mr, size_t kr, size_t sr, size
         api().run(&mm_cfg, &a);                                                                       \
     }
 
-G_KERNEL_QUERIES(gmopa, GMOPA)
-G_KERNEL_QUERIES(gdot, GDOT)
+G_KERNEL_QUERIES(gmopa, GMOPA, g)
+G_KERNEL_QUERIES(gdot, GDOT, g)
 
 /* 8vsx8vs with its packed LHS */
 static size_t gmopa_m_step(void) { return G_WIDE * gmopa_kernel_m_step(); }
@@ -310,12 +313,16 @@ static size_t gdot_n_step(void) { return gdot_kernel_n_step(); }
 
 static size_t gdot_lhs_offset(size_t m_idx, size_t lhs_stride) { return m_idx * lhs_stride; }
 
-static void gdot_run_matmul(size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride, const void *rhs_packed,
-                            void *dst, size_t dst_stride_row, size_t dst_stride_col, float clamp_min,
-                            float clamp_max) {
-    (void)dst_stride_col;
-    gdot_run(m, n, k, lhs, lhs_stride, rhs_packed, dst, dst_stride_row, clamp_min, clamp_max);
-}
+/* run_matmul_lhs of a kernel reading A as it is (gdot, sdot) */
+#define G_RUN_PLAIN_LHS(p)                                                                             \
+    static void p##_run_matmul(size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride,       \
+                               const void *rhs_packed, void *dst, size_t dst_stride_row,              \
+                               size_t dst_stride_col, float clamp_min, float clamp_max) {             \
+        (void)dst_stride_col;                                                                         \
+        p##_run(m, n, k, lhs, lhs_stride, rhs_packed, dst, dst_stride_row, clamp_min, clamp_max);      \
+    }
+
+G_RUN_PLAIN_LHS(gdot)
 
 static const kb_plugin_matmul_ukernel gmopa = {
     .get_m_step = gmopa_m_step, .get_n_step = gmopa_n_step, .get_mr = gmopa_mr, .get_nr = gmopa_nr,
@@ -335,6 +342,49 @@ static const kb_plugin_matmul_ukernel gdot = {
     .rhs_get_n_step = g_rhs_n_step, .rhs_get_packed_offset = g_rhs_packed_offset,
     .rhs_get_packed_size = g_rhs_packed_size, .rhs_pack = g_rhs_pack,
 };
+
+/* ---- SVE2.1 (generic micro-kernel API, plain LHS) ---------------------------------------
+ * kai_matmul_clamp_f16_f16_f16p16vsx2bf16_6x16vs_sve2p1_dot with its packer
+ * kai_rhs_pack_kxn_x16p16vsx2bx16_x16_x16_sve: SVE code (FDOT of FP16 pairs into FP32,
+ * by element of A) on CPUs with SVE2.1, whether or not they have SME; the runtime picks it
+ * where SME is absent. Its blocks are 16 vscale = SVE vector length / 8 columns: four
+ * vector lengths of 32-bit lanes, "x16p4vlx2b" at the SVE vector length the
+ * realization runs at (kbench records that length in the packed B's header).
+ *
+ * Its get_step gives M = 1 (it takes any number of rows and runs them six at a time,
+ * then a tail of 1 to 5: the "6x" of its name), as a runtime calls it, with all of M.
+ * kbench calls a plain-LHS micro-kernel once per m_step band, so the adapter reports
+ * bands of twelve rows (S_BAND): each call runs the six-row path twice (its loop to the
+ * next six rows included), the last band its tail paths, and every output is computed
+ * by the same chain of FDOTs whatever the band (bands change no bit). */
+#define SDOT kai_matmul_clamp_f16_f16_f16p16vsx2bf16_6x16vs_sve2p1_dot
+#define SRHS kai_rhs_pack_kxn_x16p16vsx2bx16_x16_x16_sve
+#define S_BAND 12
+
+G_RHS_QUERIES(s, SRHS)
+G_KERNEL_QUERIES(sdot, SDOT, s)
+
+static size_t sdot_m_step(void) { return S_BAND * sdot_kernel_m_step(); }
+static size_t sdot_n_step(void) { return sdot_kernel_n_step(); }
+
+static size_t sdot_lhs_offset(size_t m_idx, size_t lhs_stride) {
+    struct kai_matmul_uker_lhs_dim_args index = {.m = m_idx, .k = 0};
+    struct kai_matmul_uker_lhs_stride_args stride = {.m = lhs_stride};
+    return SDOT().get_lhs_offset(&mm_cfg, &index, &stride);
+}
+
+G_RUN_PLAIN_LHS(sdot)
+
+static const kb_plugin_matmul_ukernel sdot = {
+    .get_m_step = sdot_m_step, .get_n_step = sdot_n_step, .get_nr = sdot_nr, .get_kr = sdot_kr,
+    .get_sr = sdot_sr, .get_lhs_offset = sdot_lhs_offset, .get_rhs_packed_offset = sdot_rhs_packed_offset,
+    .get_dst_offset = sdot_dst_offset, .get_dst_size = sdot_dst_size, .run_matmul_lhs = sdot_run_matmul,
+    .rhs_get_n_step = s_rhs_n_step, .rhs_get_packed_offset = s_rhs_packed_offset,
+    .rhs_get_packed_size = s_rhs_packed_size, .rhs_pack = s_rhs_pack,
+};
+
+/* the work of a call is done in the kernel's assembly */
+static const char *const sdot_expect[] = {"kai_kernel_matmul_clamp_f16_f16_f16p16vsx2bf16_6x16vs_sve2p1_dot", NULL};
 
 /* ---- the table ------------------------------------------------------------------------ */
 
@@ -366,6 +416,17 @@ static const kb_plugin_realization realizations[] = {
               "x16p1vlx2b", "x16p1vlx2"),
     SME2_GEMM("gemv_sme2_dot_1x32vs", "kai_matmul_clamp_f16_f16_f16p4vsx2bf16_1x32vs_sme2_dot", &gdot, 1,
               "x16p1vlx2b", NULL),
+    /* FDOT rounds each k pair's sum to FP32 once, then its addition to the accumulator
+     * (started from the bias, exactly): ceil(K/2) + 1 roundings on the longest chain,
+     * which k_per_rounding = 1 (K roundings) bounds for every K (2 would give ceil(K/2),
+     * one short); FCLAMP turns a NaN into clamp_min */
+    {
+        .name = "gemm_sve2p1_dot", .kernel = "kai_matmul_clamp_f16_f16_f16p16vsx2bf16_6x16vs_sve2p1_dot",
+        .op = KB_OP_GEMM, .form = KB_PLUGIN_MICRO_KERNEL, .isa = KB_ISA_SVE2P1, .accum = KB_ACCUM_FP32,
+        .k_per_rounding = 1, .bias = KB_PLUGIN_BIAS_FIRST, .bforms = KB_BFORM_PLAIN | KB_BFORM_NATIVE,
+        .thread_safe = 1, .matmul = &sdot, .nan_clamp = KB_PLUGIN_NAN_TO_MIN, .rhs_layout = "x16p4vlx2b",
+        .expect_symbols = sdot_expect,
+    },
 };
 
 static const kb_plugin table = {
