@@ -153,6 +153,12 @@ def test_padding_declared_unspecified(host):
         host, d["expackers.gemm_rhs_unwritten_declared"], True, 0)}
     assert set(checks) == {"determinism", "layout", "padding"}
     assert all(c.ok for c in checks.values()), checks
+    assert checks["determinism"].note == ("every byte but its padding written (declared "
+                                          "unspecified)")
+    assert checks["layout"].note == ("conforms to x16p8x2b, its padding aside (declared "
+                                     "unspecified)")
+    assert checks["padding"].note == ("C does not depend on its padding (B packed into 0x00, "
+                                      "0xa5, 0x7e gives the same bits)")
     # undeclared, the same packer fails its determinism check
     plain = packers.checks_for(host, d["expackers.gemm_rhs_unwritten"], True, 0)
     assert not plain[0].ok and "left unwritten" in plain[0].problem

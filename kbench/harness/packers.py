@@ -51,6 +51,7 @@ class Check:
     check: str  # determinism | layout | padding
     problem: str = ""  # "" when it conforms
     shapes: int = 0  # how many shapes it covered
+    note: str = ""  # what a check that holds says (its verdict's message)
 
     @property
     def ok(self) -> bool:
@@ -127,9 +128,13 @@ def check_rhs(target: Target, info: PluginRealizationInfo, svl_bits: int) -> lis
             if first.size != want.size or not np.array_equal(first, want):
                 at = _first_difference(first, want)
                 lay = _mismatch("B", info.rhs_layout, layout, first, want, at, n, k)
-    checks = [Check("rhs", "determinism", det, len(SHAPES))]
+    declared = " (declared unspecified)" if loose else ""
+    checks = [Check("rhs", "determinism", det, len(SHAPES),
+                    ("every byte but its padding written" if loose else "every byte written")
+                    + declared)]
     if layout is not None:
-        checks.append(Check("rhs", "layout", lay, len(SHAPES)))
+        checks.append(Check("rhs", "layout", lay, len(SHAPES), f"conforms to {info.rhs_layout}"
+                            + (", its padding aside" + declared if loose else "")))
     if loose:
         checks.append(check_padding(target, info))
     return checks
@@ -174,7 +179,8 @@ def check_padding(target: Target, info: PluginRealizationInfo, n: int = 37, k: i
                 f"packed into a destination filled with 0x{fill:02x}, {int(wrong.sum())} of "
                 f"{wrong.size} outputs are wrong; first at ({i}, {j}): got {float(c[i, j])!r}, "
                 f"expected {float(want[i, j])!r}"), 1)
-    return Check("rhs", "padding", "", 1)
+    return Check("rhs", "padding", "", 1, "C does not depend on its padding (B packed into "
+                 + ", ".join(f"0x{f:02x}" for f in PADDING_FILLS) + " gives the same bits)")
 
 
 def check_lhs(target: Target, info: PluginRealizationInfo, svl_bits: int) -> list[Check]:
@@ -200,9 +206,9 @@ def check_lhs(target: Target, info: PluginRealizationInfo, svl_bits: int) -> lis
             if first.size != want.size or not np.array_equal(first, want):
                 at = _first_difference(first, want)
                 lay = _mismatch("LHS", info.lhs_layout, layout, first, want, at, m, k)
-    checks = [Check("lhs", "determinism", det, len(SHAPES))]
+    checks = [Check("lhs", "determinism", det, len(SHAPES), "every byte written")]
     if layout is not None:
-        checks.append(Check("lhs", "layout", lay, len(SHAPES)))
+        checks.append(Check("lhs", "layout", lay, len(SHAPES), f"conforms to {info.lhs_layout}"))
     return checks
 
 
