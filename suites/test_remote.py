@@ -44,12 +44,21 @@ CASES = [GemmCase(f"remote_{m}x{n}x{k}", m, n, k) for m, n, k in
 def test_parse_remote(spec: str, want: tuple) -> None:
     r = parse_remote(spec)
     assert (r.kind, r.host, r.user, r.port, r.svl, r.isa, r.emulated) == want
+    assert r.vl is None
     assert parse_remote(r.name) == r
+
+
+def test_parse_remote_sve_vector_length() -> None:
+    r = parse_remote("ssh:board,vl=256,isa=sve2p1")
+    assert (r.vl, r.svl, r.isa) == (256, None, "sve2p1")
+    assert r.name == "ssh:board,vl=256,isa=sve2p1" and parse_remote(r.name) == r
+    assert parse_remote("adb:X,svl=512,vl=128").name == "adb:X,svl=512,vl=128"
 
 
 @pytest.mark.parametrize("spec, field", [
     ("ssh:", "ssh:[user@]host"), ("ssh:host:99999", "port"), ("ssh:host,svl=300", "svl"),
-    ("ssh:host,isa=avx", "isa"), ("ssh:host,fast", "expected svl=BITS"),
+    ("ssh:host,isa=avx", "isa"), ("ssh:host,fast", "expected svl=BITS, vl=BITS"),
+    ("ssh:host,vl=96", "vl in"),
     ("ssh:a;rm -rf x", "ssh:[user@]host"), ("adb:two words", "serial"),
 ])
 def test_parse_remote_refuses_bad_specs(spec: str, field: str) -> None:
@@ -97,6 +106,10 @@ def test_ssh_deploys_caches_and_runs(ssh: LoopbackSsh) -> None:
     assert all(v.realization == "gemm_neon_f32acc_fhm" and v.target == first.name
                for v in verdicts)
     first.close()
+    # the SVE vector length is set in the started worker, apart from the SVL
+    sve = parse_target(ssh.spec + ",vl=1024")
+    assert (sve.info().sve_vector_bits, sve.info().sme_vector_bits) == (1024, 256)
+    sve.close()
     second = parse_target(ssh.spec + ",isa=sme")
     again = second.info()
     assert again.extra["worker_copied"] is False  # cached
@@ -163,9 +176,10 @@ def adb(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAdb]:
 
 @needs_qemu
 def test_adb_pushes_to_the_device_and_runs(adb: FakeAdb) -> None:
-    target = parse_target("adb:R5CT1234,svl=512")
+    target = parse_target("adb:R5CT1234,svl=512,vl=128")
     info = target.info()
     assert (info.kind, info.arch, info.sme_vector_bits) == ("adb", "aarch64", 512)
+    assert info.sve_vector_bits == 128 and target.name == "adb:R5CT1234,svl=512,vl=128"
     pushed = list((adb.root / "R5CT1234" / "data/local/tmp/kbench").glob("kbench-worker-*"))
     assert len(pushed) == 1 and info.extra["remote_worker"].startswith("/data/local/tmp/kbench/")
     assert not (adb.root / "emulator-5554" / "data/local/tmp/kbench").exists()

@@ -1,8 +1,8 @@
 """Remote targets: the static worker copied to another machine and driven
 over ssh or adb with the same protocol as every worker.
 
-    ssh:[user@]host[:port][,svl=BITS][,isa=CAP][,emulated]
-    adb:[SERIAL][,svl=BITS][,isa=CAP][,emulated]
+    ssh:[user@]host[:port][,svl=BITS][,vl=BITS][,isa=CAP][,emulated]
+    adb:[SERIAL][,svl=BITS][,vl=BITS][,isa=CAP][,emulated]
 
 Before the first call kbench asks the remote for its architecture
 (`uname -m`), picks the worker built for it, and looks for it in the
@@ -19,7 +19,9 @@ aarch64) is cached beside it under a name carrying its SHA-256, copied only
 when missing or different, and loaded from there.
 
 svl= asks the worker for that streaming vector length (prctl
-PR_SME_SET_VL) once it has started; isa= caps the worker's ISA
+PR_SME_SET_VL) once it has started, vl= for that SVE vector length
+(PR_SVE_SET_VL); a CPU that does not run at exactly that length is
+refused, naming the length it runs at; isa= caps the worker's ISA
 (KBENCH_ISA_CAP). `emulated` marks a remote whose worker runs under an
 emulator: its times are recorded but never presented as speed.
 
@@ -37,6 +39,7 @@ import hashlib
 import os
 import shlex
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +72,7 @@ class RemoteSpec:
     svl: int | None = None
     isa: str | None = None
     emulated: bool = False
+    vl: int | None = None  # the SVE vector length to set (bits)
 
     @property
     def name(self) -> str:
@@ -77,7 +81,7 @@ class RemoteSpec:
             s += f":{self.port}" if self.port else ""
         else:
             s = "adb:" + self.host
-        for key, value in (("svl", self.svl), ("isa", self.isa)):
+        for key, value in (("svl", self.svl), ("vl", self.vl), ("isa", self.isa)):
             if value:
                 s += f",{key}={value}"
         return s + (",emulated" if self.emulated else "")
@@ -95,16 +99,11 @@ def parse_remote(spec: str) -> RemoteSpec:
         if opt == "emulated":
             emulated = True
             continue
-        if not sep or key not in ("svl", "isa") or not value:
-            raise InvalidArgument(f"target: {opt!r} in {spec!r}: expected svl=BITS, isa=CAP or "
-                                  "emulated", "target")
+        if not sep or key not in ("svl", "vl", "isa") or not value:
+            raise InvalidArgument(f"target: {opt!r} in {spec!r}: expected svl=BITS, vl=BITS, "
+                                  "isa=CAP or emulated", "target")
         values[key] = value
-    svl = None
-    if "svl" in values:
-        if not values["svl"].isdigit() or int(values["svl"]) not in SVL_BITS:
-            raise InvalidArgument(f"target: svl in {spec!r} must be one of {SVL_BITS} bits",
-                                  "target")
-        svl = int(values["svl"])
+    svl, vl = (_bits(values, key, spec) for key in ("svl", "vl"))
     isa = values.get("isa")
     if isa is not None and isa not in api.ISA_LEVELS:
         raise InvalidArgument(f"target: isa in {spec!r} must be one of "
@@ -112,7 +111,7 @@ def parse_remote(spec: str) -> RemoteSpec:
     if kind == "adb":
         if any(c.isspace() for c in address):
             raise InvalidArgument(f"target: {spec!r}: a serial has no spaces", "target")
-        return RemoteSpec("adb", address, None, None, svl, isa, emulated)
+        return RemoteSpec("adb", address, None, None, svl, isa, emulated, vl)
     user, _, hostport = address.rpartition("@")
     host, _, port = hostport.partition(":")
     if not host or any(c.isspace() or c in "'\"$;|&" for c in address):
@@ -121,7 +120,17 @@ def parse_remote(spec: str) -> RemoteSpec:
         raise InvalidArgument(f"target: port {port!r} in {spec!r} is not a port number",
                               "target")
     return RemoteSpec("ssh", host, user or None, int(port) if port else None, svl, isa,
-                      emulated)
+                      emulated, vl)
+
+
+def _bits(values: dict[str, str], key: str, spec: str) -> int | None:
+    """A vector length option (svl=, vl=): one of SVL_BITS."""
+    if key not in values:
+        return None
+    if not values[key].isdigit() or int(values[key]) not in SVL_BITS:
+        raise InvalidArgument(f"target: {key} in {spec!r} must be one of {SVL_BITS} bits",
+                              "target")
+    return int(values[key])
 
 
 def _command(env_name: str, default: str) -> list[str]:
@@ -295,17 +304,26 @@ class RemoteWorkerEngine(WorkerEngine):
         self.spec.command = self.transport.argv(launch)
         self.spec.plugins = list(self.deployment.plugins)  # loaded from the remote's cache
         super()._start()
-        if self.remote.svl:
-            try:
-                now = self.set_svl(self.remote.svl)
-            except KbenchError as exc:
-                self.kill()
-                raise RemoteError(f"{self.remote.name}: cannot set the streaming vector "
-                                  f"length to {self.remote.svl} bits ({exc})", "target") from None
-            if now != self.remote.svl:
-                self.kill()
-                raise RemoteError(f"{self.remote.name}: asked for an SVL of {self.remote.svl} "
-                                  f"bits, the CPU runs at {now}", "target")
+        self._set_length(self.remote.svl, self.set_svl, "streaming vector length", "an SVL")
+        self._set_length(self.remote.vl, self.set_sve_vl, "SVE vector length",
+                         "an SVE vector length")
+
+    def _set_length(self, bits: int | None, setter: Callable[[int], int], what: str,
+                    short: str) -> None:
+        """Asks the started worker for a vector length (svl=, vl=); a worker
+        that cannot, or runs at another, is killed and the target refused."""
+        if not bits:
+            return
+        try:
+            now = setter(bits)
+        except KbenchError as exc:
+            self.kill()
+            raise RemoteError(f"{self.remote.name}: cannot set the {what} to {bits} bits "
+                              f"({exc})", "target") from None
+        if now != bits:
+            self.kill()
+            raise RemoteError(f"{self.remote.name}: asked for {short} of {bits} bits, the CPU "
+                              f"runs at {now}", "target")
 
     def _died(self, during: str, timed_out: bool = False) -> WorkerCrashed:
         proc = self.proc

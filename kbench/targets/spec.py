@@ -25,11 +25,11 @@ Target specs:
                                           (kbench.targets.pyworker)
     worker:host                           the worker built for this machine
     worker:CMD                            any command line speaking the protocol
-    ssh:[user@]host[:port][,svl=BITS][,isa=CAP][,emulated]
+    ssh:[user@]host[:port][,svl=BITS][,vl=BITS][,isa=CAP][,emulated]
                                           the static worker copied to a remote
                                           machine and run over ssh
                                           (kbench.targets.remote)
-    adb:[SERIAL][,svl=BITS][,isa=CAP]     the same on an Android device over adb
+    adb:[SERIAL][,svl=BITS][,vl=BITS][,isa=CAP]     the same on an Android device over adb
 """
 
 from __future__ import annotations
@@ -566,6 +566,6 @@ def parse_target(spec: str, plugins: Sequence[str] = (), *, plugin_in_process: b
                           "qemu[:cpu=MODEL][:sme=off][:svl=BITS][:vl=BITS][:isa=CAP][:fa64=off], "
                           "qemu-python[:cpu=MODEL][:sme=off][:svl=BITS][:vl=BITS][:fa64=off], "
                           "worker:host, "
-                          "worker:CMD, ssh:[user@]host[:port][,svl=BITS][,isa=CAP], "
+                          "worker:CMD, ssh:[user@]host[:port][,svl=BITS][,vl=BITS][,isa=CAP], "
                           "adb:[SERIAL])",
                           "target")
