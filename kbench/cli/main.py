@@ -281,9 +281,9 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
                    "postgresql://USER@HOST/DB URL shared by many runners "
                    "[default: $KBENCH_DB, else $XDG_DATA_HOME/kbench/history.sqlite].")
 @click.option("--no-history", is_flag=True, help="Do not append the run to the history.")
-@click.option("--strict-history", is_flag=True,
-              help="A run that passed exits 1 when it cannot be appended to the history "
-                   "(by default it warns and keeps its exit status).")
+@click.option("--strict-history", is_flag=True, hidden=True,
+              help="The default now: a run that passed exits 1 when it cannot be appended to "
+                   "the history (or its report cannot be written).")
 @click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
 @click.option("-n", "--jobs", type=click.IntRange(1, 64), default=None,
@@ -452,9 +452,11 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
             not_appended = _append_history(run_dir, db)
         # no report after Ctrl-C or SIGTERM (stopping is what was asked), a usage error
         # or an empty selection (nothing to show)
-        report = (_write_report(run_dir) if with_report and not signum and code not in (
-            int(pytest.ExitCode.INTERRUPTED), int(pytest.ExitCode.USAGE_ERROR),
-            int(pytest.ExitCode.NO_TESTS_COLLECTED)) else None)
+        report, report_error = (_write_report(run_dir) if with_report and not signum
+                                and code not in (int(pytest.ExitCode.INTERRUPTED),
+                                                 int(pytest.ExitCode.USAGE_ERROR),
+                                                 int(pytest.ExitCode.NO_TESTS_COLLECTED))
+                                else (None, None))
         if costs is not None and not no_history and not signum:
             # the time after the last test, for the next run's ETA (a complete run
             # left its last test's end in the costs file; otherwise nothing is kept)
@@ -462,9 +464,14 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if code == int(pytest.ExitCode.NO_TESTS_COLLECTED):
         click.echo("kbench run: the filters selected no case (see above); nothing was "
                    "verified or timed", err=True)
-    if not_appended is not None:
-        click.echo(f"kbench run: warning: history not written ({not_appended})", err=True)
-        if strict_history and code == 0:
+    if not_appended is not None or report_error is not None:
+        # what was asked for and not written fails a run that passed (--no-history and
+        # --no-report ask for neither)
+        for what, why in (("history", not_appended), ("report", report_error)):
+            if why is not None:
+                click.echo(f"kbench run: {what} not written ({why})"
+                           + ("; exit status 1" if code == 0 else ""), err=True)
+        if code == 0:
             code = 1
     if signum or code == int(pytest.ExitCode.INTERRUPTED):
         name = signal.Signals(signum or signal.SIGINT).name
@@ -489,25 +496,26 @@ def _costs_path(db: str | None) -> Path | None:
     return folder / "case_costs.json"
 
 
-def _write_report(run_dir: Path) -> str | None:
-    """The run's HTML report in RUN_FOLDER/report (None, with a line saying
-    why, when it cannot be written; the run's exit status is not changed)."""
+def _write_report(run_dir: Path) -> tuple[str | None, str | None]:
+    """The run's HTML report in RUN_FOLDER/report: its path, or (None, why)
+    with a line saying so when it cannot be written (the caller fails a run
+    that passed). (None, None): nothing to report (a usage error)."""
     from kbench.results.runfolder import RunFolderError, load_run
     if not (run_dir / "run.json").is_file():
-        return None  # the run stopped before it wrote anything (a usage error)
+        return None, None  # the run stopped before it wrote anything (a usage error)
     try:
         from kbench.results.report import build_report
         files = build_report(load_run(run_dir), None, run_dir / "report")
     except (RunFolderError, OSError, ValueError, KbenchError) as exc:
         click.echo(f"kbench run: report not written ({exc}); kbench report {run_dir} "
                    "writes it later", err=True)
-        return None
+        return None, str(exc).strip().splitlines()[0] if str(exc).strip() else "error"
     except KeyboardInterrupt:
         click.echo(f"kbench run: report interrupted; kbench report {run_dir} writes it",
                    err=True)
-        return None
+        return None, "interrupted"
     click.echo(f"report: {files.html}")
-    return str(files.html)
+    return str(files.html), None
 
 
 @contextmanager
