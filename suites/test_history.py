@@ -5,6 +5,7 @@ SQLite file and against a throwaway PostgreSQL server (kb_servers)."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -262,6 +263,11 @@ def test_run_appended_to_history_gives_no_warning(tmp_path: Path) -> None:
                                     "--out", str(tmp_path / "run")])
     assert res.exit_code == 0, res.output
     assert f"history: run #1 in {db}" in res.stdout and "warning" not in res.stderr
+    # the run says which checkout ran it and which catalogs (kbench.results.identity)
+    from kbench.results.identity import catalog_set, checkout
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["checkout"] == checkout() and Path(meta["checkout"]["root"]).is_dir()
+    assert meta["catalogs"] == catalog_set(["smoke"]) and len(meta["catalogs"]["smoke"]) == 16
 
 
 PAGE = 4096  # SQLite's default page size, the size of the history's pages

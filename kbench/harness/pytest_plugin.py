@@ -72,6 +72,7 @@ from kbench.problems import catalog as catalogs
 from kbench.problems import tails
 from kbench.problems.cases import Case, ConvCase, GemmCase
 from kbench.results.counts import summary_text as count_summary_text
+from kbench.results.identity import catalog_set
 from kbench.results.store import RunDirError, RunWriter, machine_metadata
 from kbench.results.summary import summary_dict, summary_text
 from kbench.targets.coverage import summary_lines as coverage_summary_lines
@@ -672,7 +673,8 @@ def pytest_configure(config: pytest.Config) -> None:
         kb.probes = decode_probes(config.workerinput[PROBES_KEY])  # type: ignore[attr-defined]
     if kb.out is not None and not kb.worker:  # workers send their verdicts to the controller
         try:  # created here, where a refusal is a one-line usage error
-            kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
+            kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata(),
+                                           "catalogs": catalog_set(kb.catalog_names)})
         except RunDirError as exc:
             raise pytest.UsageError(f"{option_name('--kb-out')}: {exc}") from None
     table_path = config.getoption("--kb-dispatch")

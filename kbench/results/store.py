@@ -128,7 +128,7 @@ def _cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
 
 def machine_metadata() -> dict[str, Any]:
     from kbench.native.build import C_FLAGS  # the flags the extension was built with
-
+    from kbench.results.identity import checkout
     commit = _git("rev-parse", "HEAD")
     dirty = bool(_git("status", "--porcelain")) if commit else None
     import sysconfig
@@ -144,6 +144,7 @@ def machine_metadata() -> dict[str, Any]:
         "git_dirty": dirty,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command_line": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+        "checkout": checkout(),  # which checkout ran it (history references stay within it)
     }
 
 
