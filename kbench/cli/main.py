@@ -8,10 +8,11 @@ import os
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +20,9 @@ from kbench.cli import plugins as cli_plugins
 from kbench.cli.lazy import LazyGroup
 from kbench.errors import KbenchError
 from kbench.resources import is_checkout, resource_dir
+
+if TYPE_CHECKING:
+    from kbench.results.runlock import RunLock
 
 # Start-up stays fast (`kbench --version`, `--help`): numpy, pandas, scipy,
 # matplotlib and the native library are imported inside the commands that use them.
@@ -372,7 +376,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         except KbenchError as exc:
             raise click.BadParameter(f"{dispatch}: not a usable dispatch table ({exc})",
                                      param_hint="--dispatch") from None
-    run_dir = _run_dir(out, force)
+    run_dir, lock = _run_dir(out, force)  # locked until this process ends
+    run_id = uuid.uuid4().hex  # run.json says it: the folder is still this run's at the end
     args = [str(suites_dir / f) for f in SUITES[suite]]
     # pytest's configuration: the checkout's pyproject.toml, or (installed wheel) none, the
     # suites' conftest.py registering what they need
@@ -380,7 +385,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     args += ["--rootdir", str(ini.parent), "-c", str(ini), "-p", "no:cacheprovider",
              # the suites kbench runs use no Hypothesis; its plugin would import it at exit
              "-p", "no:hypothesispytest",
-             "--kb-out", str(run_dir), "--kb-cli", "-rfEs", "--tb=short",
+             "--kb-out", str(run_dir), "--kb-run-id", run_id, "--kb-cli", "-rfEs",
+             "--tb=short",
              # no percentages at line ends: kbench's progress line is the one display
              "-o", "console_output_style=classic"]
     args += ["-v"] if verbose else ["-q"]
@@ -448,7 +454,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
             code = int(pytest.main(args))
         finally:
             signum = term.signum
-        if not no_history:
+        gone = _vanished(run_dir, run_id, lock)
+        if gone is not None:  # never a history row (complete or not) for a lost folder
+            with_report = False
+        elif not no_history:
             not_appended = _append_history(run_dir, db)
         # no report after Ctrl-C or SIGTERM (stopping is what was asked), a usage error
         # or an empty selection (nothing to show)
@@ -464,6 +473,9 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if code == int(pytest.ExitCode.NO_TESTS_COLLECTED):
         click.echo("kbench run: the filters selected no case (see above); nothing was "
                    "verified or timed", err=True)
+    if gone is not None:
+        click.echo(f"kbench run: {gone}" + ("; exit status 1" if code == 0 else ""), err=True)
+        code = code or 1
     if not_appended is not None or report_error is not None:
         # what was asked for and not written fails a run that passed (--no-history and
         # --no-report ask for neither)
@@ -551,16 +563,33 @@ def _print_run_json(run_dir: Path, code: int, report: str | None = None) -> None
     sys.stdout.flush()
 
 
-def _run_dir(out: str | None, force: bool, suffix: str = "") -> Path:
-    """The run folder: --out (refused if it holds a run, unless force), or a
-    new uniquely named folder under ./runs."""
-    from kbench.results.store import RunDirError, claim_out_dir, reserve_run_dir
+def _run_dir(out: str | None, force: bool, suffix: str = "") -> tuple[Path, RunLock]:
+    """The run folder and the lock this process holds on it while it runs:
+    --out (refused if it holds a run, unless force; refused while another
+    run is writing it, force or not), or a new uniquely named folder under
+    ./runs."""
+    from kbench.results.runlock import claim_locked
+    from kbench.results.store import RunDirError
     try:
-        if out:
-            return claim_out_dir(out, force)
-        return reserve_run_dir(Path.cwd() / "runs", suffix)
+        return claim_locked(out or None, force, Path.cwd() / "runs", suffix)
     except RunDirError as exc:
         raise click.ClickException(f"--out: {exc}" if out else str(exc)) from None
+
+
+def _vanished(run_dir: Path, run_id: str, lock: RunLock) -> str | None:
+    """Why the run folder no longer holds this run (removed, or replaced by
+    another process while the run wrote it: its run.json is another run's),
+    or None (also when the run stopped before writing run.json)."""
+    try:
+        said = json.loads((run_dir / "run.json").read_text()).get("run_id")
+    except FileNotFoundError:
+        said = None if lock.lost() or not run_dir.is_dir() else run_id
+    except (OSError, ValueError, AttributeError):
+        said = run_id  # unreadable: the history append says what is wrong with it
+    if said == run_id:
+        return None
+    return (f"the run folder {run_dir} was removed or replaced while the run wrote it: "
+            "its verdicts are lost, and nothing about it is recorded")
 
 
 class _Term:
@@ -826,7 +855,7 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     except KbenchError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from exc
     cli_plugins.report_plugin_errors([info])
-    run_dir = _run_dir(out, force, "-tune")
+    run_dir, _lock = _run_dir(out, force, "-tune")  # held until the command ends
     try:
         writer = RunWriter(run_dir, {"kind": "tune", **machine_metadata(),
                                      "targets": {target_spec: info.to_dict()}})

@@ -503,6 +503,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="comma-separated input kinds (exact, uniform, normal, specials); "
                      "default: exact plus one real-valued kind per case")
     g.addoption("--kb-out", default="", help="write a run folder here")
+    g.addoption("--kb-run-id", default="",
+                help="the run's id in run.json (kbench run checks its folder still holds it)")
     g.addoption("--kb-perf", action="store_true",
                 help="collect the performance suite (kbench run --suite perf)")
     g.addoption("--kb-rounds", type=int, default=10, help="perf: timed rounds per case")
@@ -674,7 +676,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if kb.out is not None and not kb.worker:  # workers send their verdicts to the controller
         try:  # created here, where a refusal is a one-line usage error
             kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata(),
-                                           "catalogs": catalog_set(kb.catalog_names)})
+                                           "catalogs": catalog_set(kb.catalog_names),
+                                           "run_id": config.getoption("--kb-run-id")})
         except RunDirError as exc:
             raise pytest.UsageError(f"{option_name('--kb-out')}: {exc}") from None
     table_path = config.getoption("--kb-dispatch")
