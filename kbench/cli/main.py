@@ -136,6 +136,23 @@ def main() -> None:
 
     Every backend is checked against a float64 oracle under its declared
     error model; every verdict names the realization that actually ran."""
+    _check_environment()
+
+
+class EnvironmentRefused(click.ClickException):
+    """A KBENCH_* variable set to a value it does not take: exit 2, no usage."""
+
+    exit_code = 2
+
+
+def _check_environment() -> None:
+    """Every KBENCH_* variable kbench reads takes the values it says
+    (kbench.native.envvars); one line each for those that do not."""
+    from kbench.native import envvars
+    from kbench.native.isa import ISA_LEVELS
+    bad = envvars.problems(os.environ, ISA_LEVELS)
+    if bad:
+        raise EnvironmentRefused("\n".join(bad))
 
 
 @main.command()
@@ -367,8 +384,13 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         except (CatalogError, FileNotFoundError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         catalogs.append(str(path))
-    _check_selection(targets, backends, realizations, case_expr, plugins, plugin_in_process,
-                     call_timeout)
+    with sigterm_as_interrupt() as early:
+        try:  # loads the targets (and their plugins: an entry point may hang)
+            _check_selection(targets, backends, realizations, case_expr, plugins,
+                             plugin_in_process, call_timeout)
+        except KeyboardInterrupt:
+            _stopped_before_start(out, force, early.signum or signal.SIGINT, db, no_history,
+                                  targets)
     if dispatch:
         from kbench.native import api
         try:  # each target checks the table against its machine when it loads it
@@ -493,6 +515,33 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if as_json:
         _print_run_json(run_dir, code, report)
     sys.exit(code)
+
+
+def _stopped_before_start(out: str | None, force: bool, signum: int, db: str | None,
+                          no_history: bool, targets: tuple[str, ...]) -> None:
+    """Ctrl-C or SIGTERM while the targets were being opened (a plugin's entry
+    point that hangs): the run folder is written all the same, INCOMPLETE
+    with no results, appended to the history, and the exit status is 128 +
+    the signal's number."""
+    from kbench.results.store import RunDirError, RunWriter, machine_metadata
+    name = signal.Signals(signum).name
+    run_dir, _lock = _run_dir(out, force)
+    try:
+        RunWriter(run_dir, {"kind": "suite-run", **machine_metadata(),
+                            "targets": {t: {"name": t, "unavailable": f"{t}: not reached (the "
+                                            f"run was interrupted by {name} while opening "
+                                            "its targets)", "emulated": False}
+                                        for t in targets},
+                            "interrupted": f"{name} while opening the targets (and loading "
+                                           "their plugins), before any test ran"}
+                  ).close(complete=False)
+    except RunDirError as exc:
+        click.echo(f"kbench run: {exc}", err=True)
+    if not no_history:
+        _append_history(run_dir, db)
+    click.echo(f"kbench run: interrupted by {name} while opening the targets: the run folder "
+               f"{run_dir} says INCOMPLETE (no test ran)", err=True)
+    sys.exit(128 + signum)
 
 
 def _costs_path(db: str | None) -> Path | None:

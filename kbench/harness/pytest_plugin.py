@@ -133,6 +133,7 @@ class KbSession:
     coverage: bool = False  # --kb-coverage: qemu: workers log the code they run
     min_coverage: float | None = None  # --kb-min-coverage: percent below which the run fails
     coverage_result: CoverageResult | None = None
+    interrupted: bool = False  # Ctrl-C or SIGTERM: no target is started (or loaded) any more
 
     @property
     def fingerprint(self) -> bool | None:
@@ -176,6 +177,11 @@ class KbSession:
         (no realizations, so no jobs) and its reason in `unavailable`."""
         if spec in self.unavailable:
             return TargetInfo(spec, "unavailable", False, "", [], 0, "scalar", "", [])
+        if spec not in self.infos and self.interrupted:
+            # stopping: a target not reached is not started now (loading its plugins
+            # again could hang as long as what was interrupted)
+            self.unavailable[spec] = f"{spec}: not reached (the run was interrupted)"
+            return self.info(spec)
         if spec not in self.infos:
             probed = self.probes.get(spec)
             if probed is not None and probed.info is not None and probed.ok:
@@ -816,6 +822,7 @@ def _noise(verdicts: list[Verdict]) -> dict[str, Any]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     kb = session.config.stash[SESSION]
+    kb.interrupted = kb.interrupted or int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
     _write_interop(kb)
     empty = kb.case_tests > 0 and kb.selected_jobs == 0
     if empty and int(exitstatus) in (0, 1):

@@ -7,6 +7,7 @@ rows are further apart than their length: its row stride becomes lda/ldb/ldc.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -18,9 +19,11 @@ from kbench.errors import (
     OutOfMemory,
     SizeOverflow,
 )
+from kbench.native import envvars
+from kbench.native import loader as native_loader
 from kbench.native import table as table_rules
 from kbench.native.isa import ISA_LEVELS
-from kbench.native.loader import Native, load
+from kbench.native.loader import Native
 
 BACKENDS = ("scalar", "neon", "sme")
 ACCUM = ("fp32", "fp16")
@@ -34,6 +37,19 @@ ERROR_MODELS = ("gemm", "winograd_f2x2_3x3", "gemm_bias_first")
 NAN_CLAMPS = ("propagate", "to_min", "to_max")
 CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2", 32: "sve2", 64: "sve2p1"}
 PLUGIN_BACKEND = "plugin"  # backend of plugin realizations: "plugin:<plugin name>" in Python
+
+
+def load(module: str | None = None) -> Native:
+    """The native library (loaded once), after the KBENCH_* variables that
+    shape a call were checked (kbench.native.envvars: once per process)."""
+    _environment_checked()
+    return native_loader.load(module)
+
+
+@cache
+def _environment_checked() -> None:
+    import os
+    envvars.check_api(os.environ, ISA_LEVELS)
 
 
 def backend_id(name: str) -> int:
