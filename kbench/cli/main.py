@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 import time
@@ -891,12 +892,14 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     from kbench.targets.spec import parse_target
 
     cases = []
+    catalog_args: dict[str, str] = {}  # catalog name -> as given (for reproducers)
     for s in shapes:
         try:
             cat = load_catalog(resolve_catalog(s))
         except (CatalogError, FileNotFoundError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         cases += [(cat.name, c) for c in cat.cases]
+        catalog_args.setdefault(cat.name, s)
     try:
         target = parse_target(target_spec, plugins, plugin_in_process=plugin_in_process,
                               call_timeout=call_timeout)
@@ -924,8 +927,7 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
         raise
     finally:
         target.close()
-    for sr in result.shapes:
-        writer.add_all(sr.verdicts.values())
+    wrong = _record_tuning(writer, result.shapes, catalog_args, plugins)
     table_path = run_dir / "dispatch.json"
     table_path.write_text(json.dumps(result.table, indent=2))
     writer.metadata["dispatch_table"] = str(table_path)
@@ -942,6 +944,34 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     if result.skipped:
         click.echo(f"budget ran out: {len(result.skipped)} shape(s) not tuned")
     click.echo(f"dispatch table: {table_path}")
+    if wrong:
+        click.echo(f"kbench tune: {wrong} candidate verdict(s) failed or errored (above, with "
+                   "the command that reruns each): left out of the table; exit status 1",
+                   err=True)
+        raise SystemExit(1)
+
+
+def _record_tuning(writer: Any, shapes: list[Any], catalog_args: dict[str, str],
+                   plugins: tuple[str, ...] = ()) -> int:
+    """Writes every candidate's verdict; one that failed its check while tuning
+    (a wrong result on a valid call, a crash, an error) is a failed verdict
+    with the command that reruns it (verdicts.txt, failures.csv, stderr).
+    Returns how many failed."""
+    from kbench.harness.selection import reproducer
+    from kbench.judge.verdict import FAILING
+    count = 0
+    for sr in shapes:
+        for v in sr.verdicts.values():
+            writer.add(v)
+            if v.status not in FAILING:
+                continue
+            again = reproducer(v, catalog_args.get(v.catalog, v.catalog))
+            if v.plugin:  # its plugin is loaded again
+                again += "".join(f" --plugin {shlex.quote(path)}" for path in plugins)
+            writer.add_failure(v, again)
+            click.echo(f"{v.line()}\n    reproduce: {again}", err=True)
+            count += 1
+    return count
 
 
 @main.command("catalogs")
