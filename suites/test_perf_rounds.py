@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from kbench.cli.main import main
 from kbench.harness.perf import MAX_ROUNDS, bounded_rounds, with_times
 from kbench.judge.verdict import Verdict
+from kbench.results.identity import checkout
 from kbench.results.runfolder import load_run
 from kbench.results.store import RunWriter
 
@@ -43,6 +44,7 @@ def _rounds(seed: int, n: int = MILLIONS) -> np.ndarray:
 
 def _folder(path: Path, verdicts: list[Verdict]) -> Path:
     w = RunWriter(path, {"host": "box", "machine": "x86_64", "git_commit": "0123456789ab",
+                         "checkout": checkout(),  # a run of this checkout, as kbench run's
                          "date": "2025-01-01T00:00:00+00:00", "command_line": "kbench run",
                          "targets": {"host": {"emulated": False, "arch": "x86_64"}}})
     w.add_all(verdicts)
