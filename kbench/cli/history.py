@@ -133,10 +133,12 @@ def _load(path: str, hint: str, strict: bool = False, db: str | None = None) -> 
 
 
 def load_ref(path: str, hint: str, strict: bool = False, db: str | None = None,
-             all_checkouts: bool = False) -> tuple[Run, int | None]:
+             all_checkouts: bool = False, defect_notes: bool = True
+             ) -> tuple[Run, int | None]:
     """_load, and the run's history id when it was named through the history
     (latest, latest~N and commit prefixes among this checkout's runs, unless
-    all_checkouts)."""
+    all_checkouts). defect_notes=False: what is wrong with its results is
+    left to the caller (the gate's one-line refusal)."""
     from kbench.cli.pairing import scope
     from kbench.results.runref import RunRefError, resolve_run
     try:
@@ -156,7 +158,7 @@ def load_ref(path: str, hint: str, strict: bool = False, db: str | None = None,
         click.echo(f"note: {hint}: {found.note}", err=True)
     if strict and run.defects:
         raise BadRunFolder(f"{hint}: {path}: not gated: {'; '.join(run.defects)}")
-    for defect in run.defects:
+    for defect in run.defects if defect_notes else ():
         click.echo(f"note: {path}: {defect}", err=True)
     if not run.has_results and not run.defects:
         click.echo(f"note: {path}: {run.state()}", err=True)
@@ -471,8 +473,8 @@ def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | 
     With --history N, a case whose run-to-run spread over the last N runs
     of this machine exceeds --max-slowdown is held to that spread instead."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
-    (b, b_id) = load_ref(base, "BASE", db=db, all_checkouts=all_checkouts)
-    (c, c_id) = load_ref(cand, "CAND", db=db, all_checkouts=all_checkouts)
+    (b, b_id) = load_ref(base, "BASE", db=db, all_checkouts=all_checkouts, defect_notes=False)
+    (c, c_id) = load_ref(cand, "CAND", db=db, all_checkouts=all_checkouts, defect_notes=False)
     forced = check_gate_pair(b, c, force, BadRunFolder)  # damaged or unlike: refused
     from kbench.results.abgate import AbRunError, load_ab
     from kbench.results.compare import gate, markdown

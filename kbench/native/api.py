@@ -703,7 +703,7 @@ def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None
                                                                           "problems[0].b")[0].shape[1]
     flops = 2.0 * m * n * k * len(problems)
     call_limits.check(flops, 2.0 * m * n * sum(p.c is None for p in problems), limits,
-                      "problems")
+                      "its outputs")
     arr = nat.ffi.new("kb_gemm_problem[]", len(problems))
     keep: list[Any] = []
     outs: list[np.ndarray] = []
@@ -872,7 +872,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
     copies = sum(a.nbytes for a in (x, w) if not a.flags.c_contiguous)
     call_limits.check(2.0 * float(np.prod(shape)) * w.shape[0] * w.shape[1] * w.shape[2],
                       copies + (2.0 * float(np.prod(shape)) if out is None else 0.0), limits,
-                      "input, filter and output")
+                      "its output and contiguous copies of strided inputs")
     x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     if out is None:
         out = _empty(shape, "output")

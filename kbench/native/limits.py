@@ -58,10 +58,10 @@ def _size(n: float) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
-def check(flops: float, new_bytes: float, limits: Limits | None, what: str) -> None:
-    """Refuses a call (`what` names its operands) whose work or new memory is
-    over its caps: WorkLimit (field limits.max_flops) or OutOfMemory (field
-    limits.max_bytes), before anything is allocated."""
+def check(flops: float, new_bytes: float, limits: Limits | None, allocations: str) -> None:
+    """Refuses a call whose work or new memory (`allocations` says what it
+    allocates) is over its caps: WorkLimit (field limits.max_flops) or
+    OutOfMemory (field limits.max_bytes), before anything is allocated."""
     base = defaults()
     max_flops = (limits.max_flops if limits is not None and limits.max_flops is not None
                  else base.max_flops)
@@ -69,12 +69,12 @@ def check(flops: float, new_bytes: float, limits: Limits | None, what: str) -> N
                  else base.max_bytes)
     assert max_flops is not None and max_bytes is not None
     if flops > max_flops:
-        raise WorkLimit(f"{what}: the call is {flops:.3g} flops, over the work cap of "
-                        f"{max_flops:.3g} (kbench.Limits(max_flops=...) or {FLOPS_ENV}); "
+        raise WorkLimit(f"limits.max_flops: the call is {flops:.3g} flops, over the work cap "
+                        f"of {max_flops:.3g} (kbench.Limits(max_flops=...) or {FLOPS_ENV}); "
                         "refused before computing", "limits.max_flops")
     if new_bytes > max_bytes:
-        raise OutOfMemory(f"{what}: the call would allocate {_size(new_bytes)} "
-                          f"({int(new_bytes):,} bytes), over the memory cap of "
+        raise OutOfMemory(f"limits.max_bytes: the call would allocate {_size(new_bytes)} "
+                          f"({int(new_bytes):,} bytes: {allocations}), over the memory cap of "
                           f"{_size(max_bytes)} (kbench.Limits(max_bytes=...) or {BYTES_ENV}); "
                           "refused before allocating", "limits.max_bytes")
 
