@@ -21,13 +21,14 @@ layer or those before it (suites/test_layout.py checks it):
 
 __all__ = [
     "ContractViolation", "ConvParams", "GemmOperands", "InvalidArgument", "KbenchError",
-    "OutOfMemory", "PackedB", "Realization", "Selector", "SizeOverflow", "Unsupported", "api",
+    "Limits", "OutOfMemory", "PackedB", "Realization", "Selector", "SizeOverflow",
+    "Unsupported", "WorkLimit", "api",
     "backends", "conv2d", "cpu_info", "gemm", "gemm_batch", "pack_b", "realizations",
     "payload_checksum", "verify_packed", "version",
 ]
 
 _FROM_ERRORS = {"ContractViolation", "InvalidArgument", "KbenchError", "OutOfMemory",
-                "SizeOverflow", "Unsupported"}
+                "SizeOverflow", "Unsupported", "WorkLimit"}
 
 
 def __getattr__(name: str) -> object:

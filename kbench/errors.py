@@ -41,6 +41,13 @@ class SizeOverflow(KbenchError):
     code = "overflow"
 
 
+class WorkLimit(KbenchError):
+    """A call whose work is over the work cap of the Python API (field
+    limits.max_flops; kbench.native.limits)."""
+
+    code = "work_limit"
+
+
 class InternalError(KbenchError):
     code = "internal"
 

@@ -38,11 +38,13 @@ from kbench.results.compare import (
     unit_medians,
     unit_test,
 )
+from kbench.results.identity import checkout
 from kbench.results.json_out import gate_doc
 from kbench.results.runfolder import Run, load_run
 from kbench.results.store import RunWriter
 
 CPU = {"host": "box", "machine": "aarch64", "cpu_model": "Test CPU"}
+HERE = checkout()  # synthetic runs are runs of this checkout, as kbench run records them
 
 
 def rounds(median_ns: float, seed: int, n: int = 15, noise: float = 0.01) -> list[float]:
@@ -68,7 +70,7 @@ def row(case: str, status: str = "pass", suite: str = "perf", times: list[float]
 def write_run(folder: Path, rows: list[Verdict], complete: bool = True,
               **meta: Any) -> Run:
     emulated = any(r.emulated for r in rows)
-    metadata = {**CPU, "git_commit": "0123456789abcdef", "git_dirty": False,
+    metadata = {**CPU, "checkout": HERE, "git_commit": "0123456789abcdef", "git_dirty": False,
                 "date": "2025-01-01T00:00:00+00:00", "command_line": "kbench run",
                 "targets": {t: {"emulated": emulated, "arch": "aarch64"}
                             for t in sorted({r.target for r in rows})}, **meta}

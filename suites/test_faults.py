@@ -232,6 +232,56 @@ def test_a_signal_stops_a_hanging_plugin_run_and_its_workers(sig, code, catalog,
     assert meta["tests"]["finished"] < meta["tests"]["scheduled"]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("selected", [True, False], ids=["backend-plugin", "no-filter"])
+def test_ctrl_c_while_a_plugin_entry_point_hangs_gives_130_and_an_incomplete_folder(
+        selected, catalog, tmp_path):
+    """Before: with --backend plugin the targets are opened (and the plugin
+    loaded) before the run folder exists, and Ctrl-C there printed click's
+    "Aborted!", exit 1, no folder; without a filter the load happens while
+    pytest collects, and Ctrl-C waited the entry point's 30 s bound out (the
+    end of the run loaded the plugin again). Now both stop at once: 130, one
+    line, and a run folder that says INCOMPLETE."""
+    lib = _libs("host") / "libentryhang.so"
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbench.cli", "run", "--suite", "correctness", "--shapes",
+         str(catalog), "--plugin", str(lib), *(["--backend", "plugin"] if selected else []),
+         "--no-history", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    workers: set[int] = set()
+    deadline = time.monotonic() + 120
+    while not workers and time.monotonic() < deadline:  # the load has started
+        time.sleep(0.2)
+        workers = {c for c in _children(proc.pid)
+                   if "kb_worker" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")}
+    assert workers, "the host worker never started"
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=20)  # well inside the entry point's 30 s bound
+    assert proc.returncode == 130, stdout[-2000:] + stderr[-2000:]
+    assert "interrupted by SIGINT" in stderr and "Aborted!" not in stderr + stdout
+    assert "KeyboardInterrupt" not in stdout + stderr
+    assert not [w for w in workers if _alive(w)], "a worker outlived the run"
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["complete"] is False and meta["results"] == 0
+
+
+def test_backend_plugin_names_why_the_plugin_did_not_load(catalog, tmp_path):
+    """Before: `--backend plugin` with a file that cannot be loaded said only
+    "no chosen target offers it (host has scalar)"; the reason showed only
+    without --backend. Now the usage error carries it."""
+    lib = _libs("host") / "libtruncated.so"
+    res = _kbench("run", "--suite", "correctness", "--shapes", str(catalog), "--backend",
+                  "plugin", "--plugin", str(lib), "--no-history", "--out",
+                  str(tmp_path / "run"), timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert lines[-2].startswith("Error: --backend plugin: no chosen target offers it (host has")
+    assert lines[-1].startswith("  plugin not loaded on host: ")
+    assert "libtruncated.so: truncated: a segment reaches byte" in lines[-1]
+
+
 def test_a_write_past_c_is_a_guard_verdict_and_the_worker_is_discarded():
     """Before: the guard verdict was recorded, then the damaged process crashed
     at exit (139). The worker that ran the call is now killed, not shut down,

@@ -5,6 +5,7 @@ SQLite file and against a throwaway PostgreSQL server (kb_servers)."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -224,22 +225,35 @@ def _run_unwritable_history(tmp_path: Path, name: str, *extra: str) -> Any:
 
 
 @pytest.mark.parametrize("strict", [False, True])
-def test_run_ends_with_a_warning_when_history_is_not_written(tmp_path: Path,
-                                                             strict: bool) -> None:
+def test_a_run_whose_history_is_not_written_exits_1(tmp_path: Path, strict: bool) -> None:
+    """Not written is an exit status, not only a line: a run that passed exits 1
+    (--strict-history, once needed for that, is the default and still taken)."""
     res = _run_unwritable_history(tmp_path, "run", *(["--strict-history"] if strict else []))
-    assert res.exit_code == (1 if strict else 0), res.output
+    assert res.exit_code == 1, res.output
     assert "history: run not appended (" in res.stderr
     last = res.stderr.strip().splitlines()[-1]
-    assert last.startswith("kbench run: warning: history not written (")
-    assert "cannot create its folder" in last
+    assert last.startswith("kbench run: history not written (")
+    assert "cannot create its folder" in last and last.endswith("; exit status 1")
     assert (tmp_path / "run" / "results.csv").is_file()
 
 
-def test_strict_history_keeps_the_exit_status_of_a_run_that_failed(tmp_path: Path) -> None:
-    res = _run_unwritable_history(tmp_path, "run", "--strict-history", "-k", "no_such_case")
+def test_no_history_asks_for_none_and_exits_0(tmp_path: Path) -> None:
+    from kbench.cli.main import main
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the history's folder should be")
+    res = CliRunner().invoke(main, [*SMOKE_RUN, "--db", str(blocker / "history.sqlite"),
+                                    "--no-history", "--no-report", "--out",
+                                    str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    assert "not written" not in res.stderr
+
+
+def test_a_run_that_failed_keeps_its_exit_status_when_history_is_not_written(
+        tmp_path: Path) -> None:
+    res = _run_unwritable_history(tmp_path, "run", "-k", "no_such_case")
     assert res.exit_code == 5, res.output  # pytest's "no tests collected", not 1
     assert res.stderr.strip().splitlines()[-1].startswith(
-        "kbench run: warning: history not written (")
+        "kbench run: history not written (")
 
 
 def test_run_appended_to_history_gives_no_warning(tmp_path: Path) -> None:
@@ -249,6 +263,11 @@ def test_run_appended_to_history_gives_no_warning(tmp_path: Path) -> None:
                                     "--out", str(tmp_path / "run")])
     assert res.exit_code == 0, res.output
     assert f"history: run #1 in {db}" in res.stdout and "warning" not in res.stderr
+    # the run says which checkout ran it and which catalogs (kbench.results.identity)
+    from kbench.results.identity import catalog_set, checkout
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["checkout"] == checkout() and Path(meta["checkout"]["root"]).is_dir()
+    assert meta["catalogs"] == catalog_set(["smoke"]) and len(meta["catalogs"]["smoke"]) == 16
 
 
 PAGE = 4096  # SQLite's default page size, the size of the history's pages

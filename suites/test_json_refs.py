@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from test_compare import rounds, row, write_run
+from test_compare import HERE, rounds, row, write_run
 
 from kbench.cli.history import compare, gate_command, history
 from kbench.cli.report import report
@@ -167,7 +167,8 @@ def test_a_bad_ref_is_one_line_and_exit_2(history_db: tuple[Path, list[Path]],
     res = CliRunner().invoke(compare, ["latest~7", "latest", "--db", str(db)])
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [
-        "Error: BASE: 'latest~7': the history holds 3 run(s), so the oldest is latest~2"]
+        f"Error: BASE: 'latest~7': the history holds 3 run(s) of this checkout "
+        f"({HERE['root']}), so the oldest is latest~2"]
     res = CliRunner().invoke(gate_command, ["latest", "latest",
                                             "--db", str(tmp_path / "none.sqlite")])
     assert res.exit_code == 2 and "no history database at" in res.output

@@ -140,3 +140,32 @@ def test_perf_tune_and_a_table_naming_a_plugin(tmp_path):
     unforced = [r for r in _rows(run) if r["realization"] == "exwhole.gemm_f32acc"]
     assert unforced and all(r["status"] == "pass" for r in unforced)
     assert {r["plugin"] for r in unforced} == {"exwhole 1.0.0"}
+
+
+def test_a_wrong_result_seen_while_tuning_is_a_failed_verdict_with_its_reproducer(tmp_path):
+    """Before: a candidate whose check failed while tuning was left out of the
+    table in silence (its row in results.csv only) and `kbench tune` exited 0.
+    Now it is a failed verdict with the command that reruns it (stderr,
+    verdicts.txt, failures.csv) and the command exits 1."""
+    catalog = tmp_path / "tail.toml"
+    catalog.write_text('[catalog]\nname = "tail"\n\n[[gemm]]\nname = "m1_n17_k33"\n'
+                       "m = 1\nn = 17\nk = 33\n")
+    out = tmp_path / "tune"
+    res = _kbench("tune", "--shapes", str(catalog), "--plugin", lib("exfaulty"), "--rounds",
+                  "2", "--min-round-ms", "0.1", "--out", str(out))
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    failed = [r for r in _rows(out) if r["status"] == "fail"]
+    assert [r["realization"] for r in failed] == ["exfaulty.gemm_tailbug"]
+    with open(out / "failures.csv") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["realization"] == "exfaulty.gemm_tailbug" and row["suite"] == "tune"
+    assert row["reproduce"] == (
+        f"kbench run --suite correctness --target host --realization exfaulty.gemm_tailbug "
+        f"--shapes {catalog} -k '/m1_n17_k33$' --kinds uniform --plugin {lib('exfaulty')}")
+    assert f"    reproduce: {row['reproduce']}" in res.stderr
+    assert "left out of the table; exit status 1" in res.stderr
+    table = json.loads((out / "dispatch.json").read_text())
+    assert all(rule["realization"] != "exfaulty.gemm_tailbug" for rule in table["rules"])
+    lines = (out / "verdicts.txt").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "exfaulty.gemm_tailbug" in line)
+    assert lines[at + 1] == f"    reproduce: {row['reproduce']}"

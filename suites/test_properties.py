@@ -48,10 +48,12 @@ GEMM_FIELDS = {"problems[0].a", "problems[0].b", "problems[0].c", "problems[0].b
                "problems[0].b.data", "problems[0].B", "problems[0].A", "problems[0].C",
                "problems[0].lda", "problems[0].ldb", "problems[0].ldc",
                "problems[0].b_is_backend_native_packed", "B.n", "B.k", "selector.threads",
-               "selector.force", "selector", "M", "N", "K"}
+               "selector.force", "selector", "M", "N", "K",
+               "limits.max_flops", "limits.max_bytes"}  # a call over a cap (kbench.Limits)
 CONV_FIELDS = {"input", "filter", "bias", "output", "params", "params.pad", "params.stride",
                "params.dilation", "params.groups", "params.clamp", "desc.clamp_min",
-               "desc.clamp_max", "selector.force", "selector", "selector.threads"} | {
+               "desc.clamp_max", "selector.force", "selector", "selector.threads",
+               "limits.max_flops", "limits.max_bytes"} | {
     f"desc.{k}" for k in ("n", "h", "w", "c_in", "c_out", "kh", "kw", "stride_h", "stride_w",
                           "pad_top", "pad_bottom", "pad_left", "pad_right", "dil_h", "dil_w",
                           "groups")}

@@ -175,7 +175,7 @@ def test_the_context_word_for_word(context, tmp_path: Path) -> None:
         "errors": ("table", "error_vs_k", 6, [
             "target", "op", "realization", "accum", "k", "cases", "max_err_bound", "max_ulp",
             "max_rms_rel", "min_exact_fraction", "failed", "mistrusted"], None, None),
-        "n_error_rows": 6, "worst_status": "WORST", "answers": "ANSWERS",
+        "n_error_rows": 6, "worst_status": "WORST", "answers": "ANSWERS", "integrity": [],
         "error_sentence": ("sentence", "error_vs_k"),
         "fingerprint_summary": ("table", "fingerprint_summary", 1, None, None, None),
         "fingerprint_rows": ("table", "fingerprints", 9,

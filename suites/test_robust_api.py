@@ -429,8 +429,12 @@ def test_malformed_conv_params_are_refused_naming_the_field(field, params):
 def test_a_pad_too_large_to_allocate_is_out_of_memory_naming_the_output():
     """Before: numpy's MemoryError (or ValueError) escaped with no field."""
     huge = kbench.ConvParams(pad=(10**6, 10**6, 10**6, 10**6))
-    with pytest.raises(OutOfMemory) as exc:
+    with pytest.raises(kbench.WorkLimit) as exc:  # by default: over the work cap first
         kbench.conv2d(f16(1, 2, 2, 2), f16(1, 1, 2, 2), params=huge)
+    assert exc.value.field == "limits.max_flops"
+    no_caps = kbench.Limits(max_flops=1e30, max_bytes=1e30)
+    with pytest.raises(OutOfMemory) as exc:  # no caps: numpy cannot have 8 TB
+        kbench.conv2d(f16(1, 2, 2, 2), f16(1, 1, 2, 2), params=huge, limits=no_caps)
     assert exc.value.field == "output"
     beyond = kbench.ConvParams(pad=(2**64, 0, 0, 0))
     with pytest.raises(kbench.SizeOverflow) as exc:

@@ -50,8 +50,12 @@ def test_run_metadata_names_the_checkout_wherever_it_runs(tmp_path: Path,
     monkeypatch.chdir(tmp_path)  # not a repository: the checkout's commit all the same
     meta = store.machine_metadata()
     assert set(meta) == {"host", "platform", "machine", "cpu_model", "python", "compiler",
-                         "c_flags", "git_commit", "git_dirty", "date", "command_line"}
+                         "c_flags", "git_commit", "git_dirty", "date", "command_line",
+                         "checkout"}
     assert meta["git_commit"] == head.stdout.strip()
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=REPO, capture_output=True,
+                         text=True).stdout.strip()
+    assert meta["checkout"]["root"] == str(Path(top).resolve())  # the checkout, not the cwd
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True,
                            text=True).stdout.strip() != ""
     assert meta["git_dirty"] is dirty
@@ -67,7 +71,7 @@ def test_outside_a_checkout_the_commit_is_empty_and_dirtiness_unknown(monkeypatc
     assert meta["git_commit"] == "" and meta["git_dirty"] is None
 
 
-@pytest.mark.parametrize("name", ["run.json", "results.csv", "verdicts.txt"])
+@pytest.mark.parametrize("name", ["run.json", "results.csv", "verdicts.txt", store.LOCK_NAME])
 def test_any_run_file_makes_a_run_folder(tmp_path: Path, name: str) -> None:
     assert not store.is_run_dir(tmp_path)
     (tmp_path / "other.txt").write_text("x")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kbench.cli.pairing import all_checkouts_option, check_gate_pair, force_option
 from kbench.resources import resource_dir
 from kbench.results.historydb import (
     HistoryError,
@@ -131,12 +132,17 @@ def _load(path: str, hint: str, strict: bool = False, db: str | None = None) -> 
     return load_ref(path, hint, strict, db)[0]
 
 
-def load_ref(path: str, hint: str, strict: bool = False, db: str | None = None
+def load_ref(path: str, hint: str, strict: bool = False, db: str | None = None,
+             all_checkouts: bool = False, defect_notes: bool = True
              ) -> tuple[Run, int | None]:
-    """_load, and the run's history id when it was named through the history."""
+    """_load, and the run's history id when it was named through the history
+    (latest, latest~N and commit prefixes among this checkout's runs, unless
+    all_checkouts). defect_notes=False: what is wrong with its results is
+    left to the caller (the gate's one-line refusal)."""
+    from kbench.cli.pairing import scope
     from kbench.results.runref import RunRefError, resolve_run
     try:
-        found = resolve_run(path, db)
+        found = resolve_run(path, db, scope(all_checkouts))
     except RunRefError as exc:
         raise BadRunFolder(f"{hint}: {exc}") from None
     except ValueError as exc:
@@ -152,7 +158,7 @@ def load_ref(path: str, hint: str, strict: bool = False, db: str | None = None
         click.echo(f"note: {hint}: {found.note}", err=True)
     if strict and run.defects:
         raise BadRunFolder(f"{hint}: {path}: not gated: {'; '.join(run.defects)}")
-    for defect in run.defects:
+    for defect in run.defects if defect_notes else ():
         click.echo(f"note: {path}: {defect}", err=True)
     if not run.has_results and not run.defects:
         click.echo(f"note: {path}: {run.state()}", err=True)
@@ -339,9 +345,11 @@ def _check(db_path: str | Path) -> None:
               help="Also write the comparison as Markdown to this file.")
 @_JSON
 @_DB
+@all_checkouts_option
 def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
             max_count_growth: str | None, config: str | None,
-            markdown_file: str | None, as_json: bool = False, db: str | None = None) -> None:
+            markdown_file: str | None, as_json: bool = False, db: str | None = None,
+            all_checkouts: bool = False) -> None:
     """Compare two runs case by case: ratio of median times, one-sided
     moderated t-tests on the logs of the per-pass medians (the pass is the
     unit; a case with one pass a side gets no p-value; each case's variance
@@ -356,11 +364,15 @@ def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
     With --history N, a case whose run-to-run spread over the last N runs
     of this machine exceeds --max-slowdown is held to that spread instead."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
-    (b, b_id), (c, c_id) = load_ref(base, "BASE", db=db), load_ref(cand, "CAND", db=db)
+    (b, b_id), (c, c_id) = (load_ref(base, "BASE", db=db, all_checkouts=all_checkouts),
+                            load_ref(cand, "CAND", db=db, all_checkouts=all_checkouts))
+    from kbench.cli.pairing import warn_unlike
     from kbench.results.compare import compare_runs, markdown
     from kbench.results.json_out import comparison_doc
     comp = compare_runs(b, c, cfg.alpha, cfg.max_slowdown, cfg.speed_targets,
                         cfg.max_count_growth)
+    from kbench.results.integrity import presence_notes
+    comp.warnings[:0] = warn_unlike(b, c) + presence_notes(b, c)  # unlike, lacking rows
     if as_json:
         click.echo(json.dumps(comparison_doc(comp, (b_id, c_id)), indent=2))
     else:
@@ -438,11 +450,14 @@ def _noise_floor(db: str | None, base: Run, cand: Run, runs: int) -> NoiseFloor:
                    "wider; the output says which cases and by how much.")
 @_JSON
 @_DB
+@all_checkouts_option
+@force_option
 def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | None,
                  max_count_growth: str | None, config: str | None,
                  markdown_file: str | None, strict: bool = False, as_json: bool = False,
                  db: str | None = None, ab_dir: str | None = None,
-                 history_runs: int | None = None) -> None:
+                 history_runs: int | None = None, all_checkouts: bool = False,
+                 force: bool = False) -> None:
     """The regression gate: exit 1 on any correctness failure or error in
     CAND, any case of BASE missing from CAND, an incomplete run, a
     slowdown both above --max-slowdown and significant at --alpha, or (on
@@ -458,8 +473,9 @@ def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | 
     With --history N, a case whose run-to-run spread over the last N runs
     of this machine exceeds --max-slowdown is held to that spread instead."""
     cfg = _config(config, max_slowdown, alpha, max_count_growth)
-    (b, b_id) = load_ref(base, "BASE", strict=True, db=db)
-    (c, c_id) = load_ref(cand, "CAND", strict=True, db=db)
+    (b, b_id) = load_ref(base, "BASE", db=db, all_checkouts=all_checkouts, defect_notes=False)
+    (c, c_id) = load_ref(cand, "CAND", db=db, all_checkouts=all_checkouts, defect_notes=False)
+    forced = check_gate_pair(b, c, force, BadRunFolder)  # damaged or unlike: refused
     from kbench.results.abgate import AbRunError, load_ab
     from kbench.results.compare import gate, markdown
     from kbench.results.json_out import gate_doc
@@ -478,6 +494,7 @@ def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | 
                   noise=floor.limits(cfg.max_slowdown) if floor is not None else None)
     if floor is not None:
         result.comparison.warnings.append(floor.describe(cfg.max_slowdown))
+    result.comparison.warnings[:0] = forced
     if as_json:
         click.echo(json.dumps(gate_doc(result, (b_id, c_id)), indent=2))
     else:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +21,9 @@ from kbench.cli import plugins as cli_plugins
 from kbench.cli.lazy import LazyGroup
 from kbench.errors import KbenchError
 from kbench.resources import is_checkout, resource_dir
+
+if TYPE_CHECKING:
+    from kbench.results.runlock import RunLock
 
 # Start-up stays fast (`kbench --version`, `--help`): numpy, pandas, scipy,
 # matplotlib and the native library are imported inside the commands that use them.
@@ -132,6 +137,23 @@ def main() -> None:
 
     Every backend is checked against a float64 oracle under its declared
     error model; every verdict names the realization that actually ran."""
+    _check_environment()
+
+
+class EnvironmentRefused(click.ClickException):
+    """A KBENCH_* variable set to a value it does not take: exit 2, no usage."""
+
+    exit_code = 2
+
+
+def _check_environment() -> None:
+    """Every KBENCH_* variable kbench reads takes the values it says
+    (kbench.native.envvars); one line each for those that do not."""
+    from kbench.native import envvars
+    from kbench.native.isa import ISA_LEVELS
+    bad = envvars.problems(os.environ, ISA_LEVELS)
+    if bad:
+        raise EnvironmentRefused("\n".join(bad))
 
 
 @main.command()
@@ -281,9 +303,9 @@ def info(targets: tuple[str, ...], as_json: bool, plugins: tuple[str, ...],
                    "postgresql://USER@HOST/DB URL shared by many runners "
                    "[default: $KBENCH_DB, else $XDG_DATA_HOME/kbench/history.sqlite].")
 @click.option("--no-history", is_flag=True, help="Do not append the run to the history.")
-@click.option("--strict-history", is_flag=True,
-              help="A run that passed exits 1 when it cannot be appended to the history "
-                   "(by default it warns and keeps its exit status).")
+@click.option("--strict-history", is_flag=True, hidden=True,
+              help="The default now: a run that passed exits 1 when it cannot be appended to "
+                   "the history (or its report cannot be written).")
 @click.option("-v", "--verbose", is_flag=True, help="One line per test instead of dots.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure.")
 @click.option("-n", "--jobs", type=click.IntRange(1, 64), default=None,
@@ -363,8 +385,13 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         except (CatalogError, FileNotFoundError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         catalogs.append(str(path))
-    _check_selection(targets, backends, realizations, case_expr, plugins, plugin_in_process,
-                     call_timeout)
+    with sigterm_as_interrupt() as early:
+        try:  # loads the targets (and their plugins: an entry point may hang)
+            _check_selection(targets, backends, realizations, case_expr, plugins,
+                             plugin_in_process, call_timeout)
+        except KeyboardInterrupt:
+            _stopped_before_start(out, force, early.signum or signal.SIGINT, db, no_history,
+                                  targets)
     if dispatch:
         from kbench.native import api
         try:  # each target checks the table against its machine when it loads it
@@ -372,7 +399,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
         except KbenchError as exc:
             raise click.BadParameter(f"{dispatch}: not a usable dispatch table ({exc})",
                                      param_hint="--dispatch") from None
-    run_dir = _run_dir(out, force)
+    run_dir, lock = _run_dir(out, force)  # locked until this process ends
+    run_id = uuid.uuid4().hex  # run.json says it: the folder is still this run's at the end
     args = [str(suites_dir / f) for f in SUITES[suite]]
     # pytest's configuration: the checkout's pyproject.toml, or (installed wheel) none, the
     # suites' conftest.py registering what they need
@@ -380,7 +408,8 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     args += ["--rootdir", str(ini.parent), "-c", str(ini), "-p", "no:cacheprovider",
              # the suites kbench runs use no Hypothesis; its plugin would import it at exit
              "-p", "no:hypothesispytest",
-             "--kb-out", str(run_dir), "--kb-cli", "-rfEs", "--tb=short",
+             "--kb-out", str(run_dir), "--kb-run-id", run_id, "--kb-cli", "-rfEs",
+             "--tb=short",
              # no percentages at line ends: kbench's progress line is the one display
              "-o", "console_output_style=classic"]
     args += ["-v"] if verbose else ["-q"]
@@ -448,13 +477,18 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
             code = int(pytest.main(args))
         finally:
             signum = term.signum
-        if not no_history:
+        gone = _vanished(run_dir, run_id, lock)
+        if gone is not None:  # never a history row (complete or not) for a lost folder
+            with_report = False
+        elif not no_history:
             not_appended = _append_history(run_dir, db)
         # no report after Ctrl-C or SIGTERM (stopping is what was asked), a usage error
         # or an empty selection (nothing to show)
-        report = (_write_report(run_dir) if with_report and not signum and code not in (
-            int(pytest.ExitCode.INTERRUPTED), int(pytest.ExitCode.USAGE_ERROR),
-            int(pytest.ExitCode.NO_TESTS_COLLECTED)) else None)
+        report, report_error = (_write_report(run_dir) if with_report and not signum
+                                and code not in (int(pytest.ExitCode.INTERRUPTED),
+                                                 int(pytest.ExitCode.USAGE_ERROR),
+                                                 int(pytest.ExitCode.NO_TESTS_COLLECTED))
+                                else (None, None))
         if costs is not None and not no_history and not signum:
             # the time after the last test, for the next run's ETA (a complete run
             # left its last test's end in the costs file; otherwise nothing is kept)
@@ -462,9 +496,17 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if code == int(pytest.ExitCode.NO_TESTS_COLLECTED):
         click.echo("kbench run: the filters selected no case (see above); nothing was "
                    "verified or timed", err=True)
-    if not_appended is not None:
-        click.echo(f"kbench run: warning: history not written ({not_appended})", err=True)
-        if strict_history and code == 0:
+    if gone is not None:
+        click.echo(f"kbench run: {gone}" + ("; exit status 1" if code == 0 else ""), err=True)
+        code = code or 1
+    if not_appended is not None or report_error is not None:
+        # what was asked for and not written fails a run that passed (--no-history and
+        # --no-report ask for neither)
+        for what, why in (("history", not_appended), ("report", report_error)):
+            if why is not None:
+                click.echo(f"kbench run: {what} not written ({why})"
+                           + ("; exit status 1" if code == 0 else ""), err=True)
+        if code == 0:
             code = 1
     if signum or code == int(pytest.ExitCode.INTERRUPTED):
         name = signal.Signals(signum or signal.SIGINT).name
@@ -474,6 +516,33 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     if as_json:
         _print_run_json(run_dir, code, report)
     sys.exit(code)
+
+
+def _stopped_before_start(out: str | None, force: bool, signum: int, db: str | None,
+                          no_history: bool, targets: tuple[str, ...]) -> None:
+    """Ctrl-C or SIGTERM while the targets were being opened (a plugin's entry
+    point that hangs): the run folder is written all the same, INCOMPLETE
+    with no results, appended to the history, and the exit status is 128 +
+    the signal's number."""
+    from kbench.results.store import RunDirError, RunWriter, machine_metadata
+    name = signal.Signals(signum).name
+    run_dir, _lock = _run_dir(out, force)
+    try:
+        RunWriter(run_dir, {"kind": "suite-run", **machine_metadata(),
+                            "targets": {t: {"name": t, "unavailable": f"{t}: not reached (the "
+                                            f"run was interrupted by {name} while opening "
+                                            "its targets)", "emulated": False}
+                                        for t in targets},
+                            "interrupted": f"{name} while opening the targets (and loading "
+                                           "their plugins), before any test ran"}
+                  ).close(complete=False)
+    except RunDirError as exc:
+        click.echo(f"kbench run: {exc}", err=True)
+    if not no_history:
+        _append_history(run_dir, db)
+    click.echo(f"kbench run: interrupted by {name} while opening the targets: the run folder "
+               f"{run_dir} says INCOMPLETE (no test ran)", err=True)
+    sys.exit(128 + signum)
 
 
 def _costs_path(db: str | None) -> Path | None:
@@ -489,25 +558,26 @@ def _costs_path(db: str | None) -> Path | None:
     return folder / "case_costs.json"
 
 
-def _write_report(run_dir: Path) -> str | None:
-    """The run's HTML report in RUN_FOLDER/report (None, with a line saying
-    why, when it cannot be written; the run's exit status is not changed)."""
+def _write_report(run_dir: Path) -> tuple[str | None, str | None]:
+    """The run's HTML report in RUN_FOLDER/report: its path, or (None, why)
+    with a line saying so when it cannot be written (the caller fails a run
+    that passed). (None, None): nothing to report (a usage error)."""
     from kbench.results.runfolder import RunFolderError, load_run
     if not (run_dir / "run.json").is_file():
-        return None  # the run stopped before it wrote anything (a usage error)
+        return None, None  # the run stopped before it wrote anything (a usage error)
     try:
         from kbench.results.report import build_report
         files = build_report(load_run(run_dir), None, run_dir / "report")
     except (RunFolderError, OSError, ValueError, KbenchError) as exc:
         click.echo(f"kbench run: report not written ({exc}); kbench report {run_dir} "
                    "writes it later", err=True)
-        return None
+        return None, str(exc).strip().splitlines()[0] if str(exc).strip() else "error"
     except KeyboardInterrupt:
         click.echo(f"kbench run: report interrupted; kbench report {run_dir} writes it",
                    err=True)
-        return None
+        return None, "interrupted"
     click.echo(f"report: {files.html}")
-    return str(files.html)
+    return str(files.html), None
 
 
 @contextmanager
@@ -543,16 +613,33 @@ def _print_run_json(run_dir: Path, code: int, report: str | None = None) -> None
     sys.stdout.flush()
 
 
-def _run_dir(out: str | None, force: bool, suffix: str = "") -> Path:
-    """The run folder: --out (refused if it holds a run, unless force), or a
-    new uniquely named folder under ./runs."""
-    from kbench.results.store import RunDirError, claim_out_dir, reserve_run_dir
+def _run_dir(out: str | None, force: bool, suffix: str = "") -> tuple[Path, RunLock]:
+    """The run folder and the lock this process holds on it while it runs:
+    --out (refused if it holds a run, unless force; refused while another
+    run is writing it, force or not), or a new uniquely named folder under
+    ./runs."""
+    from kbench.results.runlock import claim_locked
+    from kbench.results.store import RunDirError
     try:
-        if out:
-            return claim_out_dir(out, force)
-        return reserve_run_dir(Path.cwd() / "runs", suffix)
+        return claim_locked(out or None, force, Path.cwd() / "runs", suffix)
     except RunDirError as exc:
         raise click.ClickException(f"--out: {exc}" if out else str(exc)) from None
+
+
+def _vanished(run_dir: Path, run_id: str, lock: RunLock) -> str | None:
+    """Why the run folder no longer holds this run (removed, or replaced by
+    another process while the run wrote it: its run.json is another run's),
+    or None (also when the run stopped before writing run.json)."""
+    try:
+        said = json.loads((run_dir / "run.json").read_text()).get("run_id")
+    except FileNotFoundError:
+        said = None if lock.lost() or not run_dir.is_dir() else run_id
+    except (OSError, ValueError, AttributeError):
+        said = run_id  # unreadable: the history append says what is wrong with it
+    if said == run_id:
+        return None
+    return (f"the run folder {run_dir} was removed or replaced while the run wrote it: "
+            "its verdicts are lost, and nothing about it is recorded")
 
 
 class _Term:
@@ -805,12 +892,14 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     from kbench.targets.spec import parse_target
 
     cases = []
+    catalog_args: dict[str, str] = {}  # catalog name -> as given (for reproducers)
     for s in shapes:
         try:
             cat = load_catalog(resolve_catalog(s))
         except (CatalogError, FileNotFoundError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--shapes") from exc
         cases += [(cat.name, c) for c in cat.cases]
+        catalog_args.setdefault(cat.name, s)
     try:
         target = parse_target(target_spec, plugins, plugin_in_process=plugin_in_process,
                               call_timeout=call_timeout)
@@ -818,7 +907,7 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     except KbenchError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from exc
     cli_plugins.report_plugin_errors([info])
-    run_dir = _run_dir(out, force, "-tune")
+    run_dir, _lock = _run_dir(out, force, "-tune")  # held until the command ends
     try:
         writer = RunWriter(run_dir, {"kind": "tune", **machine_metadata(),
                                      "targets": {target_spec: info.to_dict()}})
@@ -838,8 +927,7 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
         raise
     finally:
         target.close()
-    for sr in result.shapes:
-        writer.add_all(sr.verdicts.values())
+    wrong = _record_tuning(writer, result.shapes, catalog_args, plugins)
     table_path = run_dir / "dispatch.json"
     table_path.write_text(json.dumps(result.table, indent=2))
     writer.metadata["dispatch_table"] = str(table_path)
@@ -856,6 +944,34 @@ def tune(shapes: tuple[str, ...], target_spec: str, budget: float | None, rounds
     if result.skipped:
         click.echo(f"budget ran out: {len(result.skipped)} shape(s) not tuned")
     click.echo(f"dispatch table: {table_path}")
+    if wrong:
+        click.echo(f"kbench tune: {wrong} candidate verdict(s) failed or errored (above, with "
+                   "the command that reruns each): left out of the table; exit status 1",
+                   err=True)
+        raise SystemExit(1)
+
+
+def _record_tuning(writer: Any, shapes: list[Any], catalog_args: dict[str, str],
+                   plugins: tuple[str, ...] = ()) -> int:
+    """Writes every candidate's verdict; one that failed its check while tuning
+    (a wrong result on a valid call, a crash, an error) is a failed verdict
+    with the command that reruns it (verdicts.txt, failures.csv, stderr).
+    Returns how many failed."""
+    from kbench.harness.selection import reproducer
+    from kbench.judge.verdict import FAILING
+    count = 0
+    for sr in shapes:
+        for v in sr.verdicts.values():
+            writer.add(v)
+            if v.status not in FAILING:
+                continue
+            again = reproducer(v, catalog_args.get(v.catalog, v.catalog))
+            if v.plugin:  # its plugin is loaded again
+                again += "".join(f" --plugin {shlex.quote(path)}" for path in plugins)
+            writer.add_failure(v, again)
+            click.echo(f"{v.line()}\n    reproduce: {again}", err=True)
+            count += 1
+    return count
 
 
 @main.command("catalogs")

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kbench.cli.pairing import all_checkouts_option
+
 if TYPE_CHECKING:  # imported when used: bad input is answered before pandas loads
     from kbench.results.runfolder import Run
 
@@ -44,8 +46,9 @@ def _load(path: Path, what: str) -> Run:
                                                     exists=True), default=None,
               help="Gate configuration for the verdict shown with --baseline "
                    "[default: ci/gate.toml].")
+@all_checkouts_option
 def report(run: Path, baseline: str | None, out: Path | None, with_history: bool,
-           db: str | None, config: Path | None) -> None:
+           db: str | None, config: Path | None, all_checkouts: bool = False) -> None:
     """Write a self-contained HTML report and CSV tables for the run folder RUN:
     verdicts per backend and catalog, GFLOP/s and speedups, per-model totals,
     error versus K and the run's metadata. Emulated times are shown but never
@@ -55,7 +58,7 @@ def report(run: Path, baseline: str | None, out: Path | None, with_history: bool
     if baseline is not None:
         from kbench.cli.history import BadRunFolder, load_ref
         try:
-            base = load_ref(baseline, "--baseline", db=db)[0]
+            base = load_ref(baseline, "--baseline", db=db, all_checkouts=all_checkouts)[0]
         except BadRunFolder as exc:  # as RUN's: exit 1, one line
             raise click.ClickException(exc.message) from None
     out_dir = out if out is not None else run / "report"

@@ -72,6 +72,7 @@ from kbench.problems import catalog as catalogs
 from kbench.problems import tails
 from kbench.problems.cases import Case, ConvCase, GemmCase
 from kbench.results.counts import summary_text as count_summary_text
+from kbench.results.identity import catalog_set
 from kbench.results.store import RunDirError, RunWriter, machine_metadata
 from kbench.results.summary import summary_dict, summary_text
 from kbench.targets.coverage import summary_lines as coverage_summary_lines
@@ -132,6 +133,7 @@ class KbSession:
     coverage: bool = False  # --kb-coverage: qemu: workers log the code they run
     min_coverage: float | None = None  # --kb-min-coverage: percent below which the run fails
     coverage_result: CoverageResult | None = None
+    interrupted: bool = False  # Ctrl-C or SIGTERM: no target is started (or loaded) any more
 
     @property
     def fingerprint(self) -> bool | None:
@@ -175,6 +177,11 @@ class KbSession:
         (no realizations, so no jobs) and its reason in `unavailable`."""
         if spec in self.unavailable:
             return TargetInfo(spec, "unavailable", False, "", [], 0, "scalar", "", [])
+        if spec not in self.infos and self.interrupted:
+            # stopping: a target not reached is not started now (loading its plugins
+            # again could hang as long as what was interrupted)
+            self.unavailable[spec] = f"{spec}: not reached (the run was interrupted)"
+            return self.info(spec)
         if spec not in self.infos:
             probed = self.probes.get(spec)
             if probed is not None and probed.info is not None and probed.ok:
@@ -502,6 +509,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="comma-separated input kinds (exact, uniform, normal, specials); "
                      "default: exact plus one real-valued kind per case")
     g.addoption("--kb-out", default="", help="write a run folder here")
+    g.addoption("--kb-run-id", default="",
+                help="the run's id in run.json (kbench run checks its folder still holds it)")
     g.addoption("--kb-perf", action="store_true",
                 help="collect the performance suite (kbench run --suite perf)")
     g.addoption("--kb-rounds", type=int, default=10, help="perf: timed rounds per case")
@@ -672,7 +681,9 @@ def pytest_configure(config: pytest.Config) -> None:
         kb.probes = decode_probes(config.workerinput[PROBES_KEY])  # type: ignore[attr-defined]
     if kb.out is not None and not kb.worker:  # workers send their verdicts to the controller
         try:  # created here, where a refusal is a one-line usage error
-            kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata()})
+            kb.writer = RunWriter(kb.out, {"kind": "suite-run", **machine_metadata(),
+                                           "catalogs": catalog_set(kb.catalog_names),
+                                           "run_id": config.getoption("--kb-run-id")})
         except RunDirError as exc:
             raise pytest.UsageError(f"{option_name('--kb-out')}: {exc}") from None
     table_path = config.getoption("--kb-dispatch")
@@ -811,6 +822,7 @@ def _noise(verdicts: list[Verdict]) -> dict[str, Any]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     kb = session.config.stash[SESSION]
+    kb.interrupted = kb.interrupted or int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
     _write_interop(kb)
     empty = kb.case_tests > 0 and kb.selected_jobs == 0
     if empty and int(exitstatus) in (0, 1):

@@ -41,6 +41,9 @@ def filter_errors(infos: Mapping[str, TargetInfo], backends: Iterable[str],
             hint = f"; did you mean {', '.join(close[:3])}?" if close else ""
             errors.append(f"--realization {name}: no chosen target offers it{hint} "
                           f"(offered: {', '.join(every)}; see `kbench realizations`)")
+    if errors:  # what a plugin file would have offered had it loaded, and why it did not
+        errors += [f"  plugin not loaded on {spec}: {e['message']}" for spec, i in infos.items()
+                   for e in i.extra.get("plugin_errors", []) if isinstance(e, dict)]
     return errors
 
 

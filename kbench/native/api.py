@@ -7,6 +7,7 @@ rows are further apart than their length: its row stride becomes lda/ldb/ldc.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -18,9 +19,13 @@ from kbench.errors import (
     OutOfMemory,
     SizeOverflow,
 )
+from kbench.native import envvars, sliced, slices
+from kbench.native import limits as call_limits
+from kbench.native import loader as native_loader
 from kbench.native import table as table_rules
 from kbench.native.isa import ISA_LEVELS
-from kbench.native.loader import Native, load
+from kbench.native.limits import Limits
+from kbench.native.loader import Native
 
 BACKENDS = ("scalar", "neon", "sme")
 ACCUM = ("fp32", "fp16")
@@ -34,6 +39,19 @@ ERROR_MODELS = ("gemm", "winograd_f2x2_3x3", "gemm_bias_first")
 NAN_CLAMPS = ("propagate", "to_min", "to_max")
 CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2", 32: "sve2", 64: "sve2p1"}
 PLUGIN_BACKEND = "plugin"  # backend of plugin realizations: "plugin:<plugin name>" in Python
+
+
+def load(module: str | None = None) -> Native:
+    """The native library (loaded once), after the KBENCH_* variables that
+    shape a call were checked (kbench.native.envvars: once per process)."""
+    _environment_checked()
+    return native_loader.load(module)
+
+
+@cache
+def _environment_checked() -> None:
+    import os
+    envvars.check_api(os.environ, ISA_LEVELS)
 
 
 def backend_id(name: str) -> int:
@@ -666,9 +684,12 @@ class GemmOperands:
 
 
 def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None,
-               nat: Native | None = None) -> GemmResult:
+               nat: Native | None = None, limits: Limits | None = None) -> GemmResult:
     """Runs a batch of problems that share M, N, K. Outputs are written into
-    each problem's `c` view (allocated if missing) and returned."""
+    each problem's `c` view (allocated if missing) and returned. A batch over
+    the work or memory cap (`limits`, kbench.native.limits) is refused before
+    anything is allocated; a long one runs in slices (kbench.native.slices),
+    so that Ctrl-C stops it within a second."""
     nat = nat or load()
     if not problems:
         raise InvalidArgument("problems: the batch is empty", "problems")
@@ -680,6 +701,9 @@ def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None
     m, k = first_a.shape
     n = problems[0].b.n if isinstance(problems[0].b, PackedB) else _matrix(problems[0].b,
                                                                           "problems[0].b")[0].shape[1]
+    flops = 2.0 * m * n * k * len(problems)
+    call_limits.check(flops, 2.0 * m * n * sum(p.c is None for p in problems), limits,
+                      "its outputs")
     arr = nat.ffi.new("kb_gemm_problem[]", len(problems))
     keep: list[Any] = []
     outs: list[np.ndarray] = []
@@ -731,7 +755,13 @@ def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None
         q.clamp_min, q.clamp_max = _clamp(p.clamp, f"problems[{i}].clamp")
         keep.append(a)
     _no_aliasing(written, read)
-    sel, sel_keep = (selector or Selector()).to_c(nat)
+    chosen = (selector or Selector()).checked()
+    if slices.worth(flops):
+        return GemmResult(outs, sliced.gemm(
+            nat, lambda r: Realization.from_c(nat, r), m, n, k, arr, len(problems), chosen,
+            lambda: realizations(chosen, nat), not any(isinstance(p.b, PackedB)
+                                                       for p in problems)))
+    sel, sel_keep = chosen.to_c(nat)
     ran = nat.ffi.new("kb_realization *")
     err = nat.new_error()
     status = nat.lib.kb_gemm_batch(m, n, k, arr, len(problems), sel, ran, err)
@@ -742,9 +772,12 @@ def gemm_batch(problems: list[GemmOperands], *, selector: Selector | None = None
 
 def gemm(a: np.ndarray, b: np.ndarray | PackedB, bias: np.ndarray | None = None, *,
          clamp: tuple[float, float] | None = None, out: np.ndarray | None = None,
-         selector: Selector | None = None, nat: Native | None = None) -> GemmResult:
-    """C = clamp(A @ B + bias). B is a [K, N] array or a PackedB."""
-    return gemm_batch([GemmOperands(a, b, out, bias, clamp)], selector=selector, nat=nat)
+         selector: Selector | None = None, nat: Native | None = None,
+         limits: Limits | None = None) -> GemmResult:
+    """C = clamp(A @ B + bias). B is a [K, N] array or a PackedB. `limits`:
+    the call's work and memory caps (see gemm_batch)."""
+    return gemm_batch([GemmOperands(a, b, out, bias, clamp)], selector=selector, nat=nat,
+                      limits=limits)
 
 
 @dataclass(frozen=True)
@@ -814,15 +847,18 @@ def conv2d_output_shape(x_shape: tuple[int, ...], w_shape: tuple[int, ...], para
 
 def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
            params: ConvParams | None = None, *, out: np.ndarray | None = None,
-           selector: Selector | None = None, nat: Native | None = None) -> ConvResult:
-    """NHWC x [n, h, w, c_in], HWIO w [kh, kw, c_in/groups, c_out]."""
+           selector: Selector | None = None, nat: Native | None = None,
+           limits: Limits | None = None) -> ConvResult:
+    """NHWC x [n, h, w, c_in], HWIO w [kh, kw, c_in/groups, c_out]. A call
+    over the work or memory cap (`limits`: its output and the contiguous
+    copies of strided inputs count) is refused before anything is allocated;
+    a long one runs in slices, so that Ctrl-C stops it within a second."""
     nat = nat or load()
     params = _conv_params(params)
     for name, arr, nd in (("input", x, 4), ("filter", w, 4)):
         if not isinstance(arr, np.ndarray) or arr.dtype != np.float16 or arr.ndim != nd:
             raise InvalidArgument(f"{name}: must be a {nd}-D float16 numpy array", name)
-    x = np.ascontiguousarray(in_buffer(x, "input"))
-    w = np.ascontiguousarray(in_buffer(w, "filter"))
+    x, w = in_buffer(x, "input"), in_buffer(w, "filter")  # copied below, within the caps
     groups = params.groups
     if isinstance(groups, bool) or not isinstance(groups, int | np.integer):
         raise InvalidArgument(f"params.groups: must be an integer, got {groups!r}",
@@ -833,6 +869,11 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
             "filter",
         )
     shape = conv2d_output_shape(x.shape, w.shape, params, nat)
+    copies = sum(a.nbytes for a in (x, w) if not a.flags.c_contiguous)
+    call_limits.check(2.0 * float(np.prod(shape)) * w.shape[0] * w.shape[1] * w.shape[2],
+                      copies + (2.0 * float(np.prod(shape)) if out is None else 0.0), limits,
+                      "its output and contiguous copies of strided inputs")
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     if out is None:
         out = _empty(shape, "output")
     if (not isinstance(out, np.ndarray) or out.dtype != np.float16 or out.shape != shape
@@ -846,12 +887,17 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
     _no_aliasing([("output", out)], [("input", x), ("filter", w)]
                  + ([("bias", bias)] if bias is not None else []))
     d = conv_desc(nat, x.shape, w.shape, params)
-    sel, keep = (selector or Selector()).to_c(nat)
+    chosen = (selector or Selector()).checked()
+    bptr = _ptr(nat, bias) if bias is not None else nat.ffi.NULL
+    if slices.worth(sliced.conv_flops(d, shape[1:3])):
+        return ConvResult(out, sliced.conv(nat, lambda r: Realization.from_c(nat, r), d,
+                                           _ptr(nat, x), _ptr(nat, w), bptr, _ptr(nat, out),
+                                           chosen, shape[1:3]))
+    sel, keep = chosen.to_c(nat)
     ran = nat.ffi.new("kb_realization *")
     err = nat.new_error()
-    status = nat.lib.kb_conv2d(d, _ptr(nat, x), _ptr(nat, w),
-                               _ptr(nat, bias) if bias is not None else nat.ffi.NULL,
-                               _ptr(nat, out), sel, ran, err)
+    status = nat.lib.kb_conv2d(d, _ptr(nat, x), _ptr(nat, w), bptr, _ptr(nat, out), sel, ran,
+                               err)
     del keep
     nat.check(status, err)
     return ConvResult(out, Realization.from_c(nat, ran))
@@ -887,6 +933,27 @@ class RawProblem:
     b_size: int = 0
     b_is_packed: bool = False
     b_is_backend_native_packed: bool = False
+
+
+def covers(x: np.ndarray | None, rows: int, ld: int, cols: int) -> bool:
+    """Does x hold every element of a rows x cols FP16 matrix of row stride ld
+    from its first byte on?"""
+    if x is None or rows == 0 or cols == 0:
+        return False
+    lo, hi = _extent(x)
+    return lo == _address(x) and hi - lo >= ((rows - 1) * ld + cols) * 2
+
+
+def _raw_covered(m: int, n: int, k: int, problems: list[RawProblem]) -> bool:
+    """A raw call runs in slices only when its buffers hold the whole call
+    (so that slicing skips none of the library's checks of the whole call)."""
+    for p in problems:
+        b_ok = (p.b is not None and p.b.nbytes >= p.b_size > 0 if p.b_is_packed
+                else covers(p.b, k, p.ldb, n))
+        if not (covers(p.a, m, p.lda, k) and covers(p.c, m, p.ldc, n) and b_ok
+                and (p.bias is None or covers(p.bias, 1, n, n))):
+            return False
+    return True
 
 
 def _size_arg(value: int, name: str) -> int:
@@ -946,6 +1013,11 @@ def _gemm_raw(m: int, n: int, k: int, problems: list[RawProblem], selector: Sele
     err = nat.new_error()
     pp = arr if problems else nat.ffi.NULL
     if timing is None:
+        chosen = selector or Selector()
+        if slices.worth(2.0 * m * n * k * len(problems)) and _raw_covered(m, n, k, problems):
+            return sliced.gemm(nat, lambda r: Realization.from_c(nat, r), m, n, k, arr,
+                               len(problems), chosen, lambda: realizations(chosen, nat),
+                               not any(p.b_is_packed for p in problems)), [], 0
         nat.check(nat.lib.kb_gemm_batch(m, n, k, pp, len(problems), sel, ran, err), err)
         return Realization.from_c(nat, ran), [], 0
     times = nat.ffi.new("double[]", max(int(timing.rounds), 1))

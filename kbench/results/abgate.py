@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.results.abstats import FASTER, NOISY, SAME, SLOWER, TOO_FEW, PairedStats, paired
+from kbench.results.csvcells import any_length
 
 INCONCLUSIVE = "inconclusive"
 FAILED = "failed"
@@ -77,7 +78,7 @@ def load_ab(path: str | Path) -> AbRun:
                          "`kbench ab` run")
     rows: list[dict[str, str]] = []
     if (folder / "ab.csv").is_file():
-        with (folder / "ab.csv").open(newline="") as fh:
+        with (folder / "ab.csv").open(newline="") as fh, any_length():
             rows = list(csv.DictReader(fh))
     elif meta.get("complete"):
         raise AbRunError(f"{folder}: complete but without ab.csv")

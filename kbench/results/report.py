@@ -25,7 +25,7 @@ from kbench.judge import fingerprint as fprint
 from kbench.judge.numbers import fixed, sig, time_unit
 from kbench.judge.verdict import FAILING, FAULTS
 from kbench.resources import resource_dir
-from kbench.results import mutation, plugin_report
+from kbench.results import integrity, mutation, plugin_report
 from kbench.results import report_counts as rcount
 from kbench.results import report_views as views
 from kbench.results.runfolder import Run, RunFolderError
@@ -1069,6 +1069,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                            _trend_runs(trends_note) if plots.get("trends") else 0,
                            bool(emulated_targets) and len(run.perf()) > 0
                            and t.gflops.empty, len(t.counts) > 0)
+    header = integrity.amend_answers(*header, run)  # a damaged folder is not a green run
     meta_rows = t.metadata[~t.metadata["field"].str.startswith("target ")]
     runs = {"run": run} if baseline is None else {"run": run, "baseline": baseline}
     context = {
@@ -1116,7 +1117,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                                             "cases", "max_err_bound", "max_ulp", "max_rms_rel",
                                             "min_exact_fraction", "failed", "mistrusted"]),
         "n_error_rows": len(t.error_vs_k),
-        "worst_status": header[0], "answers": header[1],
+        "worst_status": header[0], "answers": header[1], "integrity": integrity.banner(run),
         "error_sentence": error_sentence(t.error_vs_k),
         "fingerprint_summary": html_table(t.fingerprint_summary),
         "fingerprint_rows": html_table(t.fingerprints, [c for c in FINGERPRINT_COLUMNS

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kbench.results.csvcells import any_length
 from kbench.results.store import COLUMNS
 
 
@@ -177,12 +178,13 @@ def _read_rows(path: Path, defects: list[str] | None = None
     body: list[list[str]] = []
     body_lines: list[int] = []  # the line each row starts on (a quoted cell may span lines)
     try:
-        header = next(reader, [])
-        start = reader.line_num + 1
-        for row in reader:
-            body.append(row)
-            body_lines.append(start)
+        with any_length():  # a perf row's round times may be long
+            header = next(reader, [])
             start = reader.line_num + 1
+            for row in reader:
+                body.append(row)
+                body_lines.append(start)
+                start = reader.line_num + 1
     except csv.Error as exc:
         raise RunFolderError(f"{path}: line {reader.line_num}: {exc}") from None
     if body and len(body[-1]) != len(header) and not text.endswith("\n"):

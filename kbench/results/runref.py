@@ -1,7 +1,10 @@
 """What a user may name a run by, where a command takes one (`compare`,
 `gate`, `report --baseline`): a run folder; or, from the history database,
 a run id (`4`), `latest`, `latest~N` (the run N before the newest) or a
-prefix of a git commit (at least 4 hex digits; the newest run of it).
+prefix of a git commit (at least 4 hex digits; the newest run of it). The
+history is shared by every checkout of a user: `latest`, `latest~N` and
+commit prefixes count the runs of one checkout (the caller's, unless it asks
+for every checkout); an id names any run.
 
 A run found in the history is read from its folder when that folder still
 holds the same run (same run.json date), else rebuilt from the rows the
@@ -45,16 +48,47 @@ def is_history_ref(ref: str) -> bool:
     return bool(ref.isdigit() or _LATEST.fullmatch(ref) or _COMMIT.fullmatch(ref))
 
 
-def _pick(runs: pd.DataFrame, ref: str) -> pd.Series:
-    """The row of `runs` (newest first) that ref names, or RunRefError."""
+def history_roots(db: str | Path) -> dict[int, str]:
+    """Each history run's checkout root (kbench.results.identity), by run id
+    ("" when its run.json records none)."""
+    from kbench.results.history import connect
+    from kbench.results.identity import checkout_root
+    with connect(db) as con:
+        rows = con.execute("SELECT id, meta FROM runs").fetchall()
+    out = {}
+    for run_id, text in rows:
+        try:
+            meta = json.loads(text or "{}")
+        except ValueError:
+            meta = {}
+        out[int(run_id)] = checkout_root(meta) if isinstance(meta, dict) else ""
+    return out
+
+
+def _within(runs: pd.DataFrame, db: str | Path, root: str) -> tuple[pd.DataFrame, str]:
+    """The runs of the checkout at `root`, and what the others are (for a
+    message: "" when there are none)."""
+    roots = history_roots(db)
+    mine = runs["id"].map(lambda i: roots.get(int(i), "") == root).astype(bool)
+    others = int((~mine).sum())
+    why = (f"; {others} more of other checkouts or from before kbench recorded checkouts "
+           "(--all-checkouts takes them too, or name a run by its id)" if others else "")
+    return runs[mine], why
+
+
+def _pick(runs: pd.DataFrame, ref: str, scope: str = "", more: str = "") -> pd.Series:
+    """The row of `runs` (newest first) that ref names, or RunRefError. `scope`
+    says whose runs `runs` are (e.g. " of this checkout") and `more` what
+    else there is, for the messages."""
     if runs.empty:
-        raise RunRefError(f"{ref!r}: no such run folder, and the history holds no runs")
+        raise RunRefError(f"{ref!r}: no such run folder, and the history holds no runs{scope}"
+                          f"{more}")
     latest = _LATEST.fullmatch(ref)
     if latest:
         back = int(latest.group(1) or 0)
         if back >= len(runs):
-            raise RunRefError(f"{ref!r}: the history holds {len(runs)} run(s), so the oldest "
-                              f"is latest~{len(runs) - 1}")
+            raise RunRefError(f"{ref!r}: the history holds {len(runs)} run(s){scope}, so the "
+                              f"oldest is latest~{len(runs) - 1}{more}")
         return runs.iloc[back]
     if ref.isdigit():
         hit = runs[runs["id"].astype(int) == int(ref)]
@@ -67,7 +101,7 @@ def _pick(runs: pd.DataFrame, ref: str) -> pd.Series:
     hit = runs[commits.str.startswith(ref.lower())]
     if hit.empty:
         raise RunRefError(f"{ref!r}: no such run folder, and no run of a commit starting "
-                          f"with {ref} in the history")
+                          f"with {ref} in the history{scope}{more}")
     distinct = sorted(set(commits[hit.index]))  # one commit, whatever the case it was stored in
     if len(distinct) > 1:
         raise RunRefError(f"{ref!r} is ambiguous: commits {', '.join(c[:12] for c in distinct)} "
@@ -121,10 +155,14 @@ def _from_history(db: str | Path, row: pd.Series) -> tuple[Run, str]:
                  "(every result row it holds)")
 
 
-def resolve_run(ref: str, db: str | Path | None = None) -> Resolved:
+def resolve_run(ref: str, db: str | Path | None = None, checkout: str | None = None
+                ) -> Resolved:
     """The run `ref` names (see the module text). A folder wins over a
-    history reference of the same spelling. RunFolderError for a folder that
-    cannot be read; RunRefError for a name that names nothing."""
+    history reference of the same spelling. With `checkout` (a checkout
+    root, kbench.results.identity), `latest`, `latest~N` and commit prefixes
+    count only that checkout's runs (an id names any run). RunFolderError
+    for a folder that cannot be read; RunRefError for a name that names
+    nothing."""
     path = Path(ref)
     if path.is_dir():
         from kbench.results.runfolder import load_run
@@ -138,9 +176,14 @@ def resolve_run(ref: str, db: str | Path | None = None) -> Resolved:
     if not is_postgres(where) and not Path(where).is_file():
         raise RunRefError(f"{ref!r}: no such run folder, and no history database at {where} "
                           "to look it up in (--db, $KBENCH_DB)")
-    row = _pick(query_runs(where, limit=None), ref)
+    runs, scope, more = query_runs(where, limit=None), "", ""
+    if checkout is not None and not ref.isdigit():
+        runs, more = _within(runs, where, checkout)
+        scope = f" of this checkout ({checkout})"
+    row = _pick(runs, ref, scope, more)
     run, note = _from_history(where, row)
     return Resolved(run, "history", int(row["id"]), note)
 
 
-__all__ = ["FORMS", "Resolved", "RunRefError", "is_history_ref", "resolve_run"]
+__all__ = ["FORMS", "Resolved", "RunRefError", "history_roots", "is_history_ref",
+           "resolve_run"]

@@ -40,9 +40,11 @@ class RunDirError(Exception):
     """A run folder cannot be used (taken, not a run folder, not writable)."""
 
 
+# the lock a running run holds on its folder (kbench.results.runlock)
+LOCK_NAME = ".kbench-run.lock"
 # files a run writes into its folder: what --force may replace
 RUN_FILES = ("run.json", "run.json.tmp", "results.csv", "verdicts.txt", "benchmark.json",
-             "dispatch.json", "report")
+             "dispatch.json", "report", LOCK_NAME)
 
 
 def reserve_run_dir(base: str | Path = "runs", suffix: str = "") -> Path:
@@ -68,14 +70,16 @@ def reserve_run_dir(base: str | Path = "runs", suffix: str = "") -> Path:
 
 
 def is_run_dir(folder: Path) -> bool:
-    return any((folder / name).exists() for name in ("run.json", "results.csv", "verdicts.txt"))
+    return any((folder / name).exists() for name in ("run.json", "results.csv", "verdicts.txt",
+                                                      LOCK_NAME))
 
 
-def claim_out_dir(out: str | Path, force: bool = False) -> Path:
+def claim_out_dir(out: str | Path, force: bool = False, keep: tuple[str, ...] = ()) -> Path:
     """Prepares --out for a new run: a missing or empty folder is used; a
     folder holding a run is refused unless force, which removes that run's
-    files first (so no old file is mixed into the new run); any other
-    non-empty folder is refused."""
+    files first (so no old file is mixed into the new run; the names in
+    `keep` stay: the lock the caller holds); any other non-empty folder is
+    refused."""
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise RunDirError(f"{folder} exists and is not a folder")
@@ -88,6 +92,8 @@ def claim_out_dir(out: str | Path, force: bool = False) -> Path:
                               "--force to replace it")
         import shutil
         for entry in folder.iterdir():
+            if entry.name in keep:
+                continue
             try:
                 if entry.is_dir() and not entry.is_symlink():
                     shutil.rmtree(entry)
@@ -128,7 +134,7 @@ def _cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
 
 def machine_metadata() -> dict[str, Any]:
     from kbench.native.build import C_FLAGS  # the flags the extension was built with
-
+    from kbench.results.identity import checkout
     commit = _git("rev-parse", "HEAD")
     dirty = bool(_git("status", "--porcelain")) if commit else None
     import sysconfig
@@ -144,6 +150,7 @@ def machine_metadata() -> dict[str, Any]:
         "git_dirty": dirty,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command_line": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+        "checkout": checkout(),  # which checkout ran it (history references stay within it)
     }
 
 
@@ -242,7 +249,29 @@ class RunWriter:
         for v in vs:
             self.add(v)
 
+    def vanished(self) -> bool:
+        """Was the folder removed or replaced under the run (its results.csv
+        gone, or another file than the one this writer writes)?"""
+        try:
+            here = os.stat(self.folder / "results.csv")
+            mine = os.fstat(self._csv.fileno())
+        except (OSError, ValueError):
+            return True
+        return (here.st_dev, here.st_ino) != (mine.st_dev, mine.st_ino)
+
     def close(self, complete: bool, summary: dict[str, Any] | None = None) -> None:
+        if self.error is None and self.vanished():
+            # another run's folder now, or none: write nothing into it
+            self.error = FileNotFoundError(2, f"the run folder {self.folder} was removed or "
+                                              "replaced during the run")
+            self.lost += self.count
+            self.count = 0
+            self.metadata["complete"] = False
+            for fh in (self._csv, self._lines, self._failures_file):
+                with contextlib.suppress(OSError):
+                    if fh is not None:
+                        fh.close()
+            return
         self.metadata["complete"] = complete and self.error is None
         self.metadata["results"] = self.count
         if self.error is not None:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from kbench.errors import KbenchError, SizeOverflow, Unsupported
-from kbench.native import api
+from kbench.native import api, sliced, slices
 from kbench.native import plugins as native_plugins
 from kbench.native.api import RawProblem, Realization, Selector
 from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backend_arg
@@ -22,6 +22,23 @@ from kbench.peers import Peer, load_peers
 from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expand, host_arch
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _long_conv(nat: Native, d: Any, x: np.ndarray | None, out: np.ndarray | None
+               ) -> tuple[int, int] | None:
+    """The output height and width of a convolution long enough to run in
+    slices whose input and output arrays hold the whole call (else None: one
+    call, the library checking it whole)."""
+    oh, ow = nat.ffi.new("size_t *"), nat.ffi.new("size_t *")
+    if nat.lib.kb_conv2d_output_shape(d, oh, ow, nat.new_error()) != 0:
+        return None
+    hw = (int(oh[0]), int(ow[0]))
+    if not slices.worth(sliced.conv_flops(d, hw)):
+        return None
+    whole_in, whole_out = d.n * d.h * d.w * d.c_in, d.n * hw[0] * hw[1] * d.c_out
+    if not (api.covers(x, 1, whole_in, whole_in) and api.covers(out, 1, whole_out, whole_out)):
+        return None
+    return hw
 
 
 def state_checked(method: F) -> F:
@@ -140,6 +157,11 @@ class InProcessEngine:
         ran = nat.ffi.new("kb_realization *")
         err = nat.new_error()
         if timing is None:
+            long = _long_conv(nat, d, x, out)
+            if long is not None:  # in slices: Ctrl-C stops it within a second
+                return self._ran(CallResult(sliced.conv(
+                    nat, lambda r: Realization.from_c(nat, r), d, xp, wp, bp, outp,
+                    self._sel(selector) or Selector(), long)))
             st = nat.lib.kb_conv2d(d, xp, wp, bp, outp, sel, ran, err)
             nat.check(st, err)
             return self._ran(CallResult(Realization.from_c(nat, ran)))

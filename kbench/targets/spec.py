@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from kbench.errors import InvalidArgument, KbenchError
-from kbench.native import api
+from kbench.native import api, envvars
 from kbench.native.calls import CallResult, ConvDesc, Engine, TargetInfo, Timing, pack
 from kbench.native.isa import SME_CLASSES
 from kbench.problems.cases import ConvCase, GemmCase
@@ -492,7 +492,7 @@ def qemu_python_spec(q: QemuSpec, plugins: Sequence[str] = (),
     from kbench.targets import pyroot
     root, reason = pyroot.status()
     if root is None:
-        if os.environ.get("KBENCH_NO_INSTALL"):
+        if envvars.flag(os.environ, "KBENCH_NO_INSTALL"):
             raise InvalidArgument(f"target: the emulated Python is not installed ({reason}); "
                                   "run `python -m kbench.targets.pyroot`", "target")
         root = pyroot.ensure(progress=lambda msg: print(f"kbench: {msg}", file=sys.stderr))
