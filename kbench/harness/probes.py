@@ -16,8 +16,12 @@ calls the realization with it and records one finding:
                               outside C, or it refused after writing C
     crashed                   the process running the plugin died (a worker, so
                               kbench survives and reports it)
+    refused a valid call      its packer refused the valid B, or the realization
+                              the valid call every probe makes first: nothing can
+                              be probed (an error; its correctness verdicts say more)
     not applicable            the probe cannot be made here (the vector length
-                              cannot be changed, its packer refuses the probe's B)
+                              cannot be changed, its packer refuses the probe's
+                              misused B)
 
 Vector-length probes (every realization that packs its own B, ours and
 plugins', on a target whose worker can change a vector length: the SME
@@ -74,9 +78,10 @@ REFUSED = "refused"
 ACCEPTED = "accepted, correct"
 SILENTLY_WRONG = "silently wrong"
 CRASHED = "crashed"
+REFUSED_VALID = "refused a valid call"
 NOT_APPLICABLE = "not applicable"
 STATUS = {REFUSED: PASS, ACCEPTED: PASS, SILENTLY_WRONG: FAIL, CRASHED: ERROR,
-          NOT_APPLICABLE: SKIP}
+          REFUSED_VALID: ERROR, NOT_APPLICABLE: SKIP}
 SUITE = "plugin-contracts"  # a plugin's probes
 OURS_SUITE = "contracts"  # ours
 FILL = 0xA5  # bytes after a truncated buffer, and its guards
@@ -283,12 +288,12 @@ def run_probe(engine: Engine, r: api.Realization, probe: str, target: str = "",
     except WorkerCrashed as exc:
         return result(CRASHED, f"packing a valid B: {exc}")
     except KbenchError as exc:
-        return result(NOT_APPLICABLE, f"its packer refused a valid B ({exc})")
+        return result(REFUSED_VALID, f"its packer refused a valid B ({exc})")
     room = 2 * valid.size + 4096
     finding, detail = _call(engine, ops, r, valid, valid.size, room, call_bias)
     if finding == REFUSED:
-        return result(NOT_APPLICABLE, f"it refused a valid call with a correctly packed B "
-                                      f"({detail}); see its correctness verdicts")
+        return result(REFUSED_VALID, f"a valid call with a correctly packed B was refused "
+                                     f"({detail}); see its correctness verdicts")
     if finding != ACCEPTED:  # a wrong result (or a crash) on a valid call fails, whatever the probe
         return result(finding, f"a valid call with a correctly packed B: {detail}")
     if is_vl_probe(probe):
@@ -380,5 +385,5 @@ def probe_names(r: api.Realization, svl: int = 0, sve_vl: int = 0) -> tuple[str,
 
 
 __all__ = ["ACCEPTED", "CRASHED", "MISUSE_NAMES", "NOT_APPLICABLE", "PROBES", "PROBE_NAMES",
-           "REFUSED", "SILENTLY_WRONG", "SUITE", "Operands", "ProbeResult", "is_vl_probe",
-           "other_lengths", "probe_names", "probed", "run_probe"]
+           "REFUSED", "REFUSED_VALID", "SILENTLY_WRONG", "SUITE", "Operands", "ProbeResult",
+           "is_vl_probe", "other_lengths", "probe_names", "probed", "run_probe"]

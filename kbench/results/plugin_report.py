@@ -18,7 +18,8 @@ from kbench.judge.verdict import FAULTS
 from kbench.results.runfolder import Run
 
 PROBE_SUITE = "plugin-contracts"
-FINDINGS = ("refused", "accepted, correct", "silently wrong", "crashed", "not applicable")
+FINDINGS = ("refused", "accepted, correct", "silently wrong", "crashed", "refused a valid call",
+            "not applicable")
 PLUGIN_COLUMNS = ["target", "plugin", "version", "status", "realizations", "passed", "failed",
                   "errors", "faults", "mistrusted", "probes", "contradictions", "file"]
 PROBE_COLUMNS = ["target", "plugin", "realization", "probe", "finding", "detail"]
