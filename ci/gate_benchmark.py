@@ -96,7 +96,7 @@ class Outcome:
     target_ratios: list[float] = field(default_factory=list)  # slowed realization's cases
     other_failures: list[str] = field(default_factory=list)  # correctness, missing, ...
     load: float = math.nan  # highest 1-minute load average at the start of its two runs
-    cases_noisy: int = 0  # ab: cases reported noisy (undecided), not flagged
+    cases_noisy: int = 0  # ab: cases left undecided (inconclusive; "noisy" in older runs)
     gate_flagged: bool = False  # ab: `kbench gate --ab` at ci/gate.toml's limit fails it
     gate_cases: int = 0  # ab: cases that gate judges slower
     seconds: float = math.nan  # the candidate's measurement (ab: the whole interleaved run)
@@ -405,7 +405,7 @@ def judge_ab(trial: int, cond: Condition, realization: str,
                    target_ratios=[float(r["median_ratio"]) for r in mine],
                    other_failures=[f"{r['case']}: {r['failure']}" for r in rows
                                    if r.get("failure")],
-                   cases_noisy=sum(r["verdict"] == "noisy" for r in timed))
+                   cases_noisy=sum(r["verdict"] in ("noisy", "inconclusive") for r in timed))
 
 
 def run_ab(s: Settings) -> Result:

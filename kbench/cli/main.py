@@ -120,11 +120,11 @@ TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI 
                             "it."),
                  "gate": ("kbench.cli.history:gate_command",
                           "The regression gate: exit 1 on any correctness failure or error in "
-                          "CAND, any case of BASE missing from CAND, an incomplete run, a "
-                          "slowdown both above --max-slowdown and significant at --alpha, or "
+                          "CAND, any case of BASE missing from CAND, an incomplete run, "
                           "(on emulated targets, exactly) an instruction count of a call or a B "
-                          "packing grown by more than --max-count-growth; 0 if none; 2 on bad "
-                          "input."),
+                          "packing grown by more than --max-count-growth, or (--ab) a slowdown "
+                          "whose interval lies above 1 + --max-slowdown; without --ab speed is "
+                          "a first look, never a failure; 0 if none; 2 on bad input."),
              })
 @click.version_option(package_name="kbench")
 def main() -> None:
