@@ -34,6 +34,8 @@ from matplotlib.image import imread
 from kbench.cli.report import report as report_command
 from kbench.judge.verdict import Verdict
 from kbench.results import report as rep
+from kbench.results import report_perf as rep_perf
+from kbench.results import report_verdicts as rep_verdicts
 from kbench.results.runfolder import Run, load_run
 from kbench.results.store import RunWriter
 
@@ -414,7 +416,7 @@ def test_fingerprints_table_lists_fingerprinted_rows_fp16_first(runs: dict[str, 
 
 def test_fingerprint_summary_counts_per_realization(runs: dict[str, Run]) -> None:
     summary = rep.fingerprint_summary(rep.fingerprints(runs["peer"].results))
-    assert list(summary.columns) == rep.FINGERPRINT_SUMMARY_COLUMNS
+    assert list(summary.columns) == rep_verdicts.FINGERPRINT_SUMMARY_COLUMNS
     gemm = _one(summary, realization="ort_matmul_f16")
     assert (gemm["results"], gemm["fp32"], gemm["fp16"], gemm["indistinguishable"],
             gemm["unexplained"]) == (6, 3, 2, 1, 0)
@@ -737,7 +739,7 @@ def test_report_of_a_run_without_timings(runs: dict[str, Run], tmp_path: Path) -
     assert "incomplete run" not in html
     assert len(_embedded_pngs(html)) == 2  # the error plots, one per operator
     assert "gflops" not in files.tables and not (tmp_path / "gflops.csv").exists()
-    assert list(rep.gflops_table(runs["correctness"]).columns) == rep.GFLOPS_COLUMNS
+    assert list(rep.gflops_table(runs["correctness"]).columns) == rep_perf.GFLOPS_COLUMNS
 
 
 def test_report_of_emulated_timings_only(runs: dict[str, Run], tmp_path: Path) -> None:
@@ -1153,8 +1155,8 @@ def test_a_number_near_1_never_prints_as_1(x: float, digits: int, shown: str) ->
     assert sig(x, digits) == shown
     assert fixed(0.9996, 3) == "0.9996" and fixed(1.0004, 3) == "1.0004"
     assert fixed(1.0, 3) == "1.000" and fixed(0.5, 3) == "0.500"
-    assert rep._cell("worst_err_bound", 0.99995).text == "0.99995"
-    assert rep._cell("count_ratio", 1.0004).text == "1.0004"
+    assert rep.format_cell("worst_err_bound", 0.99995).text == "0.99995"
+    assert rep.format_cell("count_ratio", 1.0004).text == "1.0004"
 
 
 def test_the_error_text_is_computed_from_the_table() -> None:

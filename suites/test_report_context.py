@@ -89,7 +89,7 @@ def context(monkeypatch, tmp_path: Path):
                                          None if columns is None else list(columns), limit,
                                          row_class))
     monkeypatch.setattr(rep, "verdict_grid", lambda df: ("grid", df.attrs.get("tag")))
-    monkeypatch.setattr(rep, "_pivot_gflops", lambda df: ("pivot", df.attrs.get("tag")))
+    monkeypatch.setattr(rep, "gflops_pivot", lambda df: ("pivot", df.attrs.get("tag")))
     monkeypatch.setattr(rep, "error_sentence", lambda df: ("sentence", df.attrs.get("tag")))
     monkeypatch.setattr(rep, "_targets_table", lambda runs: ("targets", sorted(runs)))
     monkeypatch.setattr(rep, "timed_rows", lambda run: run.results.head(2))
@@ -165,7 +165,7 @@ def test_the_context_word_for_word(context, tmp_path: Path) -> None:
         "baseline_table": ("table", "speedup_vs_baseline", 4, [
             "target", "catalog", "shape", "series", "threads", "speedup", "time_change",
             "time_median_ns", "baseline_time_median_ns", "presence"], None,
-            rep._presence_class),
+            rep.presence_class),
         "n_baseline_rows": 4, "baseline_missing": 3, "baseline_timed": 2,
         "tuning": ("table", "tuning", 8, None, None, None), "n_tuning": 8,
         "models": ("table", "model_totals", 7, [

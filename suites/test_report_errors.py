@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from kbench.results import report as rep
+from kbench.results import report_verdicts as rep_verdicts
 
 
 def _row(**kw: Any) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def test_error_vs_k_word_for_word() -> None:
         _row(case="b", k=1, status="fail", message="no bound", max_err_bound=2.0),
     ]
     table = rep.error_vs_k(pd.DataFrame(rows))
-    assert list(table.columns) == rep.ERROR_COLUMNS
+    assert list(table.columns) == rep_verdicts.ERROR_COLUMNS
     got = [list(r) for r in table.itertuples(index=False)]
     assert got == [
         ["arm", "gemm", "r", "f32", 64, 1, 0.1, 7.0, 7.0, 0.01, 0.5, 0, 0],
@@ -72,7 +73,7 @@ def test_error_vs_k_reads_missing_text_as_empty() -> None:
 def test_error_vs_k_of_nothing_taken_is_empty_with_its_columns() -> None:
     for rows in ([_row(status="error")], [_row(k=0)], [_row(kind="exact")]):
         table = rep.error_vs_k(pd.DataFrame(rows))
-        assert table.empty and list(table.columns) == rep.ERROR_COLUMNS
+        assert table.empty and list(table.columns) == rep_verdicts.ERROR_COLUMNS
 
 
 # ---- the charts make_plots asks for ------------------------------------------------

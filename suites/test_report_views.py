@@ -30,6 +30,8 @@ from test_report import (
 
 from kbench.cli.report import report as report_command
 from kbench.results import report as rep
+from kbench.results import report_html as rep_html
+from kbench.results import report_verdicts as rep_verdicts
 from kbench.results import report_views as views
 from kbench.results.compare import gate
 from kbench.results.history import append_run
@@ -78,7 +80,7 @@ def test_fastest_per_shape_keeps_ours_and_peers_apart() -> None:
 
 
 def test_gflops_table_marks_the_fastest_cells() -> None:
-    table = rep._pivot_gflops(_gflops_frame())
+    table = rep.gflops_pivot(_gflops_frame())
     assert table.columns[3:5] == ["fastest (ours)", "fastest peer"]
     col = {name: i for i, name in enumerate(table.columns)}
     row_a = table.rows[0]
@@ -103,7 +105,7 @@ def test_the_gflops_table_word_for_word_over_two_targets() -> None:
             rows.append({"target": target, "catalog": f"cat_{case}", "case": case,
                          "shape": f"shape_{case}", "layers": 2, "series": series,
                          "time_median_ns": t, "gflops": 1000 / t})
-    table = rep._pivot_gflops(pd.DataFrame(rows))
+    table = rep.gflops_pivot(pd.DataFrame(rows))
     assert table.columns == ["target", "catalog", "shape", "layers", "fastest (ours)",
                              "fastest peer", "gemm_x", "zz_ours", "ort_matmul_f16"]
     texts = [[(c.text, c.cls) for c in row] for row in table.rows]
@@ -112,24 +114,24 @@ def test_the_gflops_table_word_for_word_over_two_targets() -> None:
         [("host", ""), ("cat_a", ""), ("shape_a", ""), ("2", "num")]]
     assert texts[0][4:6] == [("zz_ours", "best-name"), ("ort_matmul_f16", "best-peer-name")]
     def g(v: float) -> str:
-        return rep._cell("gflops", v).text
+        return rep.format_cell("gflops", v).text
 
     assert texts[0][6][0] == "–" and texts[0][7][0] == f"★ {g(20.0)}"
     assert texts[0][8][0] == f"☆ {g(40.0)}" and "best-peer" in texts[0][8][1].split()
     assert texts[1][4:6] == [("gemm_x", "best-name"), ("ort_matmul_f16", "best-peer-name")]
-    assert texts[1][6][0] == f"★ {g(10.0)}" and texts[1][7] == (rep.NA, "num na")
+    assert texts[1][6][0] == f"★ {g(10.0)}" and texts[1][7] == (rep_html.NA, "num na")
     assert texts[1][8][0] == f"☆ {g(5.0)}"
     # a shape with no peer, or none of ours, names no fastest there
-    ours_only = rep._pivot_gflops(pd.DataFrame(rows[:1])).rows[0]
-    peer_only = rep._pivot_gflops(pd.DataFrame(rows[1:2])).rows[0]
+    ours_only = rep.gflops_pivot(pd.DataFrame(rows[:1])).rows[0]
+    peer_only = rep.gflops_pivot(pd.DataFrame(rows[1:2])).rows[0]
     assert [(c.text, c.cls) for c in ours_only[3:5]] == [("zz_ours", "best-name"),
                                                           ("–", "best-peer-name")]
     assert [(c.text, c.cls) for c in peer_only[3:5]] == [("–", "best-name"),
                                                           ("ort_matmul_f16", "best-peer-name")]
-    one = rep._pivot_gflops(pd.DataFrame(rows[:2]))
+    one = rep.gflops_pivot(pd.DataFrame(rows[:2]))
     assert one.columns[0] == "catalog" and one.rows[0][0].text == "cat_b"
     # a series given twice for a shape shows its first figure
-    twice = rep._pivot_gflops(pd.DataFrame([*rows[:2], {**rows[0], "gflops": 1.0}]))
+    twice = rep.gflops_pivot(pd.DataFrame([*rows[:2], {**rows[0], "gflops": 1.0}]))
     assert [c.text for c in twice.rows[0][3:]] == ["zz_ours", "ort_matmul_f16", f"★ {g(20.0)}",
                                                    f"☆ {g(40.0)}"]
 
@@ -263,7 +265,7 @@ def test_legends_stay_inside_their_figures_with_long_names() -> None:
              "cases": 1, "max_err_bound": 0.1 * (i + 1), "max_ulp": 1.0 + i,
              "median_max_ulp": 1.0, "max_rms_rel": 1e-4 * (i + 1), "min_exact_fraction": 0.5,
              "failed": 0, "mistrusted": 0} for i, n in enumerate(names) for k in (8, 64, 512)]
-    table = pd.DataFrame(rows, columns=rep.ERROR_COLUMNS)
+    table = pd.DataFrame(rows, columns=rep_verdicts.ERROR_COLUMNS)
     fig = rep.plot_error_vs_k(table, "gemm", rep.series_colors(names))
     assert fig.legends and _inside(fig) == []
 
@@ -635,7 +637,7 @@ def test_legend_columns_fit_the_widest_label() -> None:
                                                 (6, 29, 2), (11.2, 29, 3)])
 def test_a_figure_wide_legend_below_takes_the_figures_width(inches: float, widest: int,
                                                             ncol: int) -> None:
-    """_legend_below: one legend for the figure, under the axes (outside,
+    """legend_below: one legend for the figure, under the axes (outside,
     lower centre), small font, no frame, a handle per series in its colour,
     in as many columns as fit (140 characters per 12 inches)."""
     import matplotlib.font_manager as fm
@@ -645,7 +647,7 @@ def test_a_figure_wide_legend_below_takes_the_figures_width(inches: float, wides
     labels = ["a" * widest, "s1", "s2", "s3", "s4"]
     for i, label in enumerate(labels):
         ax.bar([i], [1.0], color=f"C{i}", label=label)
-    rep._legend_below(fig, ax)
+    rep_html.legend_below(fig, ax)
     (leg,) = fig.legends
     assert leg._ncols == ncol
     assert leg._loc == 8 and leg._outside_loc == "lower"  # lower center, outside the axes
@@ -656,7 +658,7 @@ def test_a_figure_wide_legend_below_takes_the_figures_width(inches: float, wides
     assert [h.get_facecolor()[:3] for h in leg.legend_handles] == [
         ax.patches[i].get_facecolor()[:3] for i in range(len(labels))]
     empty = Figure(figsize=(12, 4))
-    rep._legend_below(empty, empty.subplots())  # nothing labelled: no legend
+    rep_html.legend_below(empty, empty.subplots())  # nothing labelled: no legend
     assert empty.legends == []
 
 
