@@ -21,6 +21,7 @@ from kbench.resources import resource_dir
 from kbench.results import mutation, plugin_report
 from kbench.results import report_counts as rcount
 from kbench.results import report_views as views
+from kbench.results.columns import COLUMN_HELP
 from kbench.results.report_html import (
     Cell,
     HtmlTable,
@@ -42,6 +43,7 @@ from kbench.results.report_perf import (
     plot_model_totals,
     plot_performance,
     presence_class,
+    speedup_rows,
     speedup_vs_baseline,
     speedup_vs_scalar,
     timed_rows,
@@ -70,6 +72,7 @@ TEMPLATE_DIR = resource_dir("reports")
 
 
 TEMPLATE_NAME = "report.html.j2"
+LONG_TEXT = 20  # characters: a longer cell may break anywhere, so wide tables fit the page
 
 
 META_FIELDS = ("host", "platform", "machine", "cpu_model", "python", "compiler", "c_flags",
@@ -145,6 +148,9 @@ class ReportTables:
     count_mix: pd.DataFrame = field(default_factory=pd.DataFrame)
     counts_vs_baseline: pd.DataFrame = field(default_factory=pd.DataFrame)
     counts_vs_committed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # per counted shape: the fewest instructions (the emulated "fastest", rcount)
+    fastest_counts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=rcount.FASTEST_COUNT_COLUMNS))
     count_anchors: pd.DataFrame = field(default_factory=pd.DataFrame)
     # machine-code coverage (kbench run --coverage): the run folder's coverage.csv
     coverage: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
@@ -181,6 +187,7 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         counts=counts, count_mix=rcount.mix_table(run),
         counts_vs_baseline=rcount.vs_run(run, baseline),
         counts_vs_committed=rcount.vs_committed(run),
+        fastest_counts=rcount.fastest_by_counts(run),
         count_anchors=rcount.anchor_table(run),
         mutation_areas=mutation.area_table(mutation.load(run.path)),
         mutation_mutants=mutation.mutant_table(mutation.load(run.path)),
@@ -189,16 +196,29 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
 
 def make_plots(tables: ReportTables) -> dict[str, list[Plot]]:
     names = [*tables.gflops["series"], *tables.speedup_vs_baseline["series"],
-             *tables.model_totals["series"], *tables.error_vs_k["realization"]]
+             *tables.model_totals["series"], *tables.error_vs_k["realization"],
+             *tables.counts.get("realization", [])]
     colors = series_colors([str(n) for n in names])
     plots: dict[str, list[Plot]] = {"perf": [], "baseline": [], "models": [], "error": [],
-                                   "trends": []}
+                                   "trends": [], "counts": []}
+    for target in dict.fromkeys(tables.counts.get("target", [])):
+        fig = rcount.plot_counts(tables.counts, tables.count_anchors, str(target), colors)
+        plots["counts"].append(Plot(f"instructions per shape on {target}", figure_uri(fig),
+                                    "dots: realizations (ours and plugins'); ×: a peer "
+                                    "anchor's measured count of that phase; 1× = the fewest "
+                                    "on the shape"))
     g = tables.gflops
     for (target, catalog), _ in g.groupby(["target", "catalog"], sort=False):
         fig = plot_performance(g, tables.speedup_vs_scalar, target, catalog, colors)
+        sp = tables.speedup_vs_scalar
+        shown = (speedup_rows(sp[(sp["target"] == target) & (sp["catalog"] == catalog)])
+                 if {"target", "catalog", "speedup"} <= set(sp.columns) else sp.iloc[0:0])
         plots["perf"].append(Plot(f"{catalog} on {target}", figure_uri(fig),
                                   "a realization without a bar lacks the shape; \"no time\": "
-                                  "its timing failed"))
+                                  "its timing failed" + ("" if len(shown) else
+                                                         "; no speedup panel: no realization "
+                                                         "but the scalar reference was timed "
+                                                         "on these shapes")))
     if (tables.speedup_vs_baseline["speedup"] > 0).any():
         fig = plot_baseline(tables.speedup_vs_baseline, colors)
         plots["baseline"].append(Plot("speedup over the baseline", figure_uri(fig)))
@@ -254,7 +274,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                            t.counts_vs_committed, gate, baseline is not None,
                            _trend_runs(trends_note) if plots.get("trends") else 0,
                            bool(emulated_targets) and len(run.perf()) > 0
-                           and t.gflops.empty, len(t.counts) > 0)
+                           and t.gflops.empty, len(t.counts) > 0, t.fastest_counts)
     meta_rows = t.metadata[~t.metadata["field"].str.startswith("target ")]
     runs = {"run": run} if baseline is None else {"run": run, "baseline": baseline}
     context = {
@@ -270,14 +290,16 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "verdict_grid": verdict_grid(t.verdict_matrix),
         "failures": html_table(t.failures, limit=100),
         "n_failures": len(t.failures),
-        "gflops_pivot": gflops_pivot(t.gflops),
+        # one pivot per operator: a GEMM's columns are empty on a convolution's shapes
+        "gflops_pivots": ([gflops_pivot(g) for _, g in t.gflops.groupby("op", sort=False)]
+                          if "op" in t.gflops and len(t.gflops) else [gflops_pivot(t.gflops)]),
         "gflops_rows": len(t.gflops),
         "timings": html_table(t.gflops, ["target", "catalog", "shape", "series", "threads",
                                          "gflops", "time_median_ns", "time_min_ns",
-                                         "time_stdev_ns", "cv", "rounds", "reps_per_round",
-                                         "pack_time_ns"]),
+                                         "time_stdev_ns", "cv", "noisy", "rounds",
+                                         "reps_per_round", "pack_time_ns"]),
         "speedup_scalar": html_table(
-            speedups[speedups["realization"] != speedups["ref_realization"]],
+            speedup_rows(speedups),
             ["target", "catalog", "shape", "series", "speedup", "time_median_ns",
              "ref_time_median_ns", "ref_realization"]),
         "emulated": html_table(t.emulated_times, ["target", "catalog", "shape", "series",
@@ -335,9 +357,20 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "gate_failures": None if gate is None else html_table(gate.failures),
         "gate_cases": None if gate is None else html_table(gate.cases),
         "trends_note": trends_note,
-        "fastest_table": html_table(t.fastest, ["target", "catalog", "shape", "fastest_ours",
-                                                "ours_time_ns", "ours_gflops", "fastest_peer",
-                                                "peer_time_ns", "peer_vs_ours"]),
+        "fastest_table": html_table(t.fastest, ["target", "catalog", "shape", "kernels",
+                                                "winner", "fastest_ours", "ours_time_ns",
+                                                "ours_gflops", "fastest_peer", "peer_time_ns",
+                                                "peer_vs_ours", "noisy", "why"]),
+        "fastest_counts": html_table(t.fastest_counts, [
+            "target", "catalog", "shape", "counted", "kernels", "winner", "call", "runner_up",
+            "runner_up_vs_winner", "fewest_kernel", "kernel_instructions", "fewest_pack_b",
+            "pack_b", "principal", "principal_per_floor", "why"]),
+        "n_fastest_counts": len(t.fastest_counts),
+        # an emulated run without hardware timings: its counts answer first, its
+        # emulated timings last and folded
+        "counts_first": len(t.counts) > 0 and t.gflops.empty,
+        "column_help": COLUMN_HELP,
+        "long_text": LONG_TEXT,
     }
     return env.get_template(TEMPLATE_NAME).render(**context)
 

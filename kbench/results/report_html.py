@@ -22,6 +22,7 @@ from kbench.results import report_views as views
 NA = "n/a"  # a time that was not measured (a NaN median)
 
 
+
 @dataclass
 class Plot:
     title: str
@@ -79,6 +80,8 @@ BETTER, WORSE = 1.05, 1 / 1.05  # speedups outside these are highlighted
 def format_cell(col: str, value: Any) -> Cell:
     """Format one value by its column's meaning. A missing time (a NaN median:
     the timing gave none) reads n/a, any other missing number –."""
+    if col == "noisy" and isinstance(value, bool | np.bool_):
+        return Cell("NOISY", "worse") if value else Cell("")
     if isinstance(value, bool | np.bool_):
         return Cell("yes" if value else "no")
     if value is None or (isinstance(value, float | np.floating) and not np.isfinite(value)):

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from kbench.results import report_views as views
+from kbench.results.noise import NOISY_CV
 from kbench.results.report_html import (
     NA,
     Cell,
@@ -55,8 +56,14 @@ def emulated_mask(run: Run, df: pd.DataFrame | None = None) -> pd.Series:
 
 
 def _series_labels(df: pd.DataFrame) -> list[str]:
-    """A realization's name, plus the B form and thread count where they vary."""
-    forms = df.groupby("realization")["b_form"].nunique()
+    """A realization's name, plus the B form where it varies on one shape
+    (a catalog whose every case takes one B form gives one series per
+    realization, not a column per form) and the thread count where it varies."""
+    if {"target", "catalog", "case"} <= set(df.columns) and len(df):
+        forms = (df.groupby(["realization", "target", "catalog", "case"])["b_form"].nunique()
+                 .groupby(level=0).max())
+    else:
+        forms = df.groupby("realization")["b_form"].nunique()
     threads = df.groupby("realization")["threads"].nunique()
     labels = []
     for real, form, thr in zip(df["realization"], df["b_form"], df["threads"], strict=True):
@@ -86,15 +93,36 @@ def timed_rows(run: Run) -> pd.DataFrame:
 
 
 GFLOPS_COLUMNS = ["target", "op", "catalog", "case", "shape", "kind", "series", "realization",
-                  "backend", "accum", "b_form", "threads", "m", "n", "k", "layers", "flops",
-                  "rounds", "reps_per_round", "time_min_ns", "time_median_ns", "time_stdev_ns",
-                  "cv", "gflops", "pack_time_ns"]
+                  "kernel", "backend", "accum", "b_form", "threads", "m", "n", "k", "layers",
+                  "flops", "rounds", "reps_per_round", "time_min_ns", "time_median_ns",
+                  "time_stdev_ns", "cv", "noisy", "gflops", "pack_time_ns"]
+
+
+def noise_flags(run: Run) -> tuple[set[str], float]:
+    """The cases the run's progress lines called NOISY ("target realization
+    catalog/case", run.json's noise record) and the CV threshold it used."""
+    noise = run.meta.get("noise")
+    noise = noise if isinstance(noise, dict) else {}
+    try:
+        threshold = float(noise.get("threshold", NOISY_CV))
+    except (TypeError, ValueError):
+        threshold = NOISY_CV
+    return {str(k) for k in noise.get("noisy") or ()}, threshold
 
 
 def gflops_table(run: Run) -> pd.DataFrame:
-    """GFLOP/s per shape per realization (hardware timings only)."""
+    """GFLOP/s per shape per realization (hardware timings only), each row's
+    CV and whether it is NOISY: named so by the run (its noisiest pass over
+    the threshold, as the terminal said) or with a pooled CV over it."""
     rows = timed_rows(run)
     rows["cv"] = rows["time_stdev_ns"] / rows["time_mean_ns"]  # pandas: x / 0 is inf, silently
+    listed, threshold = noise_flags(run)
+    keys = (rows["target"] + " " + rows["realization"] + " " + rows["catalog"] + "/"
+            + rows["case"])
+    rows["noisy"] = keys.isin(listed) | (rows["cv"] > threshold)
+    if "kernel" not in rows:
+        rows["kernel"] = ""
+    rows["kernel"] = rows["kernel"].where(rows["kernel"] != "", rows["realization"])
     return rows[GFLOPS_COLUMNS]
 
 
@@ -339,26 +367,44 @@ def _grouped_barh(ax: Any, df: pd.DataFrame, cases: list[str], value: str,
     ax.grid(axis="x", alpha=0.3)
 
 
+def speedup_rows(speedups: pd.DataFrame) -> pd.DataFrame:
+    """The speedups worth showing: every realization but the reference itself
+    (its speedup over itself is 1 by definition), with a speedup."""
+    shown = speedups["speedup"] > 0
+    if "realization" in speedups and "ref_realization" in speedups:
+        shown &= speedups["realization"] != speedups["ref_realization"]
+    return speedups[shown]
+
+
 def plot_performance(gflops: pd.DataFrame, speedups: pd.DataFrame, target: str, catalog: str,
                      colors: dict[str, Any]) -> Figure:
-    """GFLOP/s and speedup over the scalar reference per shape and realization."""
+    """GFLOP/s and speedup over the scalar reference per shape and
+    realization; the speedup panel only when some realization other than
+    the reference was timed on a shape the reference was timed on (the
+    rows of the speedup table: no bars without rows)."""
     g = gflops[(gflops["target"] == target) & (gflops["catalog"] == catalog)]
-    s = speedups[(speedups["target"] == target) & (speedups["catalog"] == catalog)]
+    s = speedup_rows(speedups[(speedups["target"] == target)
+                              & (speedups["catalog"] == catalog)])
     series = sorted(g["series"].unique(), key=lambda n: ("scalar" not in n, n))
     cases = list(dict.fromkeys(g["case"]))
     # compact: thin bars, at most 14 inches however many shapes and series
     height = 1.6 + 0.25 * math.ceil(len(series) / 3) + len(cases) * max(0.3, 0.09 * len(series))
-    fig = Figure(figsize=(12, min(height, 14)), layout="constrained")
-    ax_g, ax_s = fig.subplots(1, 2, sharey=True)
+    fig = Figure(figsize=(12 if len(s) else 7, min(height, 14)), layout="constrained")
+    if len(s):
+        ax_g, ax_s = fig.subplots(1, 2, sharey=True)
+    else:
+        ax_g, ax_s = fig.subplots(), None
     _grouped_barh(ax_g, g, cases, "gflops", colors, series)
     ax_g.set_yticklabels(_shape_labels(g))
     ax_g.set_xlabel("GFLOP/s (flops per call / median time)")
     ax_g.set_ylabel("shape (×N: N layers)")
     ax_g.set_title("throughput")
-    _grouped_barh(ax_s, s, cases, "speedup", colors, series)
-    ax_s.axvline(1.0, color="black", lw=0.8)
-    ax_s.set_xlabel("speedup over the scalar reference (×)")
-    ax_s.set_title("speedup over the scalar reference")
+    if ax_s is not None:
+        _grouped_barh(ax_s, s, cases, "speedup", colors,
+                      [n for n in series if n in set(s["series"])])
+        ax_s.axvline(1.0, color="black", lw=0.8)
+        ax_s.set_xlabel("speedup over the scalar reference (×)")
+        ax_s.set_title("speedup over the scalar reference")
     legend_below(fig, ax_g)
     fig.suptitle(f"{catalog} on {target}", fontweight="bold")
     return fig
@@ -426,27 +472,31 @@ def plot_model_totals(table: pd.DataFrame, colors: dict[str, Any]) -> Figure:
 
 
 def gflops_pivot(gflops: pd.DataFrame) -> HtmlTable:
-    """Shapes as rows, realizations as columns, GFLOP/s in the cells; the
-    fastest of ours per shape marked (class best, ★) and the fastest peer
-    (class best-peer, ☆), each also named in its own column."""
+    """Shapes as rows, realizations as columns, GFLOP/s in the cells; where
+    there is a winner (two or more kernels timed: kbench.results.report_views)
+    the fastest of ours marked (class best, ★) and the fastest peer (class
+    best-peer, ☆), a NOISY time said so; the names are in the fastest-per-
+    shape table, so the pivot stays as narrow as its series allow."""
     series = sorted(gflops["series"].unique(), key=lambda n: (views.is_peer(n), n))
     several = gflops["target"].nunique() > 1
     table = HtmlTable([*(["target"] if several else []), "catalog", "shape", "layers",
-                       "fastest (ours)", "fastest peer", *series])
+                       *series])
     fastest = views.fastest_per_shape(gflops).set_index(["target", "catalog", "case"])
     for (target, catalog, case), g in gflops.groupby(["target", "catalog", "case"], sort=False):
-        vals = g.drop_duplicates("series").set_index("series")["gflops"]
+        one = g.drop_duplicates("series").set_index("series")
+        vals = one["gflops"]
+        noisy = one["noisy"] if "noisy" in one else pd.Series(False, index=one.index)
         first = g.iloc[0]
         best = fastest.loc[(target, catalog, case)]
         row = [Cell(str(target))] if several else []
-        row += [Cell(str(catalog)), Cell(str(first["shape"])), Cell(str(first["layers"]), "num"),
-                Cell(str(best["fastest_ours"]) or "–", "best-name"),
-                Cell(str(best["fastest_peer"]) or "–", "best-peer-name")]
+        row += [Cell(str(catalog)), Cell(str(first["shape"])), Cell(str(first["layers"]), "num")]
         for s in series:
             cell = format_cell("gflops", float(vals.get(s, np.nan)))
             if s in vals.index and cell.text == "–":  # timed, but no median came back
                 cell = Cell(NA, cell.cls)
-            if s == best["fastest_ours"]:
+            elif s in vals.index and bool(noisy.get(s, False)):  # as the terminal said
+                cell = Cell(f"{cell.text} NOISY", f"{cell.cls} noisy")
+            if s == best["fastest_ours"] or (s == best["winner"] and not views.is_peer(s)):
                 cell = Cell(f"★ {cell.text}", f"{cell.cls} best")
             elif s == best["fastest_peer"]:
                 cell = Cell(f"☆ {cell.text}", f"{cell.cls} best-peer")

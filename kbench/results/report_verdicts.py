@@ -28,7 +28,7 @@ STATUSES = ("pass", "fail", "mistrusted", "error", *FAULTS, "skip")
 SEVERITY = (*FAULTS, "fail", "error", "mistrusted", "pass", "skip")  # worst first
 
 
-BACKEND_ORDER = ("scalar", "neon", "sme")
+BACKEND_ORDER = views.OUR_BACKENDS
 
 
 REAL_KINDS = ("uniform", "normal")  # random real-valued inputs: the error trend
@@ -296,6 +296,23 @@ def verdict_grid(verdicts: pd.DataFrame) -> HtmlTable:
 
 
 TARGET_MARKERS = "os^Dv<>p"
+FLAT = {"max_err_bound": "0 at every K:\nevery output exact",
+        "max_ulp": "0 ULP at every K:\nevery output the correctly\nrounded one",
+        "max_rms_rel": "0 at every K:\nno relative error"}
+
+
+def flat_panels(rows: pd.DataFrame) -> dict[str, str]:
+    """The panels of the error plot whose every point is 0 (or missing): a
+    line flat on 0 says nothing a sentence does not, and its axis would be
+    made up (matplotlib spreads ±0.05 around a constant); column -> the
+    sentence said instead."""
+    out = {}
+    for column, text in FLAT.items():
+        vals = (pd.to_numeric(rows[column], errors="coerce").dropna() if column in rows
+                else pd.Series([], dtype=float))
+        if vals.empty or bool((vals == 0).all()):
+            out[column] = text
+    return out
 
 
 def plot_error_vs_k(table: pd.DataFrame, op: str, colors: dict[str, Any]) -> Figure:
@@ -337,7 +354,16 @@ def plot_error_vs_k(table: pd.DataFrame, op: str, colors: dict[str, Any]) -> Fig
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         ax.set_xlabel("K (reduction length)")
         ax.grid(alpha=0.3)
-    legend_below(fig, ax_u)
+    flat = flat_panels(rows)
+    legend_below(fig, ax_b if "max_ulp" in flat else ax_u)  # before any lines go
+    for column, text in flat.items():  # said in words, not a line on 0
+        ax = {"max_err_bound": ax_b, "max_ulp": ax_u, "max_rms_rel": ax_r}[column]
+        for line in list(ax.get_lines()):
+            line.remove()
+        ax.set_yscale("linear")
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center",
+                fontsize="medium", color="0.25")
     fig.suptitle(f"{op}: observed error versus K on random real-valued inputs "
                  "(solid: FP16 accumulation, dashed: FP32)", fontweight="bold")
     return fig
