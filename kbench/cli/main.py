@@ -380,7 +380,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     args += ["--rootdir", str(ini.parent), "-c", str(ini), "-p", "no:cacheprovider",
              # the suites kbench runs use no Hypothesis; its plugin would import it at exit
              "-p", "no:hypothesispytest",
-             "--kb-out", str(run_dir), "--kb-cli", "-rfEs", "--tb=short",
+             # pytest's short test summary only when asked (-v): kbench's own summary
+             # names every failing result and its closing line counts the results
+             "--kb-out", str(run_dir), "--kb-cli", "-rfEs" if verbose else "-rN",
+             "--tb=short",
              # no percentages at line ends: kbench's progress line is the one display
              "-o", "console_output_style=classic"]
     args += ["-v"] if verbose else ["-q"]
