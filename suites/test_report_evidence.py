@@ -249,3 +249,31 @@ def test_every_table_fits_a_1400_px_page(tmp_path: Path) -> None:
         tools.close()
     assert len(sizes) > 5, sizes
     assert [s for s in sizes if s[0] > s[1] + 1] == []
+
+
+def test_the_readme_picture_caption_names_what_the_page_shows(tmp_path: Path) -> None:
+    """The README's caption of docs/img/report.png is generated from
+    views.QUESTIONS and report.FIRST_SECTIONS (docs/gen/kbdocs.py, checked
+    by suites/test_docs.py); a default install's host run (the scalar
+    backend, no peers, as ci/docs_screenshot.sh runs it) renders exactly
+    those questions in the header and those sections first under it."""
+    from kbench.results.report_views import QUESTIONS
+    rows = []
+    for case in ("a", "b"):
+        r = _counted(case, "gemm_scalar_f32acc", "k_s", 0, 0)
+        r.update(target="host", backend="scalar", emulated=False, count_call=math.nan)
+        rows.append(r)
+    run = write_run_rows(tmp_path / "host", rows, targets={"host": {"emulated": False}})
+    html = rep.build_report(run, None, tmp_path / "out").html.read_text(encoding="utf-8")
+    header = html[:html.index("</header>")]
+    assert tuple(re.findall(r"<dt>([^<]*)</dt>", header)) == QUESTIONS
+    sections = re.findall(r'<section id="[^"]+">\s*<h2>([^<]*)</h2>', html)
+    assert tuple(sections[:len(rep.FIRST_SECTIONS)]) == rep.FIRST_SECTIONS
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    caption = re.search(r"!\[([^\]]*)\]\(docs/img/report\.png\)", readme)
+    assert caption is not None
+    assert f"the {len(QUESTIONS)} answers on top ({' '.join(QUESTIONS)})" in caption.group(1)
+    assert caption.group(1).endswith("then " + " and ".join(
+        s.lower() for s in rep.FIRST_SECTIONS))
+    script = (Path(__file__).resolve().parents[1] / "ci" / "docs_screenshot.sh").read_text()
+    assert "--backend scalar" in script  # the picture is a default install's run

@@ -436,6 +436,18 @@ def output(name: str) -> str:
     return f"```\n$ {rec['record']['command']}\n{out}\n```\n\n" + provenance(rec)
 
 
+def report_caption(path: str = "docs/img/report.png") -> str:
+    """The README's picture of the report and its caption, from what the page
+    shows at its top (kbench.results.report_views.QUESTIONS, report.FIRST_SECTIONS;
+    suites/test_report_evidence.py renders a page and checks it shows them)."""
+    from kbench.results.report import FIRST_SECTIONS
+    from kbench.results.report_views import QUESTIONS
+    first = " and ".join(f"{s.lower()}" for s in FIRST_SECTIONS)
+    return (f"![The HTML report of a default install's run (the perf suite on the smoke "
+            f"catalog, the scalar backend of an x86 machine): the {len(QUESTIONS)} answers on "
+            f"top ({' '.join(QUESTIONS)}), then {first}]({path})\n")
+
+
 def terminal_columns() -> str:
     """The columns of `kbench run`'s summary, as kbench.results.columns says
     them (the report shows the same words on hover)."""
@@ -786,6 +798,7 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "model_catalogs": model_catalogs, "mutant_areas": mutant_areas,
     "run": run,
     "contract_costs": contract_costs, "terminal_columns": terminal_columns,
+    "report_caption": report_caption,
     "ci_total": ci_total, "ci_steps": ci_steps, "ci_step": ci_step,
     "baseline_gemm_kernels": baseline_gemm_kernels, "baseline_calls": baseline_calls,
     "baseline_convs": baseline_convs, "baseline_summary": baseline_summary,

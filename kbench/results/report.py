@@ -72,6 +72,9 @@ TEMPLATE_DIR = resource_dir("reports")
 
 
 TEMPLATE_NAME = "report.html.j2"
+# the page's first sections after the answers, on a run of hardware timings (the README's
+# picture shows them; its caption is generated from this and views.QUESTIONS)
+FIRST_SECTIONS = ("Verdicts", "Performance")
 LONG_TEXT = 20  # characters: a longer cell may break anywhere, so wide tables fit the page
 
 

@@ -373,22 +373,22 @@ def _fastest_answers(fastest: pd.DataFrame, fastest_counts: pd.DataFrame | None,
     counted = fastest_counts if fastest_counts is not None else pd.DataFrame()
     if len(fastest):
         wins, single = _winners(fastest, "winner")
-        out.append(Answer("Fastest per shape?", _fastest_text(wins, single, len(fastest),
+        out.append(Answer(QUESTIONS[1], _fastest_text(wins, single, len(fastest),
                                                               "timed"), "performance", "note"))
     if len(counted):
         wins, single = _winners(counted, "winner")
-        question = "Fastest per shape?" if not out else "Fewest instructions per shape?"
+        question = QUESTIONS[1] if not out else "Fewest instructions per shape?"
         out.append(Answer(question, "by exact instruction counts per call (emulated: counts, "
                           "not time): " + _fastest_text(wins, single, len(counted), "counted"),
                           "counts", "note"))
     if out:
         return out
     if emulated_only:
-        return [Answer("Fastest per shape?", "emulated timings are not speed"
+        return [Answer(QUESTIONS[1], "emulated timings are not speed"
                        + (": see the instruction counts" if has_counts else
                           " and no instruction counts were taken (kbench run --count-method "
                           "tb)"), "counts" if has_counts else "emulated", "note")]
-    return [Answer("Fastest per shape?", "no timed results", "performance", "note")]
+    return [Answer(QUESTIONS[1], "no timed results", "performance", "note")]
 
 @dataclass(frozen=True)
 class Answer:
@@ -401,6 +401,9 @@ class Answer:
 
 
 FAILED_STATUSES = ("fail", "error", "crashed", "exited", "timeout")
+# the questions the header answers, in order (the README's picture caption names them:
+# docs/gen/kbdocs.py report_caption)
+QUESTIONS = ("Correct?", "Fastest per shape?", "Regressed?", "Trend?")
 
 
 def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
@@ -416,12 +419,12 @@ def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
     bad = int(status.isin(FAILED_STATUSES).sum())
     out = []
     if not len(results):
-        out.append(Answer("Correct?", "no results recorded", "verdicts", "note"))
+        out.append(Answer(QUESTIONS[0], "no results recorded", "verdicts", "note"))
     elif bad:
-        out.append(Answer("Correct?", f"no: {bad} of {len(results)} results failed or errored",
+        out.append(Answer(QUESTIONS[0], f"no: {bad} of {len(results)} results failed or errored",
                           "verdicts", "fail"))
     else:
-        out.append(Answer("Correct?", f"yes: all {len(results)} results pass"
+        out.append(Answer(QUESTIONS[0], f"yes: all {len(results)} results pass"
                           + ("" if complete else " (of an incomplete run)"), "verdicts", "pass"))
     out += _fastest_answers(fastest, fastest_counts, emulated_only, has_counts)
     grown = (counts_vs_committed[counts_vs_committed["verdict"] == "regression"]
@@ -438,26 +441,26 @@ def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
                 "kbench ab)" if gate.possible else "")
         text = ("gate: PASSED" + also if gate.passed else
                 f"gate: FAILED ({len(gate.failures)} failure(s))")
-        out.append(Answer("Regressed?", text, "gate",
+        out.append(Answer(QUESTIONS[2], text, "gate",
                           "fail" if not gate.passed else "note" if unsure or gate.possible
                           else "pass"))
     elif has_baseline and len(speedup_vs_baseline):
         slower = int((speedup_vs_baseline["time_change"] > 0.05).sum())
-        out.append(Answer("Regressed?", f"{slower} of {len(speedup_vs_baseline)} case(s) more "
+        out.append(Answer(QUESTIONS[2], f"{slower} of {len(speedup_vs_baseline)} case(s) more "
                           "than 5% slower than the baseline (not gated: kbench gate judges "
                           "significance)", "baseline", "note"))
     elif len(grown):
         regressed = True
-        out.append(Answer("Regressed?", f"{len(grown)} counted case(s) grew past the committed "
+        out.append(Answer(QUESTIONS[2], f"{len(grown)} counted case(s) grew past the committed "
                           "baseline", "counts", "fail"))
     else:
-        out.append(Answer("Regressed?", "no baseline given (kbench report RUN --baseline REF)",
+        out.append(Answer(QUESTIONS[2], "no baseline given (kbench report RUN --baseline REF)",
                           "baseline", "note"))
     if trend_runs:
-        out.append(Answer("Trend?", f"{trend_runs} run(s) of this machine in the history",
+        out.append(Answer(QUESTIONS[3], f"{trend_runs} run(s) of this machine in the history",
                           "history", "note"))
     else:
-        out.append(Answer("Trend?", "no history shown (kbench report RUN --history)", "",
+        out.append(Answer(QUESTIONS[3], "no history shown (kbench report RUN --history)", "",
                           "note"))
     worst = ("no results" if not len(results) else "failed" if bad else
              "regressed" if regressed else "incomplete" if not complete else
