@@ -82,8 +82,8 @@ META_FIELDS = ("host", "platform", "machine", "cpu_model", "python", "compiler",
                "git_commit", "git_dirty", "date", "command_line", "complete", "results")
 
 
-TARGET_FIELDS = ("name", "kind", "emulated", "arch", "cpu_features", "sme_vector_bits", "isa",
-                 "library_version", "realizations")
+TARGET_FIELDS = ("name", "kind", "emulated", "arch", "cpu_features", "sme_vector_bits",
+                 "sve_vector_bits", "isa", "library_version", "realizations")
 
 
 def _flat_meta(meta: dict[str, Any]) -> dict[str, str]:
@@ -139,6 +139,7 @@ class ReportTables:
     fingerprint_summary: pd.DataFrame
     plugins: pd.DataFrame = field(default_factory=pd.DataFrame)
     plugin_probes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    plugin_ran: pd.DataFrame = field(default_factory=pd.DataFrame)
     determinism: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=DETERMINISM_COLUMNS))
     fastest: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
@@ -182,6 +183,7 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         fingerprint_summary=fingerprint_summary(prints),
         plugins=plugin_report.plugin_table(run),
         plugin_probes=plugin_report.probe_table(run.results),
+        plugin_ran=plugin_report.ran_table(run.results),
         determinism=determinism_table(run.results),
         coverage=coverage_table(run),
         coverage_listing=coverage_listing(run),
@@ -239,7 +241,7 @@ def make_plots(tables: ReportTables) -> dict[str, list[Plot]]:
 
 def _targets_table(runs: dict[str, Run]) -> HtmlTable:
     table = HtmlTable(["run", "target", "kind", "emulated", "arch", "cpu features", "SME bits",
-                       "ISA", "library", "realizations"])
+                       "SVE bits", "ISA", "library", "realizations"])
     for label, run in runs.items():
         for spec, t in (run.meta.get("targets") or {}).items():
             if not isinstance(t, dict):
@@ -250,6 +252,7 @@ def _targets_table(runs: dict[str, Run]) -> HtmlTable:
                 format_cell("emulated", bool(t.get("emulated"))), Cell(str(t.get("arch", ""))),
                 Cell(", ".join(t.get("cpu_features") or []) or "–"),
                 format_cell("sme_vector_bits", t.get("sme_vector_bits") or 0),
+                format_cell("sve_vector_bits", t.get("sve_vector_bits") or 0),
                 Cell(str(t.get("isa", ""))), Cell(str(t.get("library_version", ""))),
                 Cell(f"{len(reals)}: {_meta_text(reals)}", "wrap")])
     return table
@@ -346,6 +349,8 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "coverage_full": int((t.coverage["percent"] >= 100).sum()),
         "plugin_probes": html_table(t.plugin_probes, limit=500),
         "n_plugin_probes": len(t.plugin_probes),
+        "plugin_ran": html_table(t.plugin_ran, limit=500),
+        "n_plugin_ran": len(t.plugin_ran),
         "mutation_areas": html_table(t.mutation_areas),
         "mutation_mutants": html_table(t.mutation_mutants, limit=500),
         "n_mutants": len(t.mutation_mutants),
