@@ -657,8 +657,13 @@ def _protocol(c: Mapping[str, Any]) -> str:
     return f"runs on {c.get('target', 'host')}{passes}"
 
 
+BUSY = 3.0  # a 1-minute load median above this on the VM: not "quiet", whatever the hog
+
+
 def _load(c: Mapping[str, Any]) -> str:
-    return "quiet" if not c["hog"] else "hog"
+    if c["hog"]:
+        return "hog"
+    return "quiet" if float(c.get("load_median", 0.0)) <= BUSY else "shared, busy"
 
 
 def _cell_targets(c: Mapping[str, Any]) -> list[tuple[str, bool]]:
@@ -707,7 +712,8 @@ def gate_matrix(detail: str = "") -> str:
             continue  # the front page: the gate's own protocol; two runs in the detail
         rows.append([
             f"`{c['catalogs']}`", label(c),
-            "quiet" if not c["hog"] else f"{c['hog']} CPU hog", str(c["trials"]),
+            {"quiet": "quiet", "hog": f"{c['hog']} CPU hog",
+             "shared, busy": f"shared, load {c['load_median']:.0f}"}[_load(c)], str(c["trials"]),
             c["aa_gate_failed"],
             # gate --ab fails on what it reports; a two-run cell says its exit status itself
             *([c.get("aa_exit_nonzero", c["aa_gate_failed"] if c["protocol"] == "ab"
