@@ -2,8 +2,8 @@
 """Prints the `kbench run` options of a gate configuration's [ci] table
 (`--shapes X ... --passes N`), for the sample workflow's perf step, or
 with --ab the `kbench ab` options (`--shapes X ... --rounds N --budget S
---max-looks L --processes P`, those the table sets; with a budget,
-`--gate-limit` the [gate] table's max_slowdown) of its interleaved timing
+--max-looks L --processes P`, those the table sets; `--min-effect` the
+[gate] table's max_slowdown, and with a budget `--gate-limit` too) of its interleaved timing
 step:
 
     args=$(python ci/gate_args.py "$cfg")
@@ -31,6 +31,8 @@ def run_args(config: dict, ab: bool = False) -> list[str]:
                 args += [option, f"{float(ci[key]):g}" if key == "ab_budget"
                          else str(int(ci[key]))]
         limit = config.get("gate", {}).get("max_slowdown")
+        if limit is not None:  # verdicts at the gate's own limit: one set of words
+            args += ["--min-effect", str(limit)]
         if "ab_budget" in ci and limit is not None:
             # sample until each case is decided at the gate's own limit as well
             args += ["--gate-limit", str(limit)]

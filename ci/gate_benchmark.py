@@ -82,6 +82,7 @@ class Judged:
     big_missed: list[str] = field(default_factory=list)  # the others: "label ratio"
     inconclusive: int = 0  # timed cases the data could not decide (inconclusive, noisy)
     compared: int = 0  # timed cases judged
+    exit_failed: bool = False  # the gate's exit status would be 1 (any failure, of any kind)
 
 
 @dataclass
@@ -96,7 +97,7 @@ class Outcome:
     target_ratios: list[float] = field(default_factory=list)  # slowed realization's cases
     other_failures: list[str] = field(default_factory=list)  # correctness, missing, ...
     load: float = math.nan  # highest 1-minute load average at the start of its two runs
-    cases_noisy: int = 0  # ab: cases reported noisy (undecided), not flagged
+    cases_noisy: int = 0  # ab: cases left undecided (inconclusive; "noisy" in older runs)
     gate_flagged: bool = False  # ab: `kbench gate --ab` at ci/gate.toml's limit fails it
     gate_cases: int = 0  # ab: cases that gate judges slower
     seconds: float = math.nan  # the candidate's measurement (ab: the whole interleaved run)
@@ -224,9 +225,11 @@ def pick_realization(run: Run) -> str:
 
 def _judged_runs(s: Settings, realization: str, fraction: float, base: Run, cand: Run,
                  limit: float) -> tuple[Judged, Any]:
-    """The two runs as `kbench gate BASE CAND` judges them at `limit`."""
+    """The two runs as `kbench gate BASE CAND` judges them at `limit`: a
+    slowdown is reported as a possible slowdown (a first look, never a
+    failure: exit_failed says whether the gate exits 1 for anything else)."""
     result = gate(base, cand, s.alpha, limit, s.speed_targets)
-    failed = {f.case for f in result.failures if f.reason == "slowdown"}
+    failed = {f.case for f in result.first_look}
     timed = [c for c in result.comparison.timed() if not math.isnan(c.ratio)]
     slow = [c for c in timed if c.verdict == SLOWER and c.label in failed]
     # realizations failed with their cases together (kbench.results.compare.realization_tests)
@@ -245,7 +248,7 @@ def _judged_runs(s: Settings, realization: str, fraction: float, base: Run, cand
                big_missed=[f"{c.label} {c.robust_ratio:.3f}" for c in big
                            if not (c.label in failed and c.verdict == SLOWER)],
                inconclusive=sum(c.verdict == INCONCLUSIVE for c in timed),
-               compared=len(timed))
+               compared=len(timed), exit_failed=not result.passed)
     return j, result
 
 
@@ -260,7 +263,7 @@ def judge(s: Settings, trial: int, cond: Condition, realization: str, base: Run,
         cases_flagged=at_gate.slow_cases, cases_compared=at_gate.compared,
         target_ratios=[c.ratio for c in mine],
         other_failures=[f"{f.reason}: {f.case} {f.detail}".strip()
-                        for f in result.failures if f.reason != "slowdown"],
+                        for f in result.failures],
         gate=at_gate, detect=at_detect)
 
 
@@ -405,7 +408,7 @@ def judge_ab(trial: int, cond: Condition, realization: str,
                    target_ratios=[float(r["median_ratio"]) for r in mine],
                    other_failures=[f"{r['case']}: {r['failure']}" for r in rows
                                    if r.get("failure")],
-                   cases_noisy=sum(r["verdict"] == "noisy" for r in timed))
+                   cases_noisy=sum(r["verdict"] in ("noisy", "inconclusive") for r in timed))
 
 
 def run_ab(s: Settings) -> Result:
@@ -642,6 +645,10 @@ def cell(s: Settings, res: Result, meta: dict[str, Any]) -> dict[str, Any]:
         "trials": s.trials, "slowed": res.realization,
         "limit": f"{s.max_slowdown:.1%}", "detect_limit": f"{DETECT:.1%}",
         "aa_gate_failed": _frac(sum(o.gate.failed for o in aa if o.gate), len(aa)),
+        # two runs: the trials whose `kbench gate` exited 1 (a first look never fails on
+        # speed; anything else that failed counts)
+        **({"aa_exit_nonzero": _frac(sum(o.gate.exit_failed for o in aa if o.gate), len(aa))}
+           if s.protocol == "runs" else {}),
         "aa_detect_flagged": _frac(sum(o.detect.failed for o in aa if o.detect), len(aa)),
         "aa_inconclusive": _frac(sum(o.gate.inconclusive for o in aa if o.gate),
                                  sum(o.gate.compared for o in aa if o.gate)),

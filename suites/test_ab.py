@@ -84,7 +84,7 @@ def test_noise_on_one_side_is_noisy_not_a_regression() -> None:
     base = _noisy(30, 1000.0, 6, spread=0.01)
     cand = _noisy(30, 1000.0, 7, spread=0.01, bursts=0.45)
     s = abstats.paired(base, cand, 0.025, 0.01, 16)
-    assert s.verdict == abstats.NOISY, s
+    assert s.verdict == abstats.INCONCLUSIVE, s
     assert s.cand_cv > 0.2
 
 
@@ -94,12 +94,12 @@ def test_minima_must_agree_with_the_medians() -> None:
     cand[0] = 990.0
     s = abstats.paired(base, cand, 0.025, 0.01, 1)
     assert s.ci_low > 1.025 and s.min_ratio < 1.0125
-    assert s.verdict == abstats.NOISY
+    assert s.verdict == abstats.INCONCLUSIVE
 
 
 def test_too_few_rounds_and_bad_input() -> None:
     s = abstats.paired([1.0] * 4, [1.2] * 4, 0.025, 0.01, 16)
-    assert s.verdict == abstats.TOO_FEW
+    assert s.verdict == abstats.INCONCLUSIVE
     with pytest.raises(ValueError):
         abstats.paired([1.0], [1.0, 2.0])
     assert math.isnan(abstats.cv([1.0]))
@@ -139,7 +139,7 @@ def _stages(rounds: int, ratios: list[float]) -> tuple:
         cand = _noisy(rounds, 1000.0 * ratios[i], seed=50 + state["i"], spread=0.002)
         return base, cand, "b" * rounds
 
-    settings = ab.AbSettings(rounds=rounds, looks=6, cases=28, budget_s=60)
+    settings = ab.AbSettings(rounds=rounds, looks=6, cases=28, budget_s=60, min_effect=0.025)
     def decide(b: list[float], c: list[float]) -> str:
         return abstats.paired(b, c, settings.min_effect, settings.alpha,
                               settings.comparisons).verdict
@@ -153,7 +153,7 @@ def test_sequential_sampling_stops_a_case_once_it_is_decided() -> None:
     assert looks == 1 and len(b) == len(c) == len(order) == 20 and decide(b, c) == "slower"
     # too few rounds at alpha / (28 x 6) for the first look: it goes on to a second
     stage, decide, state = _stages(10, [1.10])
-    assert decide(*stage()[:2]) == abstats.TOO_FEW
+    assert decide(*stage()[:2]) == abstats.INCONCLUSIVE
     stage, decide, state = _stages(10, [1.10])
     b, c, _, looks = ab.sequential(stage, decide, 6)
     assert looks == 2 and len(b) == 20 and decide(b, c) == "slower"
@@ -177,17 +177,18 @@ def test_sequential_sampling_stops_at_the_looks_or_the_deadline() -> None:
 def test_a_gate_limit_keeps_a_case_sampling_until_it_is_decided_there_too() -> None:
     """An 8% slowdown is decided at --min-effect 2.5% after one stage of 60
     rounds, while its interval still reaches below the gate's 5%: with
-    --gate-limit 5% the look says "noisy" (sampling goes on) until the
+    --gate-limit 5% the look says "inconclusive" (sampling goes on) until the
     interval clears 5% too; the verdict itself stays at --min-effect. Same
     cases and a clear slowdown stop as before."""
-    plain = ab.AbSettings(rounds=60, looks=6, cases=28, budget_s=60)
-    gated = ab.AbSettings(rounds=60, looks=6, cases=28, budget_s=60, gate_limits=(0.05,))
+    plain = ab.AbSettings(rounds=60, looks=6, cases=28, budget_s=60, min_effect=0.025)
+    gated = ab.AbSettings(rounds=60, looks=6, cases=28, budget_s=60, gate_limits=(0.05,),
+                          min_effect=0.025)
     base, cand = _noisy(60, 1000.0, seed=0, spread=0.03), _noisy(60, 1080.0, seed=100,
                                                                    spread=0.03)
     at_gate = abstats.paired(base, cand, 0.05, 0.01, gated.comparisons)
     assert at_gate.ci_low < 1.05 < at_gate.ci_high  # undecided at the gate's limit
     assert ab.decision(base, cand, plain, []) == "slower"
-    assert ab.decision(base, cand, gated, []) == "noisy"
+    assert ab.decision(base, cand, gated, []) == "inconclusive"
     more_b, more_c = _noisy(120, 1000.0, seed=0, spread=0.03), _noisy(120, 1080.0, seed=100,
                                                                        spread=0.03)
     assert abstats.paired(more_b, more_c, 0.05, 0.01, gated.comparisons).ci_low > 1.05
@@ -303,7 +304,7 @@ def test_kbench_ab_run_folder(tmp_path: Path, worker_path: str) -> None:
         assert r["blocks"] == "5 5 4"  # --processes 3 (default): 14 rounds in three blocks
         assert set(r["order"]) <= {"b", "c"}
         assert float(r["base_cv"]) == pytest.approx(abstats.cv(base), rel=1e-4)
-        assert r["verdict"] in ("same", "slower", "faster", "noisy", "too-few-rounds")
+        assert r["verdict"] in ("same", "slower", "faster", "not slower", "inconclusive")
     md = (out / "ab.md").read_text()
     assert md.startswith("## kbench ab: ") and "load" in md and "CV base / cand" in md
 
@@ -317,6 +318,7 @@ def test_kbench_ab_with_a_budget_samples_in_stages(tmp_path: Path, worker_path: 
                           f"worker:{worker_path}", "--cand", "worker:host", "--shapes", "smoke",
                           "-k", "m7_n8_k15", "--realization", "gemm_scalar_f32acc",
                           "--rounds", "12", "--min-round-ms", "0.2", "--budget", "30",
+                          "--min-effect", "2.5%",
                           "--max-looks", "3", "--gate-limit", "5%", "--out", str(out)],
                          capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode in (0, 1), res.stdout + res.stderr

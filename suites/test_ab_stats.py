@@ -91,7 +91,7 @@ def test_the_confidence_is_corrected_for_the_number_of_cases() -> None:
     alone = abstats.paired(base, cand, EFFECT, ALPHA, 1)
     assert alone.verdict == abstats.SLOWER and alone.ci_low > 1 + EFFECT
     among = abstats.paired(base, cand, EFFECT, ALPHA, 16)
-    assert among.verdict == abstats.NOISY and among.ci_low < 1 + EFFECT
+    assert among.verdict == abstats.INCONCLUSIVE and among.ci_low < 1 + EFFECT
 
 
 def _case(base: list[float], cand: list[float]) -> ab.AbCase:
@@ -110,7 +110,7 @@ def test_kbench_ab_corrects_over_every_timed_case() -> None:
     many = [_case(base, cand) for _ in range(16)]
     ab.judge(many, settings)
     assert {c.stats.confidence for c in many if c.stats} == {1 - ALPHA / 16}
-    assert all(c.stats is not None and c.stats.verdict == abstats.NOISY for c in many)
+    assert all(c.stats is not None and c.stats.verdict == abstats.INCONCLUSIVE for c in many)
 
 
 def test_one_fast_or_slow_round_does_not_make_an_a_over_a_run_a_change() -> None:
@@ -127,7 +127,7 @@ def test_one_fast_or_slow_round_does_not_make_an_a_over_a_run_a_change() -> None
 @pytest.mark.parametrize("direction", [1, -1])
 def test_minima_must_reach_half_the_effect_in_the_medians_direction(direction: int) -> None:
     """Medians 8% apart but minima only 0.5% apart (between 1 and
-    1 +- min_effect / 2): noisy, not a change, in either direction."""
+    1 +- min_effect / 2): not a change in either direction."""
     f = 1.08 if direction > 0 else 1 / 1.08
     base = [1000.0 + i for i in range(30)]
     cand = [b * f for b in base]
@@ -137,7 +137,12 @@ def test_minima_must_reach_half_the_effect_in_the_medians_direction(direction: i
     s = abstats.paired(base, cand, EFFECT, ALPHA, 1)
     assert (s.ci_low > 1 + EFFECT) if direction > 0 else (s.ci_high < 1 - EFFECT)
     assert abs(s.min_ratio - m) < 1e-12
-    assert s.verdict == abstats.NOISY, s.describe(EFFECT)
+    # slower-looking: inconclusive, the reason naming the minima; faster-looking: no
+    # slowdown is in doubt, so "not slower"
+    want = abstats.INCONCLUSIVE if direction > 0 else abstats.NOT_SLOWER
+    assert s.verdict == want, s.describe(EFFECT)
+    if direction > 0:
+        assert "but the minima disagree (min ratio 1.005, not above 1.012)" in s.reason
     clear = [b * f for b in base]
     assert abstats.paired(base, clear, EFFECT, ALPHA, 1).verdict == (
         abstats.SLOWER if direction > 0 else abstats.FASTER)
@@ -146,7 +151,7 @@ def test_minima_must_reach_half_the_effect_in_the_medians_direction(direction: i
 def test_too_few_rounds_at_the_corrected_confidence() -> None:
     need = abstats.min_rounds(1 - ALPHA / 16)
     base, cand = _pairs(need - 1, 3, effect=0.2, load=0.0)
-    assert abstats.paired(base, cand, EFFECT, ALPHA, 16).verdict == abstats.TOO_FEW
+    assert abstats.paired(base, cand, EFFECT, ALPHA, 16).verdict == abstats.INCONCLUSIVE
     base, cand = _pairs(need, 3, effect=0.2, load=0.0)
     assert abstats.paired(base, cand, EFFECT, ALPHA, 16).verdict == abstats.SLOWER
 
@@ -175,13 +180,13 @@ def test_paired_without_usable_rounds_is_too_few_and_says_nothing_else() -> None
     for base, cand in (([], []), ([0.0] + [1.0] * 29, [1.0] * 30),
                        ([1.0] * 30, [1.0] * 29 + [0.0]), ([-1.0] * 30, [1.0] * 30)):
         s = abstats.paired(base, cand)
-        assert s.verdict == abstats.TOO_FEW and s.rounds == len(base)
+        assert s.verdict == abstats.INCONCLUSIVE and s.rounds == len(base)
         assert s.confidence == pytest.approx(0.99)
         figures = (s.base_median_ns, s.cand_median_ns, s.base_min_ns, s.cand_min_ns,
                    s.median_ratio, s.ci_low, s.ci_high, s.min_ratio, s.base_cv, s.cand_cv)
         assert all(isinstance(x, float) and math.isnan(x) for x in figures)
     one = abstats.paired([1000.0], [1100.0])  # one pair: figures, but no interval
-    assert one.verdict == abstats.TOO_FEW and one.base_median_ns == 1000.0
+    assert one.verdict == abstats.INCONCLUSIVE and one.base_median_ns == 1000.0
     assert one.median_ratio == pytest.approx(1.1) and math.isnan(one.ci_low)
     sub_ns = abstats.paired([0.5] * 30, [0.5] * 30)  # times below 1 ns are times
     assert sub_ns.verdict == abstats.SAME and sub_ns.median_ratio == 1.0
@@ -195,7 +200,7 @@ def test_paired_slower_needs_both_bounds_strictly_beyond_the_limit() -> None:
     assert at_limit.ci_low == 1.25 and at_limit.verdict != abstats.SLOWER
     above = abstats.paired(base, [1250.0] + [2000.0] * 29, min_effect=0.5)
     assert above.ci_low == 2.0 and above.min_ratio == 1.25
-    assert above.verdict == abstats.NOISY  # min ratio at half the limit: not slower
+    assert above.verdict == abstats.INCONCLUSIVE  # min ratio at half the limit: not slower
     assert abstats.paired(base, [1260.0] + [2000.0] * 29,
                           min_effect=0.5).verdict == abstats.SLOWER
     faster = abstats.paired(base, [750.0] * 30, min_effect=0.25)
@@ -219,21 +224,22 @@ def _layout_case(block_ratios: list[float], per_block: int = 15, loaded: int = 1
     return base, cand, [per_block] * len(block_ratios)
 
 
-def test_a_shift_that_one_block_of_processes_does_not_show_is_noisy_not_slower() -> None:
+def test_a_shift_that_one_block_of_processes_does_not_show_is_not_a_verdict() -> None:
     """Three process pairs 13% apart, the fourth not: pooled, the interval and
     the minima say slower; the blocks say layout (a pair of processes keeps
-    one layout for its life), so the verdict is noisy — in both directions."""
+    one layout for its life), so the verdict is inconclusive — and in the
+    other direction not faster, only not slower."""
     base, cand, blocks = _layout_case([1.13, 1.13, 1.13, 1.0])
     pooled = abstats.paired(base, cand, EFFECT, ALPHA, 8)
     assert pooled.verdict == abstats.SLOWER and pooled.block_ratios == ()
     s = abstats.paired(base, cand, EFFECT, ALPHA, 8, blocks)
-    assert s.verdict == abstats.NOISY, s.describe(EFFECT)
+    assert s.verdict == abstats.INCONCLUSIVE, s.describe(EFFECT)
     assert s.ci_low > 1 + EFFECT and s.min_ratio > 1 + EFFECT / 2  # only the blocks object
     assert s.block_ratios == pytest.approx((1.13, 1.13, 1.13, 1.0), abs=0.005)
     assert "60 rounds in 4 blocks (ratios 1.129 1.130 1.131 1.000)" in s.describe(EFFECT)
     f = abstats.paired(cand, base, EFFECT, ALPHA, 8, blocks)  # the mirror: faster, pooled
     assert abstats.paired(cand, base, EFFECT, ALPHA, 8).verdict == abstats.FASTER
-    assert f.verdict == abstats.NOISY
+    assert f.verdict == abstats.NOT_SLOWER  # not faster (the blocks object), not slower either
 
 
 @pytest.mark.parametrize("effect", [0.05, 0.10])
@@ -273,8 +279,8 @@ def test_the_blocks_may_hold_a_few_dissenters_as_a_sign_test_at_one_eighth_allow
     base, cand, blocks = _layout_case(seven, per_block=10, loaded=7)
     s = abstats.paired(base, cand, EFFECT, ALPHA, 1, blocks)
     assert s.ci_low > 1 + EFFECT and s.min_ratio > 1 + EFFECT / 2  # only the blocks object
-    assert s.verdict == abstats.NOISY
-    assert abstats.paired(cand, base, EFFECT, ALPHA, 1, blocks).verdict == abstats.NOISY
+    assert s.verdict == abstats.INCONCLUSIVE
+    assert abstats.paired(cand, base, EFFECT, ALPHA, 1, blocks).verdict == abstats.NOT_SLOWER
     # exactly at half the limit is short of it
     assert not abstats.blocks_agree([1 + EFFECT / 2] * 3, lambda r: r > 1 + EFFECT / 2)
     assert abstats.blocks_agree((), lambda r: False)
@@ -356,12 +362,12 @@ def test_a_block_exactly_at_half_the_limit_does_not_agree() -> None:
     base, cand, blocks = _blocks_case(1.25)
     s = abstats.paired(base, cand, effect, ALPHA, 1, blocks)
     assert s.block_ratios == (2.0, 2.0, 2.0, 1.25) and s.ci_low == 2.0 and s.min_ratio == 2.0
-    assert s.verdict == abstats.NOISY
+    assert s.verdict == abstats.INCONCLUSIVE
     assert abstats.paired(*_blocks_case(1.2501)[:2], effect, ALPHA, 1,
                           blocks).verdict == abstats.SLOWER
     base, cand, blocks = _blocks_case(0.75, faster=True)
     f = abstats.paired(base, cand, effect, ALPHA, 1, blocks)
-    assert f.block_ratios == (0.4, 0.4, 0.4, 0.75) and f.verdict == abstats.NOISY
+    assert f.block_ratios == (0.4, 0.4, 0.4, 0.75) and f.verdict == abstats.NOT_SLOWER
     assert abstats.paired(*_blocks_case(0.7499, faster=True)[:2], effect, ALPHA, 1,
                           blocks).verdict == abstats.FASTER
 
@@ -379,7 +385,7 @@ def test_faster_needs_minima_below_half_the_limit_strictly() -> None:
     base = [1000.0] + [4000.0] * 29
     cand = [3000.0, 750.0] + [1600.0] * 28  # pairs 3.0, 0.1875, then 0.4 ...
     s = abstats.paired(base, cand, min_effect=0.5)
-    assert s.ci_high < 0.5 and s.min_ratio == 0.75 and s.verdict == abstats.NOISY
+    assert s.ci_high < 0.5 and s.min_ratio == 0.75 and s.verdict == abstats.NOT_SLOWER
     cand[1] = 749.0
     assert abstats.paired(base, cand, min_effect=0.5).verdict == abstats.FASTER
 

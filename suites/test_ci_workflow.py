@@ -50,8 +50,9 @@ def test_gate_args_reads_the_ci_table(tmp_path: Path) -> None:
                    'ab_budget = 600\nab_max_looks = 6\nab_processes = 3\n')
     ab = subprocess.run([sys.executable, str(REPO / "ci" / "gate_args.py"), "--ab", str(cfg)],
                         capture_output=True, text=True, check=True).stdout.strip()
+    # judged at the [gate] table's limit too: kbench ab and gate --ab use one set of words
     assert ab == ("--shapes a --rounds 60 --budget 600 --max-looks 6 --processes 3 "
-                  "--gate-limit 5%")
+                  "--min-effect 5% --gate-limit 5%")
     bad = subprocess.run([sys.executable, str(REPO / "ci" / "gate_args.py"),
                           str(tmp_path / "missing.toml")], capture_output=True, text=True)
     assert bad.returncode == 2 and "missing.toml" in bad.stderr

@@ -19,6 +19,7 @@ from kbench.results.compare import (
     DRIFT_SHARE,
     FASTER,
     INCONCLUSIVE,
+    NOT_SIGNIFICANT,
     SAME,
     SLOWER,
     CaseComparison,
@@ -54,18 +55,20 @@ def verdict_of(c: CaseComparison, alpha: float = 0.01) -> str:
 # --- the Holm step: cases ------------------------------------------------------------------
 
 def test_a_p_value_equal_to_alpha_is_no_verdict() -> None:
-    assert verdict_of(case(0, 1.2, p_slower=0.01)) == SAME
-    assert verdict_of(case(0, 0.8, p_faster=0.01)) == SAME
+    # no verdict, and 20% away: "not significant", never "same"
+    assert verdict_of(case(0, 1.2, p_slower=0.01)) == NOT_SIGNIFICANT
+    assert verdict_of(case(0, 0.8, p_faster=0.01)) == NOT_SIGNIFICANT
+    assert verdict_of(case(0, 1.04, p_slower=0.01)) == SAME
     assert verdict_of(case(0, 1.2, p_slower=0.0099)) == SLOWER
     assert verdict_of(case(0, 0.8, p_faster=0.0099)) == FASTER
 
 
 @pytest.mark.parametrize(("ratio", "pass_ratio", "verdict"), [
     (1.2, NAN, SLOWER),     # one pass: the ratio of medians decides
-    (1.0, 1.2, SAME),       # a ratio of exactly 1 did not move up...
-    (0.99, 1.2, SAME),      # ...nor one below 1, whatever the passes say
-    (1.2, 1.0, SAME),       # the passes' ratio exactly 1: not up either
-    (1.2, 0.9, SAME),
+    (1.0, 1.2, NOT_SIGNIFICANT),  # a ratio of exactly 1 did not move up... (the passes'
+    (0.99, 1.2, NOT_SIGNIFICANT),  # ...nor one below 1: 1.2 is no "same" either)
+    (1.2, 1.0, SAME),       # the passes' ratio exactly 1: not up either, and within the limit
+    (1.2, 0.9, NOT_SIGNIFICANT),
     (1.2, 1.1, SLOWER),
 ])
 def test_slower_needs_the_ratio_and_the_pass_ratio_above_1(ratio: float, pass_ratio: float,
@@ -75,11 +78,11 @@ def test_slower_needs_the_ratio_and_the_pass_ratio_above_1(ratio: float, pass_ra
 
 @pytest.mark.parametrize(("ratio", "pass_ratio", "verdict"), [
     (0.8, NAN, FASTER),
-    (1.0, 0.8, SAME),
-    (1.01, 0.8, SAME),
-    (1.5, 0.8, SAME),
+    (1.0, 0.8, NOT_SIGNIFICANT),
+    (1.01, 0.8, NOT_SIGNIFICANT),
+    (1.5, 0.8, NOT_SIGNIFICANT),
     (0.8, 1.0, SAME),
-    (0.8, 1.5, SAME),
+    (0.8, 1.5, NOT_SIGNIFICANT),
     (0.8, 0.9, FASTER),
 ])
 def test_faster_needs_the_ratio_and_the_pass_ratio_below_1(ratio: float, pass_ratio: float,
@@ -97,12 +100,14 @@ def _real_verdict(r: RealizationComparison) -> RealizationComparison:
 
 @pytest.mark.parametrize(("r", "verdict"), [
     (real(1.2, p_slower=0.004), SLOWER),
-    (real(1.2, p_slower=0.005), SAME),       # 2 * 0.005 is alpha itself
+    (real(1.2, p_slower=0.005), NOT_SIGNIFICANT),  # 2 * 0.005 is alpha itself; 20% is no "same"
     (real(1.0, p_slower=1e-6), SAME),        # a median ratio of 1 did not move
     (real(0.8, p_faster=0.004), FASTER),
-    (real(0.8, p_faster=0.005), SAME),
+    (real(0.8, p_faster=0.005), NOT_SIGNIFICANT),
     (real(1.0, p_faster=1e-6), SAME),
-    (real(1.5, p_faster=1e-6), SAME),        # faster p, but the median moved up
+    (real(1.5, p_faster=1e-6), NOT_SIGNIFICANT),  # faster p, but the median moved up
+    (real(1.05, p_slower=0.5), SAME),        # exactly at the limit: still within it
+    (real(1 / 1.05, p_faster=0.5), SAME),
 ])
 def test_a_realizations_verdict_at_its_edges(r: RealizationComparison, verdict: str) -> None:
     assert _real_verdict(r).verdict == verdict
@@ -111,6 +116,21 @@ def test_a_realizations_verdict_at_its_edges(r: RealizationComparison, verdict: 
 def test_the_realization_keeps_its_holm_adjusted_p_values() -> None:
     out = _real_verdict(real(1.2, p_slower=0.004, p_faster=0.3))
     assert (out.p_slower, out.p_faster) == (0.008, 0.6)
+
+
+@pytest.mark.parametrize("ratio", [0.22, 0.5, 0.94, 1 / 1.05, 1.0, 1.05, 1.051, 1.5, 3.0, 3.24])
+@pytest.mark.parametrize("p", [1.0, 0.5, 0.01])
+def test_same_only_for_a_gated_ratio_within_the_limit(ratio: float, p: float) -> None:
+    """Whatever the test says, a case it did not call is "same" exactly when
+    its ratio lies within [1 / (1 + limit), 1 + limit]."""
+    got = verdict_of(case(0, ratio, p_slower=p, p_faster=p))
+    inside = 1 / (1 + LIMIT) <= ratio <= 1 + LIMIT
+    assert got == (SAME if inside else NOT_SIGNIFICANT)
+    # the log ratio (the figure the test judged) decides over the ratio of medians
+    tested = CaseComparison(case(0, 1.0).key, "pass", "pass", 1.0, 1.0, 3, 3, 1.0, p, p,
+                            SAME, timed=True, limit=LIMIT, log_ratio=math.log(ratio))
+    assert tested.gated_ratio == pytest.approx(ratio)
+    assert verdict_of(tested) == (SAME if inside else NOT_SIGNIFICANT)
 
 
 # --- the --history widening --------------------------------------------------------------

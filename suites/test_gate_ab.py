@@ -78,9 +78,9 @@ def test_only_the_slowed_case_fails_under_drift(tmp_path: Path) -> None:
                for x in result.comparison.cases)
     verdicts = {v.label.split("/")[-1]: v.verdict for v in result.interleaved}
     assert verdicts["c5"] == "slower" and sum(v == "same" for v in verdicts.values()) == 27
-    # without --ab the same two runs are drift: inconclusive, and c5 cannot be told apart
+    # without --ab the same two runs are drift: a first look, and c5 cannot be told apart
     plain = gate(b, c, max_slowdown=0.05)
-    assert plain.passed and not any(f.reason == "slowdown" for f in plain.failures)
+    assert plain.passed and not plain.first_look
 
 
 def test_an_identical_build_passes_and_a_faster_one_too(tmp_path: Path) -> None:
@@ -110,58 +110,66 @@ def test_noisy_cases_are_inconclusive_and_strict_fails_them(tmp_path: Path) -> N
     unsure = [v for v in result.interleaved if v.verdict == "inconclusive"]
     assert sorted(v.label for v in unsure) == ["gemm_scalar_f32acc synthetic/c2",
                                                "gemm_scalar_f32acc synthetic/c7"]
+    assert result.undecided == unsure
+    settle = [f"kbench ab --base worker:../base/kb_worker --cand worker:host --shapes synthetic "
+              f"-k '^synthetic/c{i}$' --realization gemm_scalar_f32acc --min-effect 5% "
+              f"--rounds 60 --budget 240 --max-looks 8 --settle "
+              f"--out runs/settle/gemm_scalar_f32acc-synthetic-c{i}" for i in (2, 7)]
+    assert result.settle_commands() == settle
     strict = gate(b, c, ab=ab, strict=True)
     assert [f.reason for f in strict.failures] == ["inconclusive", "inconclusive"]
-    assert strict.failures[0].detail.endswith(
-        "; settle it: kbench ab --base worker:../base/kb_worker --cand worker:host --shapes "
-        "synthetic -k '^(synthetic/c2)$' --realization gemm_scalar_f32acc --rounds 120 "
-        "(--strict)")
+    assert strict.failures[0].detail.endswith(f"; settle it: {settle[0]} (--strict)")
     # the text and the Markdown give one command for every inconclusive case
     from kbench.cli.history import gate_text
-    settle = ("kbench ab --base worker:../base/kb_worker --cand worker:host --shapes synthetic "
-              "-k '^(synthetic/c2|synthetic/c7)$' --realization gemm_scalar_f32acc --rounds 120")
-    assert f"  settle the inconclusive case(s): {settle}" in gate_text(result).splitlines()
-    assert ("Settle the 2 inconclusive case(s) with more rounds:\n\n```sh\n" + settle
+    lines = gate_text(result).splitlines()
+    assert lines[0] == "gate: PASSED"
+    assert lines[1] == (f"speed, interleaved ({ab.path}) at ±5.0%: 2 inconclusive, 26 same; "
+                        "2 undecided")
+    assert [ln.strip() for ln in lines if ln.strip().startswith("kbench ab")] == settle
+    assert ("Settle the 2 inconclusive case(s), one command each, then gate again with each "
+            "folder as one more `--ab` (the later folder wins):\n\n```sh\n" + "\n".join(settle)
             + "\n```") in markdown(result)
 
 
-def test_the_settle_command_reruns_the_undecided_cases_as_the_run_was_made(tmp_path: Path
-                                                                           ) -> None:
-    """Twice the rounds; for a sequential run twice the budget, its looks and
-    its gate limit; only the named cases, each catalog and realization once,
-    a -k matching exactly their CATALOG/CASE (regex characters escaped); it
-    selects those cases when run."""
-    from kbench.harness.selection import CaseFilter
-    from kbench.results.abgate import AbRun, AbVerdict, settle_command
-    plain = AbRun(tmp_path, {"base": "worker:b w", "cand": "worker:host"}, [])
-    assert settle_command(plain) == "kbench ab --base 'worker:b w' --cand worker:host --rounds 120"
-    seq = AbRun(tmp_path, {"base": "worker:b", "cand": "worker:c", "settings": {
-        "rounds": 30, "budget_s": 300.0, "looks": 4, "gate_limits": [0.05]}}, [])
-    picked = [AbVerdict("r2 cat-b/m1+n2", "inconclusive", None, ""),
-              AbVerdict("r1 cat-a/x", "inconclusive", None, ""),
-              AbVerdict("r1 cat-b/m1+n2", "inconclusive", None, "")]
-    cmd = settle_command(seq, picked)
-    assert cmd == ("kbench ab --base worker:b --cand worker:c --shapes cat-a --shapes cat-b "
-                   "-k '^(cat\\-a/x|cat\\-b/m1\\+n2)$' --realization r1 --realization r2 "
-                   "--rounds 60 --budget 600 --max-looks 4 --gate-limit 0.05")
+def test_the_settle_command_is_one_bounded_command_per_case_pair(tmp_path: Path) -> None:
+    """One case pair per command: its catalog, a -k matching exactly its
+    CATALOG/CASE (regex characters escaped), its realization, the gate's
+    limit, a bounded budget and looks, --settle and its own --out folder;
+    it selects that case only when run. A case already settled (from a
+    --settle folder) gets no further command."""
     import shlex
+
+    from kbench.harness.selection import CaseFilter
+    from kbench.results.abgate import (
+        SETTLE_BUDGET_S,
+        SETTLE_LOOKS,
+        AbRun,
+        AbVerdict,
+        settle_command,
+        settle_commands,
+    )
+    cmd = settle_command("worker:b w", "worker:host", "r1 cat-b/m1+n2", 0.05, 30)
+    assert cmd == ("kbench ab --base 'worker:b w' --cand worker:host --shapes cat-b "
+                   "-k '^cat\\-b/m1\\+n2$' --realization r1 --min-effect 5% --rounds 30 "
+                   f"--budget {SETTLE_BUDGET_S:g} --max-looks {SETTLE_LOOKS} --settle "
+                   "--out runs/settle/r1-cat-b-m1+n2")
     k = shlex.split(cmd)[shlex.split(cmd).index("-k") + 1]
     f = CaseFilter(k)
-    assert f.matches("cat-b", "m1+n2") and f.matches("cat-a", "x")
-    assert not f.matches("cat-b", "m1+n22") and not f.matches("cat-a", "xx")
-    none = AbRun(tmp_path, {}, [])
-    assert settle_command(none) == "kbench ab --base BASE --cand CAND --rounds 120"
-    # a catalog whose name holds a "/" (a case name never does); a budget without its looks
-    odd = AbRun(tmp_path, {"base": "b", "cand": "c", "settings": {"budget_s": 60}}, [])
-    cmd = settle_command(odd, [AbVerdict("r1 team/gemm/m1", "inconclusive", None, "")])
-    assert cmd == ("kbench ab --base b --cand c --shapes team/gemm -k '^(team/gemm/m1)$' "
-                   "--realization r1 --rounds 120 --budget 120 --max-looks 6")
-    # a catalog whose name holds spaces (a realization's never does)
-    cmd = settle_command(odd, [AbVerdict("r1 my big cat/m1", "inconclusive", None, ""),
-                               AbVerdict("r2 my big cat/m2", "inconclusive", None, "")])
-    assert cmd == ("kbench ab --base b --cand c --shapes 'my big cat' "
-                   "-k '^(my\\ big\\ cat/m1|my\\ big\\ cat/m2)$' --realization r1 "
-                   "--realization r2 --rounds 120 --budget 120 --max-looks 6")
+    assert f.matches("cat-b", "m1+n2")
+    assert not f.matches("cat-b", "m1+n22") and not f.matches("cat-a", "m1+n2")
+    # a catalog whose name holds a "/" or spaces (a case name never does)
+    assert " --shapes team/gemm -k '^team/gemm/m1$' " in settle_command("b", "c",
+                                                                         "r1 team/gemm/m1", 0.1)
+    assert " --shapes 'my big cat' -k '^my\\ big\\ cat/m1$' " in settle_command(
+        "b", "c", "r1 my big cat/m1", 0.1)
+    first = AbRun(tmp_path / "first", {"base": "B", "cand": "C", "settings": {"rounds": 20}}, [])
+    settled = AbRun(tmp_path / "s", {"base": "B", "cand": "C", "settings": {"settle": True}}, [])
+    verdicts = [AbVerdict("r1 cat/a", "inconclusive", None, "", str(first.path)),
+                AbVerdict("r1 cat/b", "inconclusive", None, "", str(settled.path), True),
+                AbVerdict("r1 cat/c", "same", None, "", str(first.path))]
+    (only,) = settle_commands(verdicts, [first, settled], 0.05)
+    assert only == settle_command("B", "C", "r1 cat/a", 0.05, 20)
+    assert verdicts[1].at_the_limit and not verdicts[0].at_the_limit
 
 
 def test_a_failed_or_incomplete_interleaved_run_fails(tmp_path: Path) -> None:
@@ -180,12 +188,17 @@ def test_text_markdown_and_json(tmp_path: Path) -> None:
     out = runner.invoke(gate_command, [str(b.path), str(c.path), "--ab", str(ab),
                                        "--markdown", str(tmp_path / "gate.md")])
     assert out.exit_code == 1, out.output
-    assert f"speed, interleaved ({ab}): 1 inconclusive, 26 same, 1 slower" in out.output
+    assert (f"speed, interleaved ({ab}) at ±5.0%: 1 inconclusive, 26 same, 1 slower; "
+            "1 undecided") in out.output
     assert "FAIL slowdown: gemm_scalar_f32acc synthetic/c5: interleaved" in out.output
     md = (tmp_path / "gate.md").read_text()
     assert "### Speed, interleaved (1 inconclusive, 26 same, 1 slower)" in md
     assert "| gemm_scalar_f32acc synthetic/c5 | 1.1" in md and "**slower**" in md
-    assert "speed from the interleaved run below only" in md
+    assert "speed from the interleaved run(s) only" in md
+    # what decides the gate leads; the two runs' times are not shown as a table
+    assert md.index("### Failures") < md.index("### Speed, interleaved") < md.index("### Settings")
+    assert "| gated ratio |" not in md and "Not compared: their speed comes from" in md
+    assert "two-run times of 28 case(s): not compared" in out.output
     res = runner.invoke(gate_command, [str(b.path), str(c.path), "--ab", str(ab), "--json"])
     doc = json.loads(res.output)
     jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
@@ -252,9 +265,10 @@ def test_each_kind_of_interleaved_row_gets_its_own_verdict_and_reason() -> None:
     assert got["none"].detail == got["uneven"].detail == "no paired rounds"
     assert got["timed"].stats.confidence == pytest.approx(1 - 0.3 / 3)  # three timed rows
     assert got["timed"].detail == got["timed"].stats.describe(0.05)
-    assert got["noisy"].detail.endswith(
-        " (the interval is too wide to tell, or the minima disagree)")
-    assert got["short"].detail.endswith(" (too few rounds for the interval)")
+    assert got["noisy"].detail.startswith(
+        "inconclusive: the interval [0.500, 2.000] straddles the limit 1.050 (+5.0%); ")
+    assert got["short"].detail.startswith(
+        "inconclusive: too few rounds (2) for an interval at 90.00% confidence; ")
 
 
 def test_an_interleaved_run_in_blocks_of_processes_is_judged_by_its_blocks() -> None:
@@ -278,8 +292,9 @@ def test_an_interleaved_run_in_blocks_of_processes_is_judged_by_its_blocks() -> 
     rows[1]["cand_round_times_ns"] = " ".join(map(str, [113.0] * 45 + [226.0] * 15))
     got = {v.label.split("/")[1]: v for v in judge_ab(AbRun(Path("."), {}, rows), 0.05, 0.01)}
     assert got["layout"].verdict == "inconclusive"
-    assert got["layout"].detail.endswith(
-        "(its blocks of fresh processes disagree: a layout effect, not the build)")
+    assert got["layout"].detail.startswith(
+        "inconclusive: the interval [1.130, 1.130] lies above the limit 1.050 (+5.0%) but its "
+        "blocks of fresh processes disagree (a layout effect, not the build); ")
     assert "in 4 blocks (ratios 1.130 1.130 1.130 1.000)" in got["layout"].detail
     assert got["agree"].verdict == "slower"
     assert got["pooled"].verdict == "slower"  # no blocks recorded: one pair of processes
@@ -320,9 +335,11 @@ def test_a_sequential_run_is_judged_over_every_look_it_could_take() -> None:
 
 
 def test_the_blocks_reason_is_given_only_when_the_interval_is_past_the_limit() -> None:
-    """A noisy case run in blocks says "its blocks ... disagree" only when
-    its pooled interval lies wholly past the limit (up or down): an interval
-    that merely reaches the limit, or straddles it, is too wide to tell.
+    """A case run in blocks says "its blocks ... disagree" only when its
+    pooled interval lies wholly above the limit: an interval whose low end
+    is exactly at 1 + limit straddles it. On the fast side there is no
+    slowdown to doubt: an interval below 1 - limit whose blocks disagree is
+    "not slower", and so is one whose high end is exactly at 1 - limit.
     Every such verdict keeps its statistics."""
     from kbench.results.abgate import AbRun
     ones = [1000.0] * 60
@@ -337,19 +354,178 @@ def test_the_blocks_reason_is_given_only_when_the_interval_is_past_the_limit() -
                   "split_down": (loaded, split_down, "25 25 10"),
                   "slow": (ones, slow, "20 20 20")})
     got = {v.label.split("/")[1]: v for v in judge_ab(AbRun(Path("."), {}, rows), 0.25, 0.01)}
-    disagree = "(its blocks of fresh processes disagree: a layout effect, not the build)"
-    wide = "(the interval is too wide to tell, or the minima disagree)"
+    disagree = "but its blocks of fresh processes disagree (a layout effect, not the build)"
     assert got["at_up"].stats.ci_low == 1.25 and got["at_down"].stats.ci_high == 0.75
-    for name in ("at_up", "at_down"):
-        assert got[name].verdict == "inconclusive" and got[name].detail.endswith(wide), name
-    for name in ("split_up", "split_down"):
-        v = got[name]
-        assert v.verdict == "inconclusive" and v.detail.endswith(disagree), name
-        assert v.stats is not None and v.stats.block_ratios[-1] == 1.0
+    assert got["at_up"].verdict == "inconclusive"
+    assert got["at_up"].stats.reason == ("the interval [1.250, 2.000] straddles the limit "
+                                         "1.250 (+25.0%)")
+    assert got["at_down"].verdict == "not slower"
+    v = got["split_up"]
+    assert v.verdict == "inconclusive" and v.stats.reason.endswith(disagree)
+    assert v.stats.block_ratios[-1] == 1.0
+    v = got["split_down"]
+    assert v.verdict == "not slower" and "disagree" not in v.detail
+    assert v.stats.block_ratios[-1] == 1.0
     assert got["slow"].verdict == "slower" and "disagree" not in got["slow"].detail
     assert got["slow"].detail == got["slow"].stats.describe(0.25)
 
 
+def _interval_rows(lo: float, hi: float, n: int = 60, alpha: float = 0.01) -> list[float]:
+    """Paired ratios (base 1000 ns a round) whose sign-test interval of the
+    median at 1 - alpha is exactly [lo, hi]; the middle at the mean of the
+    two, the tails just beyond them."""
+    from kbench.results.abstats import median_ci_ranks
+    a, b = median_ci_ranks(n, 1 - alpha)
+    mid = (lo + hi) / 2
+    ratios = ([lo * 0.99] * (a - 1) + [lo] + [mid] * (b - a - 1) + [hi]
+              + [hi * 1.01] * (n - b))
+    return [1000.0 * r for r in ratios]
+
+
+@pytest.mark.parametrize(("lo", "hi", "verdict", "passed", "reason"), [
+    (0.834, 1.018, "not slower", True,
+     "the interval [0.834, 1.018] lies below the limit 1.050 (+5.0%): no slowdown past it"),
+    (1.046, 1.071, "inconclusive", True,
+     "the interval [1.046, 1.071] straddles the limit 1.050 (+5.0%)"),
+    (0.96, 1.04, "same", True, "the interval [0.960, 1.040] lies within ±5.0%"),
+    (1.06, 1.09, "slower", False, "the interval [1.060, 1.090] lies above the limit 1.050 "
+     "(+5.0%)"),
+    (0.85, 0.93, "faster", True, "the interval [0.850, 0.930] lies below 0.950 (-5.0%)"),
+])
+def test_the_verdict_is_named_by_what_the_interval_shows_at_the_limit(
+        tmp_path: Path, lo: float, hi: float, verdict: str, passed: bool, reason: str) -> None:
+    """The gate's own data at its 5% limit: an interval that excludes a
+    slowdown past the limit passes as "not slower"; one that lies wholly
+    above 1 but straddles 1.05 is "inconclusive", its reason naming the
+    interval and the straddled limit; `kbench ab`'s statistics on the same
+    rounds give the same words."""
+    from kbench.results import abstats
+    from kbench.results.abgate import AbRun
+    cand = _interval_rows(lo, hi)
+    rows = _rows({"k": ([1000.0] * 60, cand, None)})
+    (v,) = judge_ab(AbRun(tmp_path, {}, rows), 0.05, 0.01)
+    assert (v.stats.ci_low, v.stats.ci_high) == pytest.approx((lo, hi))
+    assert v.verdict == verdict and v.stats.reason == reason
+    assert v.detail.startswith(f"{verdict}: {reason}; paired ratio ")
+    assert abstats.paired([1000.0] * 60, cand, 0.05, 0.01, 1).verdict == verdict
+    b, c = drifted_runs(tmp_path / "runs", shift=1.0)
+    folder = tmp_path / "ab"
+    folder.mkdir()
+    with (folder / "ab.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (folder / "run.json").write_text(json.dumps({"kind": "ab", "complete": True, "base": "B",
+                                                 "cand": "C", "settings": {"rounds": 60}}))
+    result = gate(b, c, max_slowdown=0.05, ab=load_ab(folder))
+    assert result.passed == passed
+    assert [f.reason for f in result.failures] == ([] if passed else ["slowdown"])
+    assert len(result.settle_commands()) == (verdict == "inconclusive")
+
+
+def test_a_settle_folder_given_as_a_second_ab_decides_the_case(tmp_path: Path) -> None:
+    """The first interleaved run leaves c3 inconclusive (its interval straddles
+    the limit); the settle run of that case pair alone, given as a second
+    --ab, decides it: "slower" fails the gate, "not slower" passes; the later
+    folder wins per case, and timed cases that no folder judged are listed
+    as unjudged. A settle run that stays undecided is "inconclusive at the
+    limit", with no further command."""
+    from kbench.cli.history import gate_text
+    b, c = drifted_runs(tmp_path, shift=1.0)
+    first = tmp_path / "ab"
+    rows = _rows({f"c{i}": ([1000.0] * 60, [1000.0] * 60, None) for i in range(N_CASES)})
+    rows[3]["cand_round_times_ns"] = " ".join(f"{t:g}" for t in _interval_rows(1.046, 1.071))
+    for r in rows:
+        r["catalog"], r["realization"] = "synthetic", "gemm_scalar_f32acc"
+
+    def folder(path: Path, rows: list[dict[str, str]], settle: bool = False) -> Path:
+        path.mkdir()
+        with (path / "ab.csv").open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        (path / "run.json").write_text(json.dumps({
+            "kind": "ab", "complete": True, "base": "worker:B", "cand": "worker:host",
+            "settings": {"rounds": 60, "settle": settle, "min_effect": 0.05}}))
+        return path
+    folder(first, rows)
+    once = gate(b, c, ab=[load_ab(first)])
+    verdict = {v.label: v.verdict for v in once.interleaved}
+    assert verdict["gemm_scalar_f32acc synthetic/c3"] == "inconclusive" and once.passed
+    (cmd,) = once.settle_commands()
+    assert "-k '^synthetic/c3$'" in cmd and "--out runs/settle/" in cmd and "--settle" in cmd
+    for name, (lo, hi), word, passed in (("slow", (1.06, 1.09), "slower", False),
+                                         ("fine", (0.99, 1.03), "same", True),
+                                         ("edge", (1.046, 1.071), "inconclusive", True)):
+        settled = folder(tmp_path / name, [{**rows[3], "cand_round_times_ns": " ".join(
+            f"{t:g}" for t in _interval_rows(lo, hi))}], settle=True)
+        both = gate(b, c, ab=[load_ab(first), load_ab(settled)])
+        got = {v.label: v for v in both.interleaved}
+        assert len(got) == N_CASES and got["gemm_scalar_f32acc synthetic/c3"].verdict == word
+        assert got["gemm_scalar_f32acc synthetic/c3"].source == str(settled)
+        assert both.passed == passed and both.unjudged == []
+        assert both.settle_commands() == []  # settled, or nothing left to settle
+        if word == "inconclusive":
+            assert got["gemm_scalar_f32acc synthetic/c3"].detail.startswith(
+                "inconclusive at the limit after settling (60 rounds): the interval "
+                "[1.046, 1.071] straddles the limit 1.050 (+5.0%)")
+            assert "at the limit after settling" in markdown(both)
+        # the earlier folder alone would not do: the order decides
+        reverse = gate(b, c, ab=[load_ab(settled), load_ab(first)])
+        assert {v.label: v.verdict for v in reverse.interleaved}[
+            "gemm_scalar_f32acc synthetic/c3"] == "inconclusive"
+    # the settle folder alone: the other 27 timed cases are unjudged, and said so
+    alone = gate(b, c, ab=[load_ab(tmp_path / "fine")])
+    assert len(alone.unjudged) == N_CASES - 1
+    assert "gemm_scalar_f32acc synthetic/c0" in alone.unjudged
+    text = gate_text(alone)
+    assert f"  unjudged: {N_CASES - 1} timed case(s) no interleaved folder judged: " in text
+    assert f"Unjudged: {N_CASES - 1} timed case(s)" in markdown(alone)
+
+
+def test_kbench_ab_and_the_gate_count_one_undecided_set(tmp_path: Path) -> None:
+    """`kbench ab`'s summary and `kbench gate --ab` on the folder it wrote
+    judge at the same limit with the same words: one undecided count."""
+    import re
+    from types import SimpleNamespace
+
+    from kbench.cli.ab import _write_csv, summary_markdown
+    from kbench.harness import ab as proto
+
+    settings = proto.AbSettings(rounds=60, min_effect=0.05, cases=4)
+    intervals = [(0.834, 1.018), (1.046, 1.071), (0.99, 1.01), (1.02, 1.08)]
+    real = SimpleNamespace(name="gemm_scalar_f32acc")
+    ok = SimpleNamespace(realization="gemm_scalar_f32acc", status="pass", message="")
+    results = []
+    for i, (lo, hi) in enumerate(intervals):
+        case = SimpleNamespace(name=f"c{i}", op="gemm", flops=1)
+        r = proto.AbCase(SimpleNamespace(catalog="synthetic", case=case, realization=real),
+                         ok, ok)  # type: ignore[arg-type]
+        r.base_rounds, r.cand_rounds = [1000.0] * 60, _interval_rows(lo, hi)
+        r.blocks, r.looks, r.order, r.reps = [60], 1, "b" * 60, 1
+        results.append(r)
+    proto.judge(results, settings)
+    assert [r.stats.verdict for r in results] == ["not slower", "inconclusive", "same",
+                                                  "inconclusive"]
+    meta = {"kind": "ab", "complete": True, "base": "worker:B", "cand": "worker:host",
+            "settings": settings.__dict__, "machine_state": {}}
+    folder = tmp_path / "ab"
+    folder.mkdir()
+    _write_csv(folder / "ab.csv", results)
+    (folder / "run.json").write_text(json.dumps(meta, default=str))
+    text = summary_markdown(meta, results, settings)
+    (ab_count,) = re.findall(r"; (\d+) undecided", text)
+    b, c = drifted_runs(tmp_path / "runs", shift=1.0)
+    out = CliRunner().invoke(gate_command, [str(b.path), str(c.path), "--ab", str(folder)])
+    (gate_count,) = re.findall(r"; (\d+) undecided", out.output)
+    assert ab_count == gate_count == "2", (text, out.output)
+    # the same words per case, and one settle command per undecided case in both
+    words = {f"gemm_scalar_f32acc synthetic/{r.job.case.name}": r.stats.verdict for r in results}
+    result = gate(b, c, ab=load_ab(folder))
+    assert {v.label: v.verdict for v in result.interleaved} == words
+    assert "they are not regressions" not in text and "neither a pass nor a regression" in text
+    commands = [ln for ln in text.splitlines() if ln.startswith("kbench ab ")]
+    assert commands == result.settle_commands() and len(commands) == 2
 def test_the_comparison_frame_holds_every_case_field(tmp_path: Path) -> None:
     """Comparison.frame(): one row per case, the key's columns, then each
     compared field under its own name (the report's gate table reads it)."""

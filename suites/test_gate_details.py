@@ -92,7 +92,7 @@ def test_run_level_failures_name_no_case_and_say_why(tmp_path: Path) -> None:
         gate_text(result)
     assert "| incomplete | – | the candidate run did not complete" in \
         __import__("kbench.results.compare", fromlist=["markdown"]).markdown(result)
-    assert result.interleaved == [] and result.ab_run is None
+    assert result.interleaved == [] and result.ab_runs == [] and result.ab_path == ""
 
 
 def test_case_failures_carry_the_case_and_an_exact_detail(tmp_path: Path) -> None:

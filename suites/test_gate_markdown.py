@@ -17,7 +17,7 @@ from test_compare import passes, row, write_run
 from test_gate_ab import drifted_runs, write_ab
 
 from kbench.results.abgate import load_ab
-from kbench.results.compare import compare_runs, gate, markdown
+from kbench.results.compare import CaseComparison, compare_runs, gate, markdown
 from kbench.results.count_compare import compare_counts, failure_detail, markdown_table
 
 
@@ -167,18 +167,25 @@ def _case(verdict: str, ratio: float, case: str):
                           verdict, timed=True)
 
 
-def test_the_timing_table_orders_by_verdict_then_ratio() -> None:
-    """slower, missing, inconclusive, faster, same, not comparable, new, then
-    anything else; within one verdict the larger ratio first."""
+def test_the_timing_table_orders_by_the_gated_ratio() -> None:
+    """The two-run table is sorted by the statistic the gate judged (the
+    ratio of per-pass geometric means; a case not tested: its robust ratio),
+    largest first, cases without one last, whatever their verdict."""
+    import math
+
     from kbench.results.compare import _perf_table
     nan = float("nan")
     cases = [_case("weird", 1.0, "w"), _case("new", nan, "n"), _case("not-comparable", nan, "nc"),
              _case("same", 1.0, "s"), _case("faster", 0.5, "f1"), _case("faster", 0.8, "f2"),
              _case("inconclusive", 0.7, "i"), _case("missing", nan, "m"),
              _case("slower", 1.2, "s1"), _case("slower", 1.5, "s2")]
-    table = _perf_table(cases, max_rows=len(cases))
+    tested = CaseComparison(("perf", "host", "gemm", "cat", "g", "uniform", "gemm_x", 1),
+                            "pass", "pass", 1000.0, 1000.0, 3, 3, 1.0, 0.5, 0.5, "same",
+                            timed=True, log_ratio=math.log(1.3))  # gated 1.3, medians 1.0
+    table = _perf_table([*cases, tested], max_rows=len(cases) + 1)
     assert [line.split(" | ")[2] for line in table[2:]] == [
-        "s2", "s1", "m", "i", "f2", "f1", "s", "nc", "n", "w"]
+        "s2", "g", "s1", "w", "s", "f2", "i", "f1", "n", "nc", "m"]
+    assert "| 1.300 (+30.0%) | 1.000 (+0.0%) |" in table[3]
     assert not any("more timed case" in line for line in table)
     assert table[-1] != "" and _perf_table(cases, max_rows=9)[-1] == \
         "\n… and 1 more timed case(s)."

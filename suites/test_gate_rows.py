@@ -120,7 +120,8 @@ def test_times_taken_under_emulation_on_either_side_are_never_speed(
                                            for p in range(3)]),
                     _run(tmp_path / "c2", [_timed("c1", [2000.0 + p + i for i in range(20)])
                                            for p in range(3)]))
-    assert [f.reason for f in hardware.failures] == ["slowdown"]
+    # on hardware the same times are a possible slowdown (a first look, not a failure)
+    assert hardware.passed and len(hardware.first_look) == 1
 
 
 def test_count_tally_counts_every_verdict_once() -> None:

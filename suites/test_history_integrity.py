@@ -19,7 +19,7 @@ import pytest
 from kbench.results import history as hist
 from kbench.results import historydb as hdb
 from kbench.results.historydb import HistoryError, resolve_db
-from kbench.results.report import _fmt_time
+from kbench.results.report_html import _fmt_time
 
 
 @pytest.mark.parametrize(("location", "shown"), [

@@ -21,7 +21,7 @@ import pytest
 from kbench import peers
 from kbench.harness.runner import Job, run_job
 from kbench.problems.cases import GemmCase
-from kbench.results.report import _our_realizations
+from kbench.results.report_perf import _our_realizations
 from kbench.targets.inprocess import InProcessEngine
 from kbench.targets.spec import Target
 

@@ -34,6 +34,8 @@ from matplotlib.image import imread
 from kbench.cli.report import report as report_command
 from kbench.judge.verdict import Verdict
 from kbench.results import report as rep
+from kbench.results import report_perf as rep_perf
+from kbench.results import report_verdicts as rep_verdicts
 from kbench.results.runfolder import Run, load_run
 from kbench.results.store import RunWriter
 
@@ -414,7 +416,7 @@ def test_fingerprints_table_lists_fingerprinted_rows_fp16_first(runs: dict[str, 
 
 def test_fingerprint_summary_counts_per_realization(runs: dict[str, Run]) -> None:
     summary = rep.fingerprint_summary(rep.fingerprints(runs["peer"].results))
-    assert list(summary.columns) == rep.FINGERPRINT_SUMMARY_COLUMNS
+    assert list(summary.columns) == rep_verdicts.FINGERPRINT_SUMMARY_COLUMNS
     gemm = _one(summary, realization="ort_matmul_f16")
     assert (gemm["results"], gemm["fp32"], gemm["fp16"], gemm["indistinguishable"],
             gemm["unexplained"]) == (6, 3, 2, 1, 0)
@@ -536,7 +538,7 @@ def _html_table_after(html: str, marker: str) -> tuple[list[str], list[list[str]
     """The first table after `marker`: its columns, its rows' cell texts and its caption."""
     body = TABLE.search(html, html.index(marker)).group(1)
     caption = re.search(r"<caption>(.*?)</caption>", body, re.S)
-    cols = [unescape(c) for c in re.findall(r"<th>(.*?)</th>", body, re.S)]
+    cols = [unescape(c) for c in re.findall(r"<th(?: [^>]*)?>(.*?)</th>", body, re.S)]
     rows = [[unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
             for tr in re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1], re.S)]
     return cols, rows, unescape(caption.group(1)) if caption else ""
@@ -548,7 +550,7 @@ def test_report_tables_show_their_columns_and_rows(built: rep.ReportFiles,
     # one hardware target: the target column is left out of the timing tables
     cols, rows, _ = _html_table_after(html, "<h3>Timings</h3>")
     assert cols == ["catalog", "shape", "series", "threads", "gflops", "time_median_ns",
-                    "time_min_ns", "time_stdev_ns", "cv", "rounds", "reps_per_round",
+                    "time_min_ns", "time_stdev_ns", "cv", "noisy", "rounds", "reps_per_round",
                     "pack_time_ns"]
     assert len(rows) == len(rep.gflops_table(runs["main"]))
     # speedups of every realization but the scalar reference itself
@@ -556,7 +558,8 @@ def test_report_tables_show_their_columns_and_rows(built: rep.ReportFiles,
     assert cols == ["catalog", "shape", "series", "speedup", "time_median_ns",
                     "ref_time_median_ns", "ref_realization"]
     s = rep.speedup_vs_scalar(runs["main"])
-    own = s["realization"] != s["ref_realization"]
+    # (a row without a speedup, no reference on its case, is drawn nowhere: not listed)
+    own = (s["realization"] != s["ref_realization"]) & (s["speedup"] > 0)
     assert 0 < own.sum() < len(s) and len(rows) == own.sum()
     assert all(not r[2].startswith(r[6]) for r in rows)
     cols, rows, _ = _html_table_after(html, '<section id="emulated">')
@@ -697,11 +700,17 @@ def test_report_fastest_per_shape_table(runs: dict[str, Run]) -> None:
     assert len(tables.fastest) > 1
     html = _render_without_plots(run, tables)
     cols, rows, _ = _html_table_after(html, "<h3>Fastest per shape</h3>")
-    assert cols == _shown(tables.fastest, ["target", "catalog", "shape", "fastest_ours",
-                                           "ours_time_ns", "ours_gflops", "fastest_peer",
-                                           "peer_time_ns", "peer_vs_ours"])
+    assert cols == _shown(tables.fastest, ["target", "catalog", "shape", "kernels", "winner",
+                                           "fastest_ours", "ours_time_ns", "ours_gflops",
+                                           "fastest_peer", "peer_time_ns", "peer_vs_ours",
+                                           "noisy", "why"])
     assert len(rows) == len(tables.fastest)
     assert [r[cols.index("fastest_ours")] for r in rows] == list(tables.fastest["fastest_ours"])
+    assert [r[cols.index("winner")] for r in rows] == list(tables.fastest["winner"])
+    # a winner only where two or more kernels were timed; the others say why
+    for r, (_, f) in zip(rows, tables.fastest.iterrows(), strict=True):
+        assert (r[cols.index("winner")] != "") == (f["kernels"] >= 2)
+        assert (r[cols.index("why")] == "") == (f["kernels"] >= 2)
 
 
 def test_report_lists_the_first_500_fingerprints_without_their_label(
@@ -737,7 +746,7 @@ def test_report_of_a_run_without_timings(runs: dict[str, Run], tmp_path: Path) -
     assert "incomplete run" not in html
     assert len(_embedded_pngs(html)) == 2  # the error plots, one per operator
     assert "gflops" not in files.tables and not (tmp_path / "gflops.csv").exists()
-    assert list(rep.gflops_table(runs["correctness"]).columns) == rep.GFLOPS_COLUMNS
+    assert list(rep.gflops_table(runs["correctness"]).columns) == rep_perf.GFLOPS_COLUMNS
 
 
 def test_report_of_emulated_timings_only(runs: dict[str, Run], tmp_path: Path) -> None:
@@ -1153,8 +1162,8 @@ def test_a_number_near_1_never_prints_as_1(x: float, digits: int, shown: str) ->
     assert sig(x, digits) == shown
     assert fixed(0.9996, 3) == "0.9996" and fixed(1.0004, 3) == "1.0004"
     assert fixed(1.0, 3) == "1.000" and fixed(0.5, 3) == "0.500"
-    assert rep._cell("worst_err_bound", 0.99995).text == "0.99995"
-    assert rep._cell("count_ratio", 1.0004).text == "1.0004"
+    assert rep.format_cell("worst_err_bound", 0.99995).text == "0.99995"
+    assert rep.format_cell("count_ratio", 1.0004).text == "1.0004"
 
 
 def test_the_error_text_is_computed_from_the_table() -> None:
@@ -1216,7 +1225,7 @@ def test_the_header_answers_the_four_questions(built: rep.ReportFiles, runs: dic
         assert f"<dt>{q}</dt>" in head
     failed = int(runs["main"].results["status"].isin(["fail", "error"]).sum())
     assert f'href="#verdicts">no: {failed} of {len(runs["main"].results)} results' in head
-    assert 'href="#performance">' in head and "timed shape(s)" in head
+    assert 'href="#performance">' in head and "kernels timed" in head
     assert 'href="#baseline">' in head and "slower than the baseline" in head
     clean = _header(rep.build_report(runs["correctness"], None, tmp_path / "c").html.read_text(
         encoding="utf-8"))
@@ -1244,13 +1253,22 @@ def test_worst_status_order() -> None:
     assert worst(ok, complete=False) == "incomplete"
     assert worst(ok) == "all pass"
     drift = GateView(True, "", pd.DataFrame(columns=["reason", "case", "detail"]),
-                     pd.DataFrame(), {"inconclusive": 4, "same": 2}, [])
+                     pd.DataFrame(), {"inconclusive": 4, "same": 2}, [], undecided=4)
     assert worst(ok, gate=drift) == "inconclusive"
     assert worst(ok, complete=False, gate=drift) == "incomplete"
     (said,) = [a for a in answers(ok, True, none, none, none, drift, True, 0, False)[1]
                if a.question == "Regressed?"]
-    assert said.text == "gate: PASSED; 4 speed verdict(s) inconclusive (machine drift)"
+    assert said.text == ("gate: PASSED; 4 speed verdict(s) inconclusive at the limit (settle "
+                         "with kbench ab --settle)")
     assert said.cls == "note"
+    # a first look's possible slowdowns: said, not a regression and not undecided
+    first = GateView(True, "", pd.DataFrame(columns=["reason", "case", "detail"]),
+                     pd.DataFrame(), {}, [], possible=2)
+    assert worst(ok, gate=first) == "all pass"
+    (said,) = [a for a in answers(ok, True, none, none, none, first, True, 0, False)[1]
+               if a.question == "Regressed?"]
+    assert said.text == ("gate: PASSED; 2 possible slowdown(s) (a first look, not gated: "
+                         "settle with kbench ab)") and said.cls == "note"
     text = {a.question: a for a in answers(ok, True, none, none, none, gate_fail, True, 3,
                                            False)[1]}
     assert text["Regressed?"].text == "gate: FAILED (1 failure(s))"
@@ -1300,13 +1318,20 @@ def test_every_answer_of_the_header_word_for_word() -> None:
     for winners, rest in ((["r1", "r1"], ""), (["r1", "r2", "r1"], "; 1 other realization(s) "
                                                 "on the rest"),
                           (["r2", "r1", "r2", "r3", "r2"], "; 2 other realization(s) on the "
-                           "rest")):
-        fastest = pd.DataFrame({"fastest_ours": winners})
-        top = max(set(winners), key=winners.count)
-        n = winners.count(top)
+                           "rest"),
+                          (["r1", "", "r1", ""], "; 2 shape(s) with one kernel timed: no "
+                           "winner")):
+        fastest = pd.DataFrame({"winner": winners})
+        named = [w for w in winners if w]
+        top = max(set(named), key=named.count)
+        n = named.count(top)
         assert said(ok, fastest=fastest)[1]["Fastest per shape?"] == Answer(
-            "Fastest per shape?", f"{top} on {n} of {len(winners)} timed shape(s){rest}",
-            "performance", "note")
+            "Fastest per shape?", f"{top} on {n} of {len(named)} shape(s) with two or more "
+            f"kernels timed{rest}", "performance", "note")
+    assert said(ok, fastest=pd.DataFrame({"winner": ["", ""]}))[1][
+        "Fastest per shape?"] == Answer("Fastest per shape?", "no winner: one kernel timed on "
+                                        "each of the 2 shape(s) (B forms of one kernel are no "
+                                        "contest)", "performance", "note")
     vs_base = pd.DataFrame({"time_change": [0.10, 0.05, -0.2]})
     worst, a = said(ok, vs_base=vs_base, has_baseline=True)
     assert worst == "all pass"
@@ -1346,12 +1371,28 @@ def test_the_answers_of_an_empty_or_emulated_run() -> None:
     ok = pd.DataFrame({"status": ["pass"]})
     fastest = {a.question: a for a in answers(ok, True, none, none, none, None, False, 0,
                                               True)[1]}["Fastest per shape?"]
-    assert fastest == Answer("Fastest per shape?", "emulated timings are not speed",
+    assert fastest == Answer("Fastest per shape?", "emulated timings are not speed and no "
+                             "instruction counts were taken (kbench run --count-method tb)",
                              "emulated", "note")
     counted = {a.question: a for a in answers(ok, True, none, none, none, None, False, 0, True,
                                               has_counts=True)[1]}["Fastest per shape?"]
     assert counted == Answer("Fastest per shape?", "emulated timings are not speed: see the "
                              "instruction counts", "counts", "note")
+    # the counts answer it: the fewest instructions per call, winners only with two kernels
+    by_counts = pd.DataFrame({"winner": ["sme2", "sme2", "neon", ""]})
+    out = answers(ok, True, none, none, none, None, False, 0, True, True, by_counts)[1]
+    assert [a.question for a in out] == ["Correct?", "Fastest per shape?", "Regressed?",
+                                         "Trend?"]
+    assert out[1] == Answer("Fastest per shape?", "by exact instruction counts per call "
+                            "(emulated: counts, not time): sme2 on 2 of 3 shape(s) with two or "
+                            "more kernels counted; 1 other realization(s) on the rest; 1 "
+                            "shape(s) with one kernel counted: no winner", "counts", "note")
+    # timings on hardware and counts in one run: both answered
+    both = answers(ok, True, pd.DataFrame({"winner": ["a"]}), none, none, None, False, 0,
+                   False, True, by_counts)[1]
+    assert [a.question for a in both][1:3] == ["Fastest per shape?",
+                                               "Fewest instructions per shape?"]
+    assert both[1].anchor == "performance" and both[2].anchor == "counts"
 
 
 SORT_JS = """(() => {

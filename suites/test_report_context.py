@@ -44,8 +44,9 @@ def _tables() -> rep.ReportTables:
         verdict_matrix=_tagged("verdict_matrix", x=[1]),
         failures=_tagged("failures", x=[1, 2, 3]),
         gflops=_tagged("gflops", x=[1, 2]),
-        speedup_vs_scalar=_tagged("speedup_vs_scalar", realization=["a", "b", "c"],
-                                  ref_realization=["a", "a", "a"]),
+        speedup_vs_scalar=_tagged("speedup_vs_scalar", realization=["a", "b", "c", "d"],
+                                  ref_realization=["a", "a", "a", "a"],
+                                  speedup=[1.0, 2.0, 0.5, float("nan")]),
         speedup_vs_baseline=_tagged("speedup_vs_baseline",
                                     presence=["both", "base only", "new", "new"]),
         emulated_times=_tagged("emulated_times", x=[1, 2, 3, 4, 5]),
@@ -89,7 +90,7 @@ def context(monkeypatch, tmp_path: Path):
                                          None if columns is None else list(columns), limit,
                                          row_class))
     monkeypatch.setattr(rep, "verdict_grid", lambda df: ("grid", df.attrs.get("tag")))
-    monkeypatch.setattr(rep, "_pivot_gflops", lambda df: ("pivot", df.attrs.get("tag")))
+    monkeypatch.setattr(rep, "gflops_pivot", lambda df: ("pivot", df.attrs.get("tag")))
     monkeypatch.setattr(rep, "error_sentence", lambda df: ("sentence", df.attrs.get("tag")))
     monkeypatch.setattr(rep, "_targets_table", lambda runs: ("targets", sorted(runs)))
     monkeypatch.setattr(rep, "timed_rows", lambda run: run.results.head(2))
@@ -150,11 +151,11 @@ def test_the_context_word_for_word(context, tmp_path: Path) -> None:
         "emulated_label": "emulated — not a speed",
         "verdict_grid": ("grid", "verdict_matrix"),
         "failures": ("table", "failures", 3, None, 100, None), "n_failures": 3,
-        "gflops_pivot": ("pivot", "gflops"), "gflops_rows": 2,
+        "gflops_pivots": [("pivot", "gflops")], "gflops_rows": 2,
         "timings": ("table", "gflops", 2, [
             "target", "catalog", "shape", "series", "threads", "gflops", "time_median_ns",
-            "time_min_ns", "time_stdev_ns", "cv", "rounds", "reps_per_round", "pack_time_ns"],
-            None, None),
+            "time_min_ns", "time_stdev_ns", "cv", "noisy", "rounds", "reps_per_round",
+            "pack_time_ns"], None, None),
         "speedup_scalar": ("table", "speedup_vs_scalar", 2, [
             "target", "catalog", "shape", "series", "speedup", "time_median_ns",
             "ref_time_median_ns", "ref_realization"], None, None),
@@ -165,7 +166,7 @@ def test_the_context_word_for_word(context, tmp_path: Path) -> None:
         "baseline_table": ("table", "speedup_vs_baseline", 4, [
             "target", "catalog", "shape", "series", "threads", "speedup", "time_change",
             "time_median_ns", "baseline_time_median_ns", "presence"], None,
-            rep._presence_class),
+            rep.presence_class),
         "n_baseline_rows": 4, "baseline_missing": 3, "baseline_timed": 2,
         "tuning": ("table", "tuning", 8, None, None, None), "n_tuning": 8,
         "models": ("table", "model_totals", 7, [
@@ -200,15 +201,25 @@ def test_the_context_word_for_word(context, tmp_path: Path) -> None:
         "gate_cases": ("table", "gate_cases", 2, None, None, None),
         "trends_note": "12 run(s) of this machine",
         "fastest_table": ("table", "fastest", 2, [
-            "target", "catalog", "shape", "fastest_ours", "ours_time_ns", "ours_gflops",
-            "fastest_peer", "peer_time_ns", "peer_vs_ours"], None, None),
+            "target", "catalog", "shape", "kernels", "winner", "fastest_ours", "ours_time_ns",
+            "ours_gflops", "fastest_peer", "peer_time_ns", "peer_vs_ours", "noisy", "why"],
+            None, None),
+        "fastest_counts": ("table", None, 0, [
+            "target", "catalog", "shape", "counted", "kernels", "winner", "call", "runner_up",
+            "runner_up_vs_winner", "fewest_kernel", "kernel_instructions", "fewest_pack_b",
+            "pack_b", "principal", "principal_per_floor", "why"], None, None),
+        "n_fastest_counts": 0,
+        # counts, but timings on hardware too: the counts do not come first
+        "counts_first": False,
+        "column_help": rep.COLUMN_HELP, "long_text": rep.LONG_TEXT,
     }
     assert ctx == expect
     [args] = calls["answers"]
     assert args[0].equals(_run(tmp_path, {}).results) and args[1] is True
     assert [a.attrs["tag"] for a in args[2:5]] == ["fastest", "speedup_vs_baseline",
                                                    "counts_vs_committed"]
-    assert args[5] is gate and args[6:] == (True, 12, False, True) and len(args) == 10
+    assert args[5] is gate and args[6:10] == (True, 12, False, True) and len(args) == 11
+    assert list(args[10].columns) == rep.rcount.FASTEST_COUNT_COLUMNS
 
 
 def test_without_baseline_gate_or_trends(context) -> None:
@@ -220,7 +231,7 @@ def test_without_baseline_gate_or_trends(context) -> None:
     assert ctx["emulated_targets"] == [] and ctx["trends_note"] == ""
     [args] = calls["answers"]
     # not complete; no baseline; no trend plots: no trend runs, whatever the note says
-    assert args[1] is False and args[6:] == (False, 0, False, True)
+    assert args[1] is False and args[6:10] == (False, 0, False, True)
 
 
 def test_trend_runs_come_from_the_note_only_with_trend_plots(context) -> None:
@@ -242,8 +253,8 @@ def test_the_header_is_told_when_emulated_timings_are_all_there_is(context, monk
     no_counts = _tables()
     no_counts.counts = _tagged("counts")
     make({}, tables=no_counts)
-    assert [a[8:] for a in calls["answers"]] == [(True, True), (False, True), (False, True),
-                                                 (False, False)]
+    assert [a[8:10] for a in calls["answers"]] == [(True, True), (False, True), (False, True),
+                                                   (False, False)]
     # one timed row under emulation is enough; none is not
     for n, want in ((1, True), (0, False)):
         monkeypatch.setattr(Run, "perf", lambda self, n=n: self.results.head(n))

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from kbench.results import report as rep
+from kbench.results import report_verdicts as rep_verdicts
 
 
 def _row(**kw: Any) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def test_error_vs_k_word_for_word() -> None:
         _row(case="b", k=1, status="fail", message="no bound", max_err_bound=2.0),
     ]
     table = rep.error_vs_k(pd.DataFrame(rows))
-    assert list(table.columns) == rep.ERROR_COLUMNS
+    assert list(table.columns) == rep_verdicts.ERROR_COLUMNS
     got = [list(r) for r in table.itertuples(index=False)]
     assert got == [
         ["arm", "gemm", "r", "f32", 64, 1, 0.1, 7.0, 7.0, 0.01, 0.5, 0, 0],
@@ -72,7 +73,7 @@ def test_error_vs_k_reads_missing_text_as_empty() -> None:
 def test_error_vs_k_of_nothing_taken_is_empty_with_its_columns() -> None:
     for rows in ([_row(status="error")], [_row(k=0)], [_row(kind="exact")]):
         table = rep.error_vs_k(pd.DataFrame(rows))
-        assert table.empty and list(table.columns) == rep.ERROR_COLUMNS
+        assert table.empty and list(table.columns) == rep_verdicts.ERROR_COLUMNS
 
 
 # ---- the charts make_plots asks for ------------------------------------------------
@@ -124,15 +125,16 @@ def test_make_plots_draws_one_chart_per_target_catalog_and_error_op(monkeypatch)
     assert calls.calls[4][1] is tables.model_totals and calls.calls[4][2:] == (colors,)
     for c, op in zip(calls.calls[5:], ["gemm", "conv2d"], strict=True):
         assert c[1] is tables.error_vs_k and c[2:] == (op, colors)
-    assert set(plots) == {"perf", "baseline", "models", "error", "trends"}
-    assert plots["trends"] == []
+    assert set(plots) == {"perf", "baseline", "models", "error", "trends", "counts"}
+    assert plots["trends"] == [] and plots["counts"] == []
+    # no speedup over the scalar reference on these shapes: the caption says so
+    caption = ("a realization without a bar lacks the shape; \"no time\": its timing failed; "
+               "no speedup panel: no realization but the scalar reference was timed on these "
+               "shapes")
     assert [(p.title, p.uri, p.caption) for p in plots["perf"]] == [
-        ("c1 on t1", "uri:plot_performance#1", "a realization without a bar lacks the shape; "
-         "\"no time\": its timing failed"),
-        ("c1 on t2", "uri:plot_performance#2", "a realization without a bar lacks the shape; "
-         "\"no time\": its timing failed"),
-        ("c2 on t1", "uri:plot_performance#3", "a realization without a bar lacks the shape; "
-         "\"no time\": its timing failed")]
+        ("c1 on t1", "uri:plot_performance#1", caption),
+        ("c1 on t2", "uri:plot_performance#2", caption),
+        ("c2 on t1", "uri:plot_performance#3", caption)]
     assert [(p.title, p.uri, p.caption) for p in plots["baseline"]] == [
         ("speedup over the baseline", "uri:plot_baseline#4", "")]
     assert [(p.title, p.uri, p.caption) for p in plots["models"]] == [
@@ -151,6 +153,7 @@ def test_make_plots_leaves_out_charts_with_nothing_to_show(monkeypatch) -> None:
     slower = rep.make_plots(_tables([], [0.5], [], []))  # a slowdown is plotted too
     assert [p.title for p in slower["baseline"]] == ["speedup over the baseline"]
     calls.calls.clear()
-    assert plots == {"perf": [], "baseline": [], "models": [], "error": [], "trends": []}
+    assert plots == {"perf": [], "baseline": [], "models": [], "error": [], "trends": [],
+                     "counts": []}
     plots = rep.make_plots(_tables([], [], [], []))
     assert calls.calls == [] and all(v == [] for v in plots.values())

@@ -232,6 +232,33 @@ def test_the_run_summary_counts_each_status_per_realization() -> None:
     assert perf.splitlines()[1].split()[:4] == ["host", "gemm_scalar_f32acc", "1", "1.235"]
 
 
+def test_the_terminal_summary_explains_its_columns_and_a_huge_ulp_on_a_passing_row() -> None:
+    """Under the table: a note for each passing row whose worst_ulp is huge
+    (a cancelling result, not a wrong one), none for a failing row or a small
+    ULP, then the legend; every column the summary prints is explained in
+    kbench.results.columns (and so in docs/cli.md and on the report's hover)."""
+    from dataclasses import replace
+
+    from kbench.results.columns import TERMINAL
+    from kbench.results.summary import HUGE_ULP, LEGEND, summary_frame, summary_text
+
+    def v(case: str, status: str, real: str, ulp: float) -> Verdict:
+        return replace(_verdict(case, realization=real), suite="correctness", status=status,
+                       accum="fp16", max_err_bound=0.4, max_ulp=ulp, exact=1, total=4)
+    rows = [v("a", "pass", "gemm_fp16", 1.85e9), v("b", "pass", "gemm_small", HUGE_ULP),
+            v("c", "fail", "gemm_bad", 1e9)]
+    lines = summary_text(rows).splitlines()
+    assert lines[-1] == LEGEND
+    notes = [ln for ln in lines if ln.startswith("note:")]
+    assert notes == ["note: gemm_fp16 on host passes with worst_ulp 1.85e+09 (fp16 "
+                     "accumulation): where the exact result cancels to near 0 an FP16 ULP is "
+                     "2^-24, so an error well within the bound (worst_err_bound 0.4) reads as "
+                     "that many ULPs"]
+    assert set(summary_frame(rows).columns) <= set(TERMINAL)
+    for column in ("worst_err_bound", "worst_ulp", "min_exact", "mean_exact"):
+        assert column in LEGEND
+
+
 def test_the_google_benchmark_document_of_a_perf_run() -> None:
     """Google Benchmark's JSON (compare.py reads it): one benchmark per
     realization/catalog/case (threads and a non-host target in the name), its

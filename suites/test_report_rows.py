@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from kbench.results import report as rep
+from kbench.results import report_perf as rep_perf
+from kbench.results import report_verdicts as rep_verdicts
 from kbench.results.runfolder import Run, load_run
 
 COLS = ["case", "status", "suite", "target", "op", "catalog", "shape", "kind", "realization",
@@ -50,14 +52,14 @@ def test_hardware_and_emulated_rows_are_told_apart(tmp_path: Path) -> None:
                           _perf("d", target="qemu:y"), _perf("e", target="bad")],
                {"targets": {"qemu:x": {"emulated": True}, "qemu:y": {"emulated": False},
                             "bad": "not a record"}})
-    assert rep.emulated_mask(run).tolist() == [False, True, True, False, False]
+    assert rep_perf.emulated_mask(run).tolist() == [False, True, True, False, False]
     assert rep.timed_rows(run)["case"].tolist() == ["e", "a", "d"]  # sorted by target
     emulated = rep.emulated_times(run)
     assert emulated["case"].tolist() == ["b", "c"]
     assert set(emulated["label"]) == {"emulated — not a speed"}
-    assert list(emulated.columns) == rep.EMULATED_COLUMNS
+    assert list(emulated.columns) == rep_perf.EMULATED_COLUMNS
     none = _run(tmp_path, [_perf("a", target="qemu:x")], {"targets": None}, name="none")
-    assert rep.emulated_mask(none).tolist() == [False]
+    assert rep_perf.emulated_mask(none).tolist() == [False]
 
 
 def test_timed_rows_are_sorted_and_fill_gflops_from_the_median(tmp_path: Path) -> None:
@@ -72,12 +74,12 @@ def test_timed_rows_are_sorted_and_fill_gflops_from_the_median(tmp_path: Path) -
 
 
 def test_a_repeated_row_keeps_the_last(tmp_path: Path) -> None:
-    run = Run(tmp_path, {}, rep._clean(_run(tmp_path, [_perf("a", time_median_ns=10.0),
+    run = Run(tmp_path, {}, rep_verdicts.clean_text(_run(tmp_path, [_perf("a", time_median_ns=10.0),
                                                        _perf("b")]).results))
     twice = run.results.iloc[[0, 0, 1]].copy()
     twice.iloc[1, twice.columns.get_loc("time_median_ns")] = 20.0
     twice["round_times"] = [[], [], []]
-    rows = rep._perf_rows(Run(tmp_path, {}, twice.reset_index(drop=True)), emulated=False)
+    rows = rep_perf._perf_rows(Run(tmp_path, {}, twice.reset_index(drop=True)), emulated=False)
     assert rows["time_median_ns"].tolist() == [20.0, 50.0]
 
 
@@ -97,7 +99,7 @@ def test_series_labels_add_what_varies(tmp_path: Path) -> None:
 
 
 def test_speedup_over_the_scalar_reference_of_the_same_case(tmp_path: Path) -> None:
-    ref = rep.REFERENCE["gemm"]
+    ref = rep_perf.REFERENCE["gemm"]
     run = _run(tmp_path, [
         _perf("a", ref, backend="scalar", time_median_ns=100.0),
         _perf("a", ref, backend="scalar", time_median_ns=60.0, threads=2),
@@ -108,7 +110,7 @@ def test_speedup_over_the_scalar_reference_of_the_same_case(tmp_path: Path) -> N
         _perf("c", "alt_scalar2", backend="scalar", time_median_ns=20.0),
         _perf("c", "fast", time_median_ns=10.0)])
     table = rep.speedup_vs_scalar(run)
-    assert list(table.columns) == rep.SPEEDUP_SCALAR_COLUMNS
+    assert list(table.columns) == rep_perf.SPEEDUP_SCALAR_COLUMNS
     got = {(r["case"], r["realization"], r["threads"]): (r["ref_realization"], r["speedup"])
            for r in table.to_dict("records")}
     # the preferred reference at its fewest threads, else the fastest other scalar row
@@ -118,14 +120,14 @@ def test_speedup_over_the_scalar_reference_of_the_same_case(tmp_path: Path) -> N
     ref_b, speed_b = got[("b", "fast", 1)]
     assert ref_b != ref_b and math.isnan(speed_b)  # no scalar row on that case
     none = rep.speedup_vs_scalar(_run(tmp_path, [_perf("a", rounds=0)], name="none"))
-    assert none.empty and list(none.columns) == rep.SPEEDUP_SCALAR_COLUMNS
+    assert none.empty and list(none.columns) == rep_perf.SPEEDUP_SCALAR_COLUMNS
 
 
 def test_the_gflops_table_adds_the_coefficient_of_variation(tmp_path: Path) -> None:
     run = _run(tmp_path, [_perf("a", time_mean_ns=40.0, time_stdev_ns=4.0),
                           _perf("b", time_mean_ns=0.0)])
     table = rep.gflops_table(run)
-    assert list(table.columns) == rep.GFLOPS_COLUMNS
+    assert list(table.columns) == rep_perf.GFLOPS_COLUMNS
     cv = table["cv"].tolist()
     assert cv[0] == 0.1 and not math.isfinite(cv[1])
 

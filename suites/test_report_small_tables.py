@@ -14,6 +14,8 @@ import pytest
 
 from kbench.judge import fingerprint as fprint
 from kbench.results import report as rep
+from kbench.results import report_perf as rep_perf
+from kbench.results import report_verdicts as rep_verdicts
 from kbench.results.runfolder import Run
 
 # ---- the verdict matrix -----------------------------------------------------------------
@@ -27,7 +29,7 @@ def test_the_verdict_matrix_counts_every_status_and_names_the_worst() -> None:
             ("arm", "aaa", "cat", "", "timeout"), ("host", "scalar", None, "contracts", "skip")]
     df = pd.DataFrame(rows, columns=["target", "backend", "catalog", "suite", "status"])
     table = rep.verdict_matrix(df)
-    assert list(table.columns) == rep.VERDICT_COLUMNS
+    assert list(table.columns) == rep_verdicts.VERDICT_COLUMNS
     z = {s: 0 for s in rep.STATUSES}
     want = [
         ("arm", "aaa", "cat", 1, {**z, "timeout": 1}, "timeout"),
@@ -42,7 +44,7 @@ def test_the_verdict_matrix_counts_every_status_and_names_the_worst() -> None:
              {s: r[s] for s in rep.STATUSES}, r["verdict"]) for r in got] == want
     assert table.index.tolist() == list(range(7))
     assert rep.verdict_matrix(df.iloc[:0]).empty
-    assert list(rep.verdict_matrix(df.iloc[:0]).columns) == rep.VERDICT_COLUMNS
+    assert list(rep.verdict_matrix(df.iloc[:0]).columns) == rep_verdicts.VERDICT_COLUMNS
 
 
 def test_a_cell_of_unknown_statuses_only_counts_none_and_reads_skip() -> None:
@@ -101,7 +103,7 @@ def test_load_cost_of_frames_without_their_columns_is_empty() -> None:
 def _timed(rows: list[tuple[str, str, float, float]], series: bool = True) -> pd.DataFrame:
     out = []
     for case, real, t, g in rows:
-        row = {c: "x" for c in rep.PERF_KEY}
+        row = {c: "x" for c in rep_perf.PERF_KEY}
         row.update(case=case, realization=real, threads=1, time_median_ns=t, gflops=g)
         if series:
             row["series"] = f"{real}*"
@@ -115,10 +117,10 @@ def test_speedup_over_a_baseline_keeps_rows_of_one_side_and_says_so(monkeypatch)
     base = _timed([("a", "r", 200.0, 1.0), ("b", "r", 50.0, 4.0), ("d", "r", 30.0, 3.0),
                    ("e", "r", 5.0, 1.0)], series=False)
     runs = {"run": cur, "base": base}
-    monkeypatch.setattr(rep, "timed_rows", lambda run: runs[run.name].copy())
-    table = rep.speedup_vs_baseline(Run(Path("run"), {}, pd.DataFrame()),
+    monkeypatch.setattr(rep_perf, "timed_rows", lambda run: runs[run.name].copy())
+    table = rep_perf.speedup_vs_baseline(Run(Path("run"), {}, pd.DataFrame()),
                                     Run(Path("base"), {}, pd.DataFrame()))
-    assert list(table.columns) == rep.SPEEDUP_BASELINE_COLUMNS
+    assert list(table.columns) == rep_perf.SPEEDUP_BASELINE_COLUMNS
     got = [(r["case"], r["series"], r["time_median_ns"], r["baseline_time_median_ns"],
             r["speedup"], r["time_change"], r["gflops"], r["baseline_gflops"], r["presence"])
            for r in table.to_dict("records")]
@@ -137,7 +139,7 @@ def test_speedup_over_a_baseline_keeps_rows_of_one_side_and_says_so(monkeypatch)
 
 def test_without_a_baseline_there_is_no_speedup_table() -> None:
     table = rep.speedup_vs_baseline(Run(Path("r"), {}, pd.DataFrame()), None)
-    assert table.empty and list(table.columns) == rep.SPEEDUP_BASELINE_COLUMNS
+    assert table.empty and list(table.columns) == rep_perf.SPEEDUP_BASELINE_COLUMNS
 
 
 # ---- determinism -------------------------------------------------------------------------
@@ -208,7 +210,7 @@ def test_the_fingerprint_summary_counts_categories_and_lists_fp16_cases() -> Non
              _print("h", "r", "d4", "fp16_lanes[8]", 0.2),
              _print("h", "q", "e1", "fp32_once", 1.0, accum="fp16")]
     summary = rep.fingerprint_summary(rep.fingerprints(pd.DataFrame(rows)))
-    assert list(summary.columns) == rep.FINGERPRINT_SUMMARY_COLUMNS
+    assert list(summary.columns) == rep_verdicts.FINGERPRINT_SUMMARY_COLUMNS
     q, r = summary.to_dict("records")  # in the table's order: realization q first
     listed = ", ".join(f"c{i:02d}" for i in range(12)) + ", … (13 in all)"
     assert r == {"target": "h", "realization": "r", "op": "gemm", "declared": "fp32",
@@ -226,7 +228,7 @@ def test_twelve_fp16_cases_are_listed_without_a_count() -> None:
     [r] = rep.fingerprint_summary(rep.fingerprints(pd.DataFrame(rows))).to_dict("records")
     assert r["fp16_cases"] == ", ".join(f"c{i:02d}" for i in range(12))
     empty = rep.fingerprint_summary(rep.fingerprints(pd.DataFrame({"case": []})))
-    assert empty.empty and list(empty.columns) == rep.FINGERPRINT_SUMMARY_COLUMNS
+    assert empty.empty and list(empty.columns) == rep_verdicts.FINGERPRINT_SUMMARY_COLUMNS
 
 
 # ---- compute_tables ------------------------------------------------------------------------
@@ -325,11 +327,11 @@ def test_the_fingerprint_summary_keeps_the_tables_order() -> None:
 # ---- failures ------------------------------------------------------------------------------
 
 def test_failures_are_the_failing_rows_alone_with_their_columns() -> None:
-    base = {c: "x" for c in rep.FAILURE_COLUMNS} | {"max_err_bound": 0.5, "max_ulp": 2.0,
+    base = {c: "x" for c in rep_verdicts.FAILURE_COLUMNS} | {"max_err_bound": 0.5, "max_ulp": 2.0,
                                                   "suite": "s"}
     rows = [base | {"case": "c0", "status": "pass"}, base | {"case": "c1", "status": "fail"},
             base | {"case": "c2", "status": "pass"}, base | {"case": "c3", "status": "error"},
             base | {"case": "c4", "status": "mistrusted", "message": None}]
     got = rep.failures(pd.DataFrame(rows))
-    assert list(got.columns) == rep.FAILURE_COLUMNS and list(got.index) == [0, 1]
+    assert list(got.columns) == rep_verdicts.FAILURE_COLUMNS and list(got.index) == [0, 1]
     assert got["case"].tolist() == ["c1", "c3"]

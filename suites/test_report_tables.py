@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 
 from kbench.results import report as rep
+from kbench.results import report_perf as rep_perf
+from kbench.results import report_verdicts as rep_verdicts
 from kbench.results.count_compare import compare_counts
 from kbench.results.report_counts import DELTA_TABLE, delta_table
 from kbench.results.runfolder import Run, RunFolderError
@@ -47,7 +49,7 @@ def test_the_count_delta_table_holds_each_figure() -> None:
 def test_rows_on_one_side_only_are_marked_missing() -> None:
     df = pd.DataFrame([{"case": "a", "presence": "both"}, {"case": "b", "presence": "run only"},
                        {"case": "c", "presence": "baseline only"}])
-    table = rep.html_table(df, ["case", "presence"], row_class=rep._presence_class)
+    table = rep.html_table(df, ["case", "presence"], row_class=rep.presence_class)
     classes = [{c.cls for c in row} for row in table.rows]
     assert classes[0] == {""} and classes[1] == {"missing"} and classes[2] == {"missing"}
     assert "td.missing {" in (REPO / "reports" / "report.html.j2").read_text()
@@ -206,7 +208,7 @@ def test_the_scalar_reference_is_the_operators_own_then_any_scalar_never_another
         _timed("b", "gemm_neon", "neon", 5.0),
         # no scalar realization: no reference
         _timed("c", "gemm_neon", "neon", 5.0)])
-    ref = rep._reference_times(timed).set_index("case")
+    ref = rep_perf._reference_times(timed).set_index("case")
     assert sorted(ref.index) == ["a", "b"]
     assert (ref.loc["a", "ref_realization"], ref.loc["a", "ref_threads"],
             ref.loc["a", "ref_time_median_ns"]) == ("gemm_scalar_f32acc", 1, 100.0)
@@ -221,7 +223,7 @@ def test_a_models_scalar_total_needs_every_shape_weighted_by_its_layers() -> Non
         _timed("b", "gemm_scalar_f32acc", "scalar", 10.0, layers=2),
         _timed("a", "gemm_scalar_f32acc", "scalar", 100.0, catalog="partial"),
         _timed("b", "gemm_neon", "neon", 5.0, catalog="partial")])
-    tot = rep._reference_model_times(timed).set_index("catalog")["scalar_time_ns"]
+    tot = rep_perf._reference_model_times(timed).set_index("catalog")["scalar_time_ns"]
     # a shape's time: the mean over its input kinds, as the realizations' totals take it
     assert tot["m"] == 3 * (100.0 + 300.0) / 2 + 2 * 10.0
     assert math.isnan(tot["partial"])  # shape b has no scalar time: no total
@@ -231,14 +233,16 @@ def test_our_realizations_are_those_of_kbenchs_own_backends() -> None:
     rows = pd.DataFrame([{"realization": r, "backend": b} for r, b in (
         ("gemm_scalar_f32acc", "scalar"), ("gemm_neon_f16acc", "neon"), ("gemm_sme2", "sme"),
         ("ort_mlas", "ort"), ("plug_k", "plugin"))])
-    assert rep._our_realizations(rows) == {"gemm_scalar_f32acc", "gemm_neon_f16acc", "gemm_sme2"}
+    assert rep_perf._our_realizations(rows) == {"gemm_scalar_f32acc", "gemm_neon_f16acc",
+                                                "gemm_sme2"}
     # rows without a backend column (older runs): every realization
-    assert rep._our_realizations(rows.drop(columns="backend")) == set(rows["realization"])
-    assert rep._is_ours("gemm_neon_f16acc") and not rep._is_ours("ort_mlas")
+    assert rep_perf._our_realizations(rows.drop(columns="backend")) == set(rows["realization"])
+    assert rep_perf._is_ours("gemm_neon_f16acc") and not rep_perf._is_ours("ort_mlas")
 
 
 def test_a_ratio_is_missing_for_a_zero_negative_or_unreadable_denominator() -> None:
-    got = rep._ratio(pd.Series([1.0, 1.0, 1.0, "n/a", 3.0]), pd.Series([0.5, 0.0, -2.0, 1.0, "x"]))
+    got = rep_perf._ratio(pd.Series([1.0, 1.0, 1.0, "n/a", 3.0]),
+                          pd.Series([0.5, 0.0, -2.0, 1.0, "x"]))
     assert got.iloc[0] == 2.0 and got.iloc[1:].isna().all()
 
 
@@ -250,7 +254,8 @@ def test_series_labels_add_the_b_form_and_threads_only_where_they_vary() -> None
         {"realization": "b", "b_form": "plain", "threads": 4},
         {"realization": "c", "b_form": "plain", "threads": 2},
         {"realization": "d", "b_form": "plain", "threads": 1}])
-    assert rep._series_labels(df) == ["a B:plain", "a B:packed", "b ×1t", "b ×4t", "c ×2t", "d"]
+    assert rep_perf._series_labels(df) == ["a B:plain", "a B:packed", "b ×1t", "b ×4t", "c ×2t",
+                                           "d"]
 
 
 def _vm(target: str, backend: str, catalog: str, verdict: str, **counts: int) -> dict:
@@ -368,7 +373,7 @@ def test_the_coverage_listing_is_the_uncovered_disassembly_cut_at_its_limit(
     short = "# unit f\nf+0x10: fmla z0.h\n"
     assert rep.coverage_listing(_folder(tmp_path / "s", coverage_uncovered_txt=short)) == \
         "# unit f\nf+0x10: fmla z0.h"
-    n = rep.COVERAGE_LISTING_LINES
+    n = rep_verdicts.COVERAGE_LISTING_LINES
     exact = [f"f+{i:#x}: nop" for i in range(n)]
     assert rep.coverage_listing(_folder(tmp_path / "e", coverage_uncovered_txt="\n".join(exact))) \
         == "\n".join(exact)
@@ -381,7 +386,7 @@ def test_the_coverage_listing_is_the_uncovered_disassembly_cut_at_its_limit(
 
 
 def test_every_kind_of_cell_word_for_word_with_its_class() -> None:
-    """_cell, branch by branch: yes/no; a missing time n/a and any other
+    """format_cell, branch by branch: yes/no; a missing time n/a and any other
     missing number –, both "num na"; integers; times in their unit; speedups
     and time changes highlighted only beyond 5% (exactly 5% is not); shares
     as percentages; count ratios to 3 decimals, highlighted beyond ±0.5%;
@@ -390,7 +395,8 @@ def test_every_kind_of_cell_word_for_word_with_its_class() -> None:
     as accum-*, long text wrapped."""
     import numpy as np
 
-    from kbench.results.report import NA, WORSE, WRAP_AT, Cell, _cell
+    from kbench.results.report import Cell, format_cell
+    from kbench.results.report_html import NA, WORSE, WRAP_AT
     cases = [
         ("correct", True, Cell("yes")), ("correct", np.bool_(False), Cell("no")),
         ("time_median_ns", math.nan, Cell(NA, "num na")),
@@ -430,7 +436,7 @@ def test_every_kind_of_cell_word_for_word_with_its_class() -> None:
         ("message", "x" * WRAP_AT, Cell("x" * WRAP_AT, "")),
         ("message", "x" * (WRAP_AT + 1), Cell("x" * (WRAP_AT + 1), "wrap")),
     ]
-    assert [(col, _cell(col, value)) for col, value, _ in cases] == [
+    assert [(col, format_cell(col, value)) for col, value, _ in cases] == [
         (col, cell) for col, _, cell in cases]
 
 
@@ -456,7 +462,7 @@ def test_model_totals_word_for_word_crediting_only_our_own_backends(tmp_path: Pa
         ("plug_k", "plugin", 20.0))]
     rows.append(timed("c", "gemm_neon_f16acc", "neon", 1.0, 1, 10, catalog=""))
     m = rep.model_totals(write_run(tmp_path / "run", rows))
-    assert list(m.columns) == rep.MODEL_COLUMNS
+    assert list(m.columns) == rep_perf.MODEL_COLUMNS
     got = [tuple(r) for r in m[["model", "series", "realization", "b_form", "threads", "shapes",
                                 "shapes_in_model", "complete", "layers", "total_time_ns",
                                 "scalar_time_ns"]].itertuples(index=False)]
@@ -471,7 +477,7 @@ def test_model_totals_word_for_word_crediting_only_our_own_backends(tmp_path: Pa
         [800 / 230, 1.0, -1, 10.0, 800 / 230])
     empty = rep.model_totals(write_run(tmp_path / "none", [timed("c", "gemm_x", "neon", 1.0, 1,
                                                                  10, catalog="")]))
-    assert empty.empty and list(empty.columns) == rep.MODEL_COLUMNS
+    assert empty.empty and list(empty.columns) == rep_perf.MODEL_COLUMNS
 
 
 def test_a_coverage_table_that_cannot_be_read_is_named_in_one_line(tmp_path: Path) -> None:

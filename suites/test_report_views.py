@@ -30,6 +30,8 @@ from test_report import (
 
 from kbench.cli.report import report as report_command
 from kbench.results import report as rep
+from kbench.results import report_html as rep_html
+from kbench.results import report_verdicts as rep_verdicts
 from kbench.results import report_views as views
 from kbench.results.compare import gate
 from kbench.results.history import append_run
@@ -72,14 +74,15 @@ def _gflops_frame() -> pd.DataFrame:
 def test_fastest_per_shape_keeps_ours_and_peers_apart() -> None:
     f = views.fastest_per_shape(_gflops_frame()).set_index("case")
     assert f.loc["a", "fastest_ours"] == "gemm_neon_f16acc"  # not the faster peer
+    assert f.loc["a", "winner"] == "ort_matmul_f16"  # the winner over all of them
     assert f.loc["a", "fastest_peer"] == "ort_matmul_f16"
     assert f.loc["a", "peer_vs_ours"] == pytest.approx(0.75)
     assert f.loc["b", "fastest_peer"] == "" and pd.isna(f.loc["b", "peer_vs_ours"])
 
 
 def test_gflops_table_marks_the_fastest_cells() -> None:
-    table = rep._pivot_gflops(_gflops_frame())
-    assert table.columns[3:5] == ["fastest (ours)", "fastest peer"]
+    table = rep.gflops_pivot(_gflops_frame())
+    assert table.columns[:3] == ["catalog", "shape", "layers"]
     col = {name: i for i, name in enumerate(table.columns)}
     row_a = table.rows[0]
     assert "best" in row_a[col["gemm_neon_f16acc"]].cls.split()
@@ -103,35 +106,32 @@ def test_the_gflops_table_word_for_word_over_two_targets() -> None:
             rows.append({"target": target, "catalog": f"cat_{case}", "case": case,
                          "shape": f"shape_{case}", "layers": 2, "series": series,
                          "time_median_ns": t, "gflops": 1000 / t})
-    table = rep._pivot_gflops(pd.DataFrame(rows))
-    assert table.columns == ["target", "catalog", "shape", "layers", "fastest (ours)",
-                             "fastest peer", "gemm_x", "zz_ours", "ort_matmul_f16"]
+    table = rep.gflops_pivot(pd.DataFrame(rows))
+    assert table.columns == ["target", "catalog", "shape", "layers", "gemm_x", "zz_ours",
+                             "ort_matmul_f16"]
     texts = [[(c.text, c.cls) for c in row] for row in table.rows]
     assert [r[:4] for r in texts] == [
         [("qemu", ""), ("cat_b", ""), ("shape_b", ""), ("2", "num")],
         [("host", ""), ("cat_a", ""), ("shape_a", ""), ("2", "num")]]
-    assert texts[0][4:6] == [("zz_ours", "best-name"), ("ort_matmul_f16", "best-peer-name")]
-    def g(v: float) -> str:
-        return rep._cell("gflops", v).text
+    # two kernels on each shape: a winner (a peer's on b, ours on a)
 
-    assert texts[0][6][0] == "–" and texts[0][7][0] == f"★ {g(20.0)}"
-    assert texts[0][8][0] == f"☆ {g(40.0)}" and "best-peer" in texts[0][8][1].split()
-    assert texts[1][4:6] == [("gemm_x", "best-name"), ("ort_matmul_f16", "best-peer-name")]
-    assert texts[1][6][0] == f"★ {g(10.0)}" and texts[1][7] == (rep.NA, "num na")
-    assert texts[1][8][0] == f"☆ {g(5.0)}"
-    # a shape with no peer, or none of ours, names no fastest there
-    ours_only = rep._pivot_gflops(pd.DataFrame(rows[:1])).rows[0]
-    peer_only = rep._pivot_gflops(pd.DataFrame(rows[1:2])).rows[0]
-    assert [(c.text, c.cls) for c in ours_only[3:5]] == [("zz_ours", "best-name"),
-                                                          ("–", "best-peer-name")]
-    assert [(c.text, c.cls) for c in peer_only[3:5]] == [("–", "best-name"),
-                                                          ("ort_matmul_f16", "best-peer-name")]
-    one = rep._pivot_gflops(pd.DataFrame(rows[:2]))
+    def g(v: float) -> str:
+        return rep.format_cell("gflops", v).text
+
+    assert texts[0][4][0] == "–" and texts[0][5][0] == g(20.0)  # not the winner: no star
+    assert texts[0][6][0] == f"☆ {g(40.0)}" and "best-peer" in texts[0][6][1].split()
+    assert texts[1][4][0] == f"★ {g(10.0)}" and texts[1][5] == (rep_html.NA, "num na")
+    assert texts[1][6][0] == f"☆ {g(5.0)}"
+    # a shape with one kernel timed names no winner, and marks no cell
+    ours_only = rep.gflops_pivot(pd.DataFrame(rows[:1])).rows[0]
+    peer_only = rep.gflops_pivot(pd.DataFrame(rows[1:2])).rows[0]
+    for row in (ours_only, peer_only):
+        assert not row[3].text.startswith(("★", "☆"))
+    one = rep.gflops_pivot(pd.DataFrame(rows[:2]))
     assert one.columns[0] == "catalog" and one.rows[0][0].text == "cat_b"
     # a series given twice for a shape shows its first figure
-    twice = rep._pivot_gflops(pd.DataFrame([*rows[:2], {**rows[0], "gflops": 1.0}]))
-    assert [c.text for c in twice.rows[0][3:]] == ["zz_ours", "ort_matmul_f16", f"★ {g(20.0)}",
-                                                   f"☆ {g(40.0)}"]
+    twice = rep.gflops_pivot(pd.DataFrame([*rows[:2], {**rows[0], "gflops": 1.0}]))
+    assert [c.text for c in twice.rows[0][3:]] == [g(20.0), f"☆ {g(40.0)}"]
 
 
 def test_identical_errors_are_grouped() -> None:
@@ -180,7 +180,7 @@ def test_report_shows_the_gate_verdict_with_statistics(gated, tmp_path: Path) ->
         assert f"<td>{f.reason}</td>" in html
     # the per-case statistics: ratio of medians, pass ratio, p, verdict
     for col in ("ratio", "pass_ratio", "p_slower", "verdict"):
-        assert f"<th>{col}</th>" in html
+        assert re.search(rf"<th(?: [^>]*)?>{re.escape(col)}</th>", html)
     timed = [c for c in result.comparison.cases if c.timed]
     assert html.count('<section id="gate">') == 1 and len(timed) > 0
 
@@ -263,7 +263,7 @@ def test_legends_stay_inside_their_figures_with_long_names() -> None:
              "cases": 1, "max_err_bound": 0.1 * (i + 1), "max_ulp": 1.0 + i,
              "median_max_ulp": 1.0, "max_rms_rel": 1e-4 * (i + 1), "min_exact_fraction": 0.5,
              "failed": 0, "mistrusted": 0} for i, n in enumerate(names) for k in (8, 64, 512)]
-    table = pd.DataFrame(rows, columns=rep.ERROR_COLUMNS)
+    table = pd.DataFrame(rows, columns=rep_verdicts.ERROR_COLUMNS)
     fig = rep.plot_error_vs_k(table, "gemm", rep.series_colors(names))
     assert fig.legends and _inside(fig) == []
 
@@ -403,24 +403,30 @@ def test_trends_leave_out_the_cases_past_the_limit_and_say_how_many() -> None:
 
 
 def test_the_gate_view_holds_failures_and_timed_cases(gated) -> None:
-    """The report's gate section from a GateResult: the verdict, each failure
-    as reason / case / detail, the timed cases only (indexed from 0) with
-    their statistics, the tally; a gate without failures or timed cases
+    """The report's gate section from a GateResult of two runs: the verdict,
+    each failure as reason / case / detail, the timed cases only (indexed
+    from 0), largest gated ratio first, with the gate's first-look words
+    (never "same") and their tally; a gate without failures or timed cases
     still has its columns."""
+    from kbench.results.compare import first_look_word, gated_sort
     result = gated[1]["result"]
     view = views.gate_view(result)
     assert view.passed is False
     assert list(view.failures.columns) == ["reason", "case", "detail"]
     assert view.failures.to_dict("records") == [
         {"reason": f.reason, "case": f.case, "detail": f.detail} for f in result.failures]
-    timed = [c for c in result.comparison.cases if c.timed]
-    assert list(view.cases.columns) == ["target", "realization", "catalog", "case",
-                                        "base_median_ns", "cand_median_ns", "ratio",
-                                        "pass_ratio", "p_slower", "verdict", "note"]
+    timed = gated_sort([c for c in result.comparison.cases if c.timed])
+    assert list(view.cases.columns) == ["case", "base_median_ns", "cand_median_ns",
+                                        "gated_ratio", "ratio", "pass_ratio", "p_slower",
+                                        "verdict", "note"]
     assert list(view.cases.index) == list(range(len(timed)))
-    assert list(view.cases["verdict"]) == [c.verdict for c in timed]
-    assert view.counts == result.comparison.counts()
+    assert list(view.cases["case"]) == [c.label for c in timed]
+    words = [first_look_word(c, result.comparison) for c in timed]
+    assert list(view.cases["verdict"]) == words and "same" not in words
+    assert view.counts == {w: words.count(w) for w in set(words)}
+    assert view.possible == len(result.first_look) and view.undecided == 0
     assert "slowdown limit 5.0%, alpha 0.05" in view.settings
+    assert view.settings.startswith("a first look: two runs measured apart never fail")
     empty = replace(result, failures=[], comparison=replace(result.comparison, cases=[]))
     ev = views.gate_view(empty)
     assert ev.failures.empty and list(ev.failures.columns) == ["reason", "case", "detail"]
@@ -429,6 +435,25 @@ def test_the_gate_view_holds_failures_and_timed_cases(gated) -> None:
                                                  for c in result.comparison.cases])
     uv = views.gate_view(replace(result, comparison=untimed))
     assert uv.cases.empty and list(uv.cases.columns) == list(view.cases.columns)
+
+
+def test_the_gate_view_of_an_interleaved_gate(tmp_path: Path) -> None:
+    """With --ab the report shows the interleaved verdicts (interval and
+    reason), their tally, the one undecided count and the settle commands."""
+    from test_gate_ab import drifted_runs, write_ab
+
+    from kbench.results.abgate import load_ab
+    b, c = drifted_runs(tmp_path, shift=1.0)
+    result = gate(b, c, ab=load_ab(write_ab(tmp_path / "ab", {5: 1.10}, noisy={2})))
+    view = views.gate_view(result)
+    assert list(view.cases.columns) == ["case", "median_ratio", "ci_low", "ci_high", "verdict",
+                                        "why", "source"]
+    assert dict(zip(view.cases["case"], view.cases["verdict"], strict=True)) == {
+        v.label: v.verdict for v in result.interleaved}
+    assert view.counts == {"inconclusive": 1, "same": 26, "slower": 1}
+    assert view.undecided == 1 and view.settle == tuple(result.settle_commands())
+    assert view.settings.startswith(f"speed from the interleaved run(s) {tmp_path / 'ab'}")
+    assert not view.passed
 
 
 def test_run_ticks_thin_to_five_and_name_a_run_without_a_commit() -> None:
@@ -635,7 +660,7 @@ def test_legend_columns_fit_the_widest_label() -> None:
                                                 (6, 29, 2), (11.2, 29, 3)])
 def test_a_figure_wide_legend_below_takes_the_figures_width(inches: float, widest: int,
                                                             ncol: int) -> None:
-    """_legend_below: one legend for the figure, under the axes (outside,
+    """legend_below: one legend for the figure, under the axes (outside,
     lower centre), small font, no frame, a handle per series in its colour,
     in as many columns as fit (140 characters per 12 inches)."""
     import matplotlib.font_manager as fm
@@ -645,7 +670,7 @@ def test_a_figure_wide_legend_below_takes_the_figures_width(inches: float, wides
     labels = ["a" * widest, "s1", "s2", "s3", "s4"]
     for i, label in enumerate(labels):
         ax.bar([i], [1.0], color=f"C{i}", label=label)
-    rep._legend_below(fig, ax)
+    rep_html.legend_below(fig, ax)
     (leg,) = fig.legends
     assert leg._ncols == ncol
     assert leg._loc == 8 and leg._outside_loc == "lower"  # lower center, outside the axes
@@ -656,7 +681,7 @@ def test_a_figure_wide_legend_below_takes_the_figures_width(inches: float, wides
     assert [h.get_facecolor()[:3] for h in leg.legend_handles] == [
         ax.patches[i].get_facecolor()[:3] for i in range(len(labels))]
     empty = Figure(figsize=(12, 4))
-    rep._legend_below(empty, empty.subplots())  # nothing labelled: no legend
+    rep_html.legend_below(empty, empty.subplots())  # nothing labelled: no legend
     assert empty.legends == []
 
 
@@ -792,10 +817,13 @@ def test_the_history_figure_gets_the_runs_dates_colours_and_what_it_left_out(
 
 
 def test_the_fastest_per_shape_word_for_word() -> None:
-    """Groups in the frame's order; per shape the fastest of ours and of the
-    peers by median time (a NaN or zero median is never the fastest), their
-    GFLOP/s and times, peer time / our time; "" and NaN where a side has no
-    timed row; an empty frame gives the columns."""
+    """Groups in the frame's order; per shape the number of different
+    kernels timed (a NaN or zero median is never timed); the winner over all
+    of them, named only where two or more kernels were timed; the fastest of
+    ours, named only where two or more kernels of ours were (but its time and
+    GFLOP/s always given); the fastest peer, named only where there is a
+    contest; peer time / our best time; NOISY; why there is no winner; an
+    empty frame gives the columns."""
     nan = np.nan
     rows = []
     for case, series, t, gf in (
@@ -811,14 +839,49 @@ def test_the_fastest_per_shape_word_for_word() -> None:
     f = views.fastest_per_shape(pd.DataFrame(rows))
     assert list(f.columns) == views.FASTEST_COLUMNS
     got = [tuple(r) for r in f.fillna(-1.0).itertuples(index=False)]
+    one = "one kernel timed (its B forms, blockings or threads are no contest): no winner"
     assert got == [
-        ("host", "cat", "b", "shape_b", "gemm_s1", 30.0, 5.0, "", -1.0, -1.0),
-        ("host", "cat", "a", "shape_a", "gemm_s2", 50.0, 20.0, "ort_x", 40.0, 0.8),
-        ("host", "cat", "c", "shape_c", "", -1.0, -1.0, "ort_x", 10.0, -1.0),
-        ("host", "cat", "d", "shape_d", "", -1.0, -1.0, "", -1.0, -1.0),
-        ("host", "cat", "e", "shape_e", "gemm_s1", 1.0, 2.0, "ort_x", 0.5, 0.5)]
+        ("host", "cat", "b", "shape_b", 1, "", "", 30.0, 5.0, "", -1.0, -1.0, False, one),
+        ("host", "cat", "a", "shape_a", 4, "ort_x", "gemm_s2", 50.0, 20.0, "ort_x", 40.0, 0.8,
+         False, ""),
+        ("host", "cat", "c", "shape_c", 1, "", "", -1.0, -1.0, "", 10.0, -1.0, False, one),
+        ("host", "cat", "d", "shape_d", 0, "", "", -1.0, -1.0, "", -1.0, -1.0, False,
+         "no time came back"),
+        ("host", "cat", "e", "shape_e", 2, "ort_x", "", 1.0, 2.0, "ort_x", 0.5, 0.5, False, "")]
     empty = views.fastest_per_shape(pd.DataFrame(columns=["target", "catalog", "case"]))
     assert empty.empty and list(empty.columns) == views.FASTEST_COLUMNS
+
+
+def test_b_forms_and_blockings_of_one_kernel_name_no_winner() -> None:
+    """Three B forms of one kernel and a blocked variant of it: one kernel,
+    so no winner, however their times differ; a second kernel makes it a
+    contest (the winner named over every series, the fastest of ours over
+    ours); by backend a plugin or peer is never ours, whatever its name; a
+    NOISY winner is said so."""
+    def frame(extra: list[tuple[str, str, str, float, bool]]) -> pd.DataFrame:
+        base = [("gemm_scalar_f32acc B:plain", "gemm_scalar_f32acc", "scalar", 30.0, False),
+                ("gemm_scalar_f32acc B:packed", "gemm_scalar_f32acc", "scalar", 20.0, False),
+                ("gemm_scalar_f32acc B:native", "gemm_scalar_f32acc", "scalar", 25.0, False),
+                ("gemm_scalar_f32acc_mb8 B:plain", "gemm_scalar_f32acc", "scalar", 10.0, False)]
+        return pd.DataFrame([{"target": "host", "catalog": "c", "case": "k", "shape": "s",
+                              "series": s, "realization": s.split(" ")[0], "kernel": k,
+                              "backend": b, "time_median_ns": t, "gflops": 1 / t, "noisy": n}
+                             for s, k, b, t, n in [*base, *extra]])
+    (alone,) = views.fastest_per_shape(frame([])).to_dict("records")
+    assert (alone["kernels"], alone["winner"], alone["fastest_ours"]) == (1, "", "")
+    assert alone["ours_time_ns"] == 10.0 and alone["why"].startswith("one kernel timed")
+    (two,) = views.fastest_per_shape(frame([("npf32_matmul", "npf32_matmul", "npf32", 15.0,
+                                             True)])).to_dict("records")
+    # the plugin's npf32 is not ours (its backend says so): ours are still one kernel
+    assert (two["kernels"], two["winner"], two["fastest_ours"]) == (2, "gemm_scalar_f32acc_mb8 "
+                                                                     "B:plain", "")
+    assert two["fastest_peer"] == "npf32_matmul" and two["peer_vs_ours"] == 1.5
+    assert two["noisy"] is True  # the fastest peer named is NOISY
+    (ours,) = views.fastest_per_shape(frame([("gemm_neon_x", "neon_k", "neon", 5.0, False)])
+                                      ).to_dict("records")
+    assert (ours["kernels"], ours["winner"], ours["fastest_ours"]) == (2, "gemm_neon_x",
+                                                                       "gemm_neon_x")
+    assert ours["noisy"] is False and ours["why"] == ""
 
 
 def test_series_colours_are_fixed_word_for_word() -> None:

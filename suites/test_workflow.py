@@ -213,7 +213,28 @@ def test_progress_counter_prints_tenths_with_eta() -> None:
     assert len(shown) == 10
     assert shown[0] == "[4/40 cases 10%; elapsed 0:00:04 ETA 0:00:36]"
     assert shown[1].startswith("[8/40 cases 20%, 1 failed;")
-    assert shown[-1].endswith("ETA 0:00:00]")
+    # done: no ETA, what still runs instead
+    assert shown[-1] == ("[40/40 cases 100%, 1 failed; elapsed 0:00:40; cases done; finishing "
+                         "the run folder]")
+
+
+def test_progress_after_the_last_case_names_the_other_tests_still_running() -> None:
+    """Contract tests after the cases: the line at 100% of the cases names
+    them instead of an ETA, and says when they are done too."""
+    from kbench.harness.progress import features
+    work = {f"c{i}": ("host", features(8, 8, 8)) for i in range(20)}
+    others = {f"suites/test_contracts.py::t{i}": ("other:suites/test_contracts.py",
+                                                   (1.0, 0.0, 0.0, 0.0)) for i in range(3)}
+    others["suites/test_determinism.py::d"] = ("other:suites/test_determinism.py",
+                                               (1.0, 0.0, 0.0, 0.0))
+    p = ProgressCounter(total=20, work={**work, **others})
+    lines = [p.tick(0.1 * (i + 1), test_id=t, seconds=0.1) for i, t in enumerate(work)]
+    assert lines[-1] == ("[20/20 cases 100%; elapsed 0:00:02; cases done; still running 4 other "
+                         "test(s): test_contracts.py, test_determinism.py]")
+    assert "ETA" not in lines[-1]
+    for t in others:
+        p.observe(t, 0.1)
+    assert p.still_running() == "cases done; finishing the run folder"
 
 
 def _default_catalog_work(target: str) -> list[tuple[str, str, tuple, float]]:
@@ -462,16 +483,20 @@ def test_the_time_after_the_last_test_is_remembered_and_forecast(tmp_path: Path)
         if i + 1 < len(ids):
             assert with_tail.left(0.1 * (i + 1)) == pytest.approx(
                 without.left(0.1 * (i + 1)) + 5.5)
-    assert a is not None and a.endswith("ETA 0:00:05]") and b is not None
-    assert b.endswith("ETA 0:00:00]")
+    # the last line: the cases are done, no ETA (the tail is in the forecast before it)
+    assert a is not None and a.endswith("cases done; finishing the run folder]")
+    assert b is not None and "ETA" not in a + b
 
 
 def test_correctness_run_shows_eta_and_perf_run_shows_pass(tmp_path: Path) -> None:
     res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--backend", "scalar",
                  "--no-history", "--out", str(tmp_path / "c"))
     assert res.returncode == 0, res.stdout + res.stderr
-    eta = [line for line in res.stdout.splitlines() if " cases " in line and "ETA" in line]
-    assert len(eta) >= 5 and eta[-1].startswith("[") and "100%" in eta[-1]
+    lines = [line for line in res.stdout.splitlines() if line.startswith("[") and " cases " in line]
+    eta = [line for line in lines if "ETA" in line]
+    assert len(eta) >= 4 and all("100%" not in line for line in eta)
+    # at 100% of the cases, no ETA: what still runs instead
+    assert "100%" in lines[-1] and "ETA" not in lines[-1] and "cases done" in lines[-1]
     res = kbench("run", "--suite", "perf", "--shapes", "smoke", "-k", "m7_n8_k15",
                  "--realization", "gemm_scalar_f32acc", "--rounds", "4", "--passes", "2",
                  "--max-time", "0.01", "--no-history", "--out", str(tmp_path / "p"))

@@ -28,6 +28,18 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str) -> float:
         raise click.BadParameter(str(exc)) from exc
 
 
+def _limit(ctx: click.Context, param: click.Parameter, value: str | None) -> float:
+    """--min-effect, or the gate's own limit (the [gate] table's max_slowdown)
+    so that `kbench ab` and `kbench gate --ab` judge one run alike."""
+    if value is not None:
+        return _fraction(ctx, param, value)
+    from kbench.cli.history import load_gate_config
+    try:
+        return load_gate_config().max_slowdown
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"the gate's configuration: {exc}") from exc
+
+
 def _fractions(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
                ) -> tuple[float, ...]:
     return tuple(_fraction(ctx, param, v) for v in values)
@@ -56,9 +68,11 @@ def _fractions(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 @click.option("--min-round-ms", type=click.FloatRange(0.0), default=2.0, show_default=True,
               help="Calls per round calibrated (once, on the candidate) to last at least this "
                    "long; both sides then run that many calls per round.")
-@click.option("--min-effect", default="2.5%", show_default=True, callback=_fraction,
-              help="Smallest change reported as slower or faster: the paired ratio's "
-                   "confidence interval must lie beyond 1 ± this.")
+@click.option("--min-effect", default=None, callback=_limit, metavar="LIMIT",
+              help="The limit the verdicts are judged at, the regression gate's: slower "
+                   "(the paired ratio's confidence interval above 1 + LIMIT), inconclusive "
+                   "(it straddles 1 + LIMIT), not slower (below it), same (within ± LIMIT), "
+                   "faster. [default: the gate's max_slowdown, ci/gate.toml: 5%]")
 @click.option("--alpha", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
               default=0.01, show_default=True,
               help="Chance of any false verdict in the run (Bonferroni over the cases).")
@@ -91,18 +105,27 @@ def _fractions(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
                    "0.3 s sample]; -1: do not pin.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run folder [default: runs/<date>-<time>-<host>-ab].")
+@click.option("--settle", is_flag=True,
+              help="This run settles cases a gate left inconclusive (the command the gate "
+                   "prints, one per case pair): a case still undecided when its budget or "
+                   "looks are spent is reported as inconclusive at the limit, with its "
+                   "interval, and no further command is offered. Give its folder to the gate "
+                   "as one more --ab.")
 @click.option("--markdown", type=click.Path(dir_okay=False), default=None,
               help="Also write the Markdown summary here.")
 def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[str, ...],
        realizations: tuple[str, ...], case_expr: str, rounds: int, min_round_ms: float,
        min_effect: float, alpha: float, threads: int, seed: int, cpu: int | None,
        out: str | None, markdown: str | None, budget_s: float | None = None,
-       max_looks: int = 6, processes: int = 3, gate_limits: tuple[float, ...] = ()
-       ) -> None:
+       max_looks: int = 6, processes: int = 3, gate_limits: tuple[float, ...] = (),
+       settle: bool = False) -> None:
     """Time a base and a candidate build interleaved (rounds alternate in
     one run) and report, per case, the paired ratio with its confidence
-    interval, the ratio of minima, each side's CV and a verdict (slower,
-    faster, same, noisy). Exit 1 if any case is slower or fails to verify."""
+    interval, the ratio of minima, each side's CV and a verdict at the
+    gate's limit (slower, inconclusive, not slower, same, faster: the words
+    and limit of `kbench gate --ab`). Exit 1 if any case is slower or fails
+    to verify; inconclusive cases are listed with the command that settles
+    each."""
     from kbench.errors import KbenchError
     from kbench.harness import ab as proto
     from kbench.harness.perf import PERF_KIND
@@ -158,7 +181,8 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
                                     seed=seed, looks=max_looks if budget_s else 1,
                                     budget_s=budget_s or 0.0, cases=len(jobs),
                                     processes=processes,
-                                    gate_limits=gate_limits if budget_s else ())
+                                    gate_limits=gate_limits if budget_s else (),
+                                    settle=settle)
         run_dir = Path(out) if out else Path(str(default_run_dir(Path.cwd() / "runs")) + "-ab")
         run_dir.mkdir(parents=True, exist_ok=True)
         state = machine_state()
@@ -265,8 +289,12 @@ def _write_csv(path: Path, results: list[Any]) -> None:
 
 
 def summary_markdown(meta: dict[str, Any], results: list[Any], settings: Any) -> str:
-    """The run's verdict and per-case statistics as Markdown."""
+    """The run's verdict and per-case statistics as Markdown, the undecided
+    (inconclusive) cases counted once, with the command that settles each."""
+    from kbench.results.abgate import settle_command
+    from kbench.results.abstats import FASTER, INCONCLUSIVE, NOT_SLOWER, SAME, SLOWER
     from kbench.results.machine import describe
+    settle = bool(getattr(settings, "settle", False))
     counts = _counts(results)
     failed = counts.get("failed", 0)
     slower = counts.get("slower", 0)
@@ -280,18 +308,21 @@ def summary_markdown(meta: dict[str, Any], results: list[Any], settings: Any) ->
                 if getattr(settings, "processes", 1) > 1 else "")
              + "; verdict on the median "
              f"paired ratio (candidate/base) with its sign-test confidence interval at "
-             f"1 - {settings.alpha:g}/cases (Bonferroni), limit ±{settings.min_effect:.1%}, "
+             f"1 - {settings.alpha:g}/cases (Bonferroni), at the limit "
+             f"±{settings.min_effect:.1%} (the gate's words: slower above it, inconclusive "
+             "straddling it, not slower below it, same within it, faster), "
              "and the ratio of per-round minima"
              + (" (a slower or faster verdict needs every block to agree)"
                 if getattr(settings, "processes", 1) > 1 else ""),
              f"- machine at start: {describe(st.get('start', {}))}; both sides pinned to "
              + (f"CPU {meta['pinned_cpu']}" if meta.get("pinned_cpu") is not None else "no CPU"),
              *([f"- machine at end: {describe(st['end'])}"] if st.get("end") else []),
-             "- cases: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())), "",
+             "- cases: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+             + f"; {counts.get(INCONCLUSIVE, 0)} undecided", "",
              "| realization | case | base min | cand min | paired ratio (CI) | min ratio "
-             "| CV base / cand | verdict |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
-    order = {"failed": 0, "slower": 1, "noisy": 2, "faster": 3, "too-few-rounds": 4, "same": 5}
+             "| CV base / cand | verdict | why |",
+             "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    order = {"failed": 0, SLOWER: 1, INCONCLUSIVE: 2, NOT_SLOWER: 3, FASTER: 4, SAME: 5}
 
     def key(r: Any) -> tuple[int, str]:
         v = r.stats.verdict if r.stats else "failed"
@@ -302,16 +333,32 @@ def summary_markdown(meta: dict[str, Any], results: list[Any], settings: Any) ->
         s = r.stats
         if s is None:
             lines.append(f"| {name} | {case} | – | – | – | – | – | **failed**: "
-                         f"{r.failure.replace('|', '/')} |")
+                         f"{r.failure.replace('|', '/')} | |")
             continue
         ci = "–" if math.isnan(s.ci_low) else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
-        verdict = f"**{s.verdict}**" if s.verdict in ("slower", "noisy") else s.verdict
+        verdict = f"**{s.verdict}**" if s.verdict in (SLOWER, INCONCLUSIVE) else s.verdict
+        why = s.reason
+        if settle and s.verdict == INCONCLUSIVE:
+            why = f"at the limit after settling: {why}"
         lines.append(f"| {name} | {case} | {s.base_min_ns / 1e3:.2f} µs | "
                      f"{s.cand_min_ns / 1e3:.2f} µs | {s.median_ratio:.3f} {ci} | "
-                     f"{s.min_ratio:.3f} | {s.base_cv:.1%} / {s.cand_cv:.1%} | {verdict} |")
-    if counts.get("noisy"):
-        lines += ["", "Noisy cases could not be decided either way at this noise level (see "
-                  "their CV): they are not regressions. Re-run them (`-k`) with more rounds or "
-                  "on a quieter machine."]
+                     f"{s.min_ratio:.3f} | {s.base_cv:.1%} / {s.cand_cv:.1%} | {verdict} "
+                     f"| {why.replace('|', '/')} |")
+    undecided = [r for r in results if r.stats and r.stats.verdict == INCONCLUSIVE]
+    if undecided and settle:
+        lines += ["", f"{len(undecided)} case(s) inconclusive at the limit after settling: "
+                  "their intervals straddle it (or their minima or blocks disagree) after the "
+                  "settle budget. Neither a pass nor a regression at this limit; not a failure "
+                  "of `kbench gate --ab` unless --strict."]
+    elif undecided:
+        limit = settings.min_effect
+        lines += ["", f"{len(undecided)} inconclusive case(s): undecided at ±{limit:.1%}, "
+                  "neither a pass nor a regression. Settle each (one command per case pair, "
+                  "its own folder), then give that folder to `kbench gate` as one more --ab:",
+                  "", "```sh",
+                  *(settle_command(meta["base"], meta["cand"],
+                                   f"{r.job.realization.name} {r.job.catalog}/{r.job.case.name}",
+                                   limit, settings.rounds) for r in undecided),
+                  "```"]
     lines.append("")
     return "\n".join(lines)

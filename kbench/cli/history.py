@@ -169,27 +169,41 @@ def _fmt_ns(ns: float) -> str:
     return "-" if ns != ns else f"{ns / 1e3:.2f}"
 
 
-def comparison_text(comp: Comparison) -> str:
-    """Plain-text table of the timed cases and the verdict counts."""
+def comparison_text(comp: Comparison, word: Any = None, times: bool = True) -> str:
+    """Plain-text table of the timed cases, largest gated ratio first (the
+    ratio of per-pass geometric means the test judged, beside the ratio of
+    medians), and the verdict counts. word(case): the verdict to show
+    (default: the comparison's); times=False: the two runs' times are not
+    compared (gate --ab), one line says so."""
+    from kbench.results.compare import gated_sort
     timed = comp.timed()
     lines = [f"base:      {comp.base.path}: {comp.base.describe()}",
              f"candidate: {comp.cand.path}: {comp.cand.describe()}"]
-    if timed:
+    shown = (lambda c: c.verdict) if word is None else word
+    if timed and not times:
+        lines.append(f"two-run times of {len(timed)} case(s): not compared (speed from the "
+                     "interleaved run)")
+    elif timed:
         width = max(len(c.label) for c in timed)
-        lines.append(f"{'case':{width}s} {'base us':>10s} {'cand us':>10s} {'ratio':>7s} "
-                     f"{'p':>8s}  verdict")
-        for c in timed:
+        lines.append(f"{'case':{width}s} {'base us':>10s} {'cand us':>10s} {'gated':>7s} "
+                     f"{'median':>7s} {'p':>8s}  verdict")
+        for c in gated_sort(timed):
+            gated = "-" if not math.isfinite(c.log_ratio) else f"{c.gated_ratio:.3f}"
             ratio = "-" if c.ratio != c.ratio else f"{c.ratio:.3f}"
             p = "-" if c.p_value != c.p_value else f"{c.p_value:.2g}"
             note = f" ({c.note})" if c.note else ""
             lines.append(f"{c.label:{width}s} {_fmt_ns(c.base_median_ns):>10s} "
-                         f"{_fmt_ns(c.cand_median_ns):>10s} {ratio:>7s} {p:>8s}  "
-                         f"{c.verdict}{note}")
+                         f"{_fmt_ns(c.cand_median_ns):>10s} {gated:>7s} {ratio:>7s} {p:>8s}  "
+                         f"{shown(c)}{note}")
     else:
         lines.append("no timed cases")
-    counts = comp.counts()
-    if counts:
-        lines.append("timed: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    if timed and times:
+        tally: dict[str, int] = {}
+        for c in timed:
+            tally[shown(c)] = tally.get(shown(c), 0) + 1
+        lines.append("timed: " + ", ".join(f"{n} {v}" for v, n in sorted(tally.items()))
+                     + " (gated: ratio of the per-pass geometric means the test judged; "
+                     "median: ratio of the medians of all rounds)")
     lines += count_lines(comp)
     lines += [f"warning: {w}" for w in comp.warnings]
     return "\n".join(lines)
@@ -381,31 +395,48 @@ def compare(base: str, cand: str, alpha: float | None, max_slowdown: str | None,
 
 
 def gate_text(result: GateResult) -> str:
-    lines = [comparison_text(result.comparison)]
+    """The gate's printout: its verdict and what decides it first (failures,
+    the speed verdicts with the commands that settle the undecided ones),
+    then the two runs' table, the counts and the warnings."""
+    from kbench.results.compare import ab_tally, first_look_word
+    comp = result.comparison
+    limit = comp.max_slowdown
+    lines = ["gate: PASSED" if result.passed else
+             f"gate: FAILED ({len(result.failures)} failure(s))"]
     for f in result.failures:
         lines.append(f"FAIL {f.reason}: {f.case + ': ' if f.case else ''}{f.detail}")
-    if result.ab_path:
-        from kbench.results.abgate import INCONCLUSIVE, SAME
-        from kbench.results.compare import ab_tally
+    if result.ab_paths:
         tally = ", ".join(f"{n} {v}" for v, n in sorted(ab_tally(result.interleaved).items()))
-        lines.append(f"speed, interleaved ({result.ab_path}): {tally or 'no case'}")
+        undecided = result.undecided
+        lines.append(f"speed, interleaved ({result.ab_path}) at ±{limit:.1%}: "
+                     f"{tally or 'no case'}; {len(undecided)} undecided")
         for v in result.interleaved:
-            if v.verdict not in (SAME, "faster"):
+            if v.verdict not in ("same", "faster", "not slower"):
                 lines.append(f"  {v.verdict:12s} {v.label}: {v.detail}")
-        undecided = [v for v in result.interleaved if v.verdict == INCONCLUSIVE]
-        if undecided and result.ab_run is not None:
-            from kbench.results.abgate import settle_command
-            lines.append(f"  settle the inconclusive case(s): "
-                         f"{settle_command(result.ab_run, undecided)}")
-        unsure = len(undecided)
-        why = "the interval too wide to tell"
-    else:
-        unsure = sum(c.verdict == "inconclusive" for c in result.comparison.cases)
-        why = "machine drift"
-    also = (f"; {unsure} speed verdict(s) inconclusive ({why}): not failures "
-            "without --strict" if unsure and result.passed else "")
-    lines.append(f"gate: PASSED{also}" if result.passed else
-                 f"gate: FAILED ({len(result.failures)} failure(s))")
+        commands = result.settle_commands()
+        if commands:
+            lines.append("  settle each inconclusive case (then gate again adding its folder "
+                         "as one more --ab):")
+            lines += [f"    {c}" for c in commands]
+        if undecided and result.passed:
+            lines.append(f"  {len(undecided)} inconclusive: not failures without --strict")
+        if result.unjudged:
+            lines.append(f"  unjudged: {len(result.unjudged)} timed case(s) no interleaved "
+                         f"folder judged: {', '.join(result.unjudged)}")
+        lines.append(comparison_text(comp, times=False))
+        return "\n".join(lines)
+    found = result.first_look
+    lines.append(f"speed: first look, not gated: {len(found)} possible slowdown(s) (two runs "
+                 "measured apart; settle with `kbench ab`, then gate with --ab)")
+    for f in found:
+        lines.append(f"  possible slowdown {f.case}: {f.detail}")
+        if f.settle:
+            lines.append(f"    settle: {f.settle}")
+    drift = sum(c.verdict == "inconclusive" for c in comp.cases)
+    if drift:
+        lines.append(f"  {drift} case(s) moved with the whole run (machine drift): see the "
+                     "warning")
+    lines.append(comparison_text(comp, word=lambda c: first_look_word(c, comp)))
     return "\n".join(lines)
 
 
@@ -435,14 +466,17 @@ def _noise_floor(db: str | None, base: Run, cand: Run, runs: int) -> NoiseFloor:
               help="Write the Markdown summary here (it is also appended to "
                    "$GITHUB_STEP_SUMMARY when that is set).")
 @click.option("--strict", is_flag=True,
-              help="Fail on inconclusive speed verdicts too (cases that moved with a "
-                   "run-wide shift, machine drift, which two runs measured apart cannot "
-                   "tell from a change).")
-@click.option("--ab", "ab_dir", type=click.Path(file_okay=False), default=None,
+              help="With --ab: fail on inconclusive speed verdicts too (cases whose interval "
+                   "straddles the limit). Without --ab speed never fails the gate: two runs "
+                   "measured apart are a first look.")
+@click.option("--ab", "ab_dirs", type=click.Path(file_okay=False), multiple=True,
               help="Judge speed from this interleaved run folder (`kbench ab --base ... "
                    "--cand ...`: base and candidate rounds alternating, so machine drift is "
                    "shared by both) instead of comparing the two runs' times; BASE and CAND "
-                   "still decide correctness, presence and instruction counts.")
+                   "still decide correctness, presence and instruction counts. Repeatable: "
+                   "the later folder's verdict wins per case (add a `kbench ab --settle` "
+                   "folder after the first); timed cases no folder judged are listed as "
+                   "unjudged.")
 @click.option("--history", "history_runs", type=click.IntRange(min=3), default=None,
               metavar="N",
               help="Widen each case's --max-slowdown to its run-to-run spread over the last N "
@@ -455,19 +489,22 @@ def _noise_floor(db: str | None, base: Run, cand: Run, runs: int) -> NoiseFloor:
 def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | None,
                  max_count_growth: str | None, config: str | None,
                  markdown_file: str | None, strict: bool = False, as_json: bool = False,
-                 db: str | None = None, ab_dir: str | None = None,
+                 db: str | None = None, ab_dirs: tuple[str, ...] = (),
                  history_runs: int | None = None, all_checkouts: bool = False,
                  force: bool = False) -> None:
     """The regression gate: exit 1 on any correctness failure or error in
-    CAND, any case of BASE missing from CAND, an incomplete run, a
-    slowdown both above --max-slowdown and significant at --alpha, or (on
+    CAND, any case of BASE missing from CAND, an incomplete run, (on
     emulated targets, exactly) an instruction count of a call or a B packing
-    grown by more than --max-count-growth; 0 if none; 2 on bad input.
-    When most cases moved together (machine drift), their speed verdicts are
-    inconclusive: listed, not failures unless --strict.
-    With --ab, speed comes from an interleaved run instead: a case fails when
-    its paired ratio's interval lies wholly beyond 1 + --max-slowdown; one
-    too noisy to tell is inconclusive.
+    grown by more than --max-count-growth, or (with --ab) a slowdown whose
+    interval lies wholly above 1 + --max-slowdown; 0 if none; 2 on bad input.
+    Without --ab, speed is a first look: a slowdown both above
+    --max-slowdown and significant at --alpha is listed as a possible
+    slowdown with the `kbench ab --settle` command that decides it, never a
+    failure.
+    With --ab, speed comes from interleaved runs: per case slower (fails),
+    inconclusive (the interval straddles the limit: listed with the command
+    that settles it, a failure only with --strict), not slower, same or
+    faster (pass); the later --ab folder wins per case.
     BASE and CAND are run folders, or runs of the history database: an id,
     latest, latest~N (N runs before the newest) or a commit prefix.
     With --history N, a case whose run-to-run spread over the last N runs
@@ -480,7 +517,7 @@ def gate_command(base: str, cand: str, max_slowdown: str | None, alpha: float | 
     from kbench.results.compare import gate, markdown
     from kbench.results.json_out import gate_doc
     try:
-        ab = load_ab(ab_dir) if ab_dir else None
+        ab = [load_ab(d) for d in ab_dirs] or None
     except AbRunError as exc:
         raise click.BadParameter(str(exc), param_hint="--ab") from None
     floor = None

@@ -125,11 +125,11 @@ TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI 
                             "it."),
                  "gate": ("kbench.cli.history:gate_command",
                           "The regression gate: exit 1 on any correctness failure or error in "
-                          "CAND, any case of BASE missing from CAND, an incomplete run, a "
-                          "slowdown both above --max-slowdown and significant at --alpha, or "
+                          "CAND, any case of BASE missing from CAND, an incomplete run, "
                           "(on emulated targets, exactly) an instruction count of a call or a B "
-                          "packing grown by more than --max-count-growth; 0 if none; 2 on bad "
-                          "input."),
+                          "packing grown by more than --max-count-growth, or (--ab) a slowdown "
+                          "whose interval lies above 1 + --max-slowdown; without --ab speed is "
+                          "a first look, never a failure; 0 if none; 2 on bad input."),
              })
 @click.version_option(package_name="kbench")
 def main() -> None:
@@ -408,7 +408,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     args += ["--rootdir", str(ini.parent), "-c", str(ini), "-p", "no:cacheprovider",
              # the suites kbench runs use no Hypothesis; its plugin would import it at exit
              "-p", "no:hypothesispytest",
-             "--kb-out", str(run_dir), "--kb-run-id", run_id, "--kb-cli", "-rfEs",
+             # pytest's short test summary only when asked (-v): kbench's own summary
+             # names every failing result and its closing line counts the results
+             "--kb-out", str(run_dir), "--kb-run-id", run_id, "--kb-cli",
+             "-rfEs" if verbose else "-rN",
              "--tb=short",
              # no percentages at line ends: kbench's progress line is the one display
              "-o", "console_output_style=classic"]

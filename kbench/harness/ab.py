@@ -25,8 +25,8 @@ Per case and realization:
 
 With a time budget (`kbench ab --budget`), step 4 is sequential: a case
 runs stages of R rounds, judged after each, and stops at the first stage
-whose verdict is decided (slower, faster or same; with --gate-limit, at
-that limit too), at --max-looks stages, or when its share of the budget is
+whose verdict is decided (slower, faster, same or not slower; with
+--gate-limit, at that limit too), at --max-looks stages, or when its share of the budget is
 spent (what is left, over the cases left). Every look of every case is
 judged at confidence 1 - alpha / (m L), m cases and L looks allowed each:
 Bonferroni over all the looks the run can take, so the chance of any false
@@ -50,7 +50,7 @@ from kbench.harness.placement import Placement
 from kbench.harness.runner import InputCache, Job
 from kbench.judge.verdict import MISTRUSTED, PASS, Verdict
 from kbench.native.calls import Timing
-from kbench.results.abstats import PairedStats, paired
+from kbench.results.abstats import DECIDED, PairedStats, paired
 from kbench.results.machine import cpu_idle_ticks, quietest_cpu
 from kbench.targets.spec import Target
 
@@ -63,7 +63,7 @@ class AbSettings:
     min_round_ns: int = 2_000_000
     warmup: int = 2
     threads: int = 1
-    min_effect: float = 0.025
+    min_effect: float = 0.05  # the limit verdicts are judged at (the gate's max_slowdown)
     alpha: float = 0.01
     seed: int = 0
     looks: int = 1  # stages of `rounds` a case may take (sequential with a budget)
@@ -73,6 +73,7 @@ class AbSettings:
     # more limits a case must also be decided at before sequential sampling stops (the
     # regression gate's max_slowdown: `kbench gate --ab` judges the run again there)
     gate_limits: tuple[float, ...] = ()
+    settle: bool = False  # a run that settles cases a gate left inconclusive (kbench ab --settle)
 
     @property
     def comparisons(self) -> int:
@@ -170,9 +171,6 @@ def interleave(base: Callable[[], float], cand: Callable[[], float], rounds: int
             order.append("c")
         # "b": base ran first in this pair, "c": candidate first
     return b, c, "".join(order)
-
-
-DECIDED = ("slower", "faster", "same")
 
 
 def sequential(stage: Callable[[], tuple[list[float], list[float], str]],

@@ -21,10 +21,10 @@ from kbench.native import api
 from kbench.native.calls import CallResult, ConvDesc, Timing
 from kbench.problems import inputs
 from kbench.problems.cases import ConvCase, GemmCase
+from kbench.results.noise import NOISY_CV  # rounds varying more: the progress line says NOISY
 from kbench.targets.spec import GuardedBuffer, Target
 
 PERF_KIND = "uniform"
-NOISY_CV = 0.10  # rounds varying more than this: the progress line says NOISY
 # Rounds a case keeps per pass. A case that got more (pytest-benchmark spends --max-time
 # in rounds of one call when its calibration round was slow, e.g. on a busy machine:
 # 35,125 rounds of a 14 us call) has consecutive rounds merged into rounds of more calls,

@@ -344,8 +344,20 @@ class ProgressCounter:
         if step <= self._shown and self.done != self.total:
             return None
         self._shown = step
-        rest = self.model.modelled_done() > 0 and self.modelled_left() > 0
-        left = self.left(elapsed_s) if self.done < self.total or rest else self.tail
         bad = f", {self.failed} failed" if self.failed else ""
-        return (f"[{self.done}/{self.total} cases {self.done / max(1, self.total):.0%}{bad}; "
-                f"elapsed {hms(elapsed_s)} ETA {hms(left)}]")
+        head = f"[{self.done}/{self.total} cases {self.done / max(1, self.total):.0%}{bad}; "
+        if self.done >= self.total:  # no ETA for cases that are done: what still runs
+            return f"{head}elapsed {hms(elapsed_s)}; {self.still_running()}]"
+        return f"{head}elapsed {hms(elapsed_s)} ETA {hms(self.left(elapsed_s))}]"
+
+    def still_running(self) -> str:
+        """What the run still does once its cases are done: the other tests
+        of `work` not yet finished (by file), or the run's end."""
+        left = [g.split(":", 1)[1] for t, (g, _) in self.work.items()
+                if g.startswith("other:") and t not in self._seen]
+        if not left:
+            return "cases done; finishing the run folder"
+        files = sorted({f.rsplit("/", 1)[-1] for f in left})
+        return (f"cases done; still running {len(left)} other test(s): "
+                + ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4
+                                          else ""))

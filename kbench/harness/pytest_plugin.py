@@ -675,6 +675,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--kb-cli"):
         config.pluginmanager.register(_QuietInterrupt(config), "kbench-quiet-interrupt")
         config.pluginmanager.register(_OneProgressLine(), "kbench-one-progress-line")
+        config.pluginmanager.register(_OneCount(config), "kbench-one-count")
     kb = config.stash[SESSION]
     kb.worker = is_worker(config)
     if kb.worker and PROBES_KEY in config.workerinput:  # type: ignore[attr-defined]
@@ -943,6 +944,42 @@ class _OneProgressLine:
         return None
 
 
+class _OneCount:
+    """Under `kbench run`: one count of what the run did. pytest's closing
+    line counts pytest's tests (a case test judges several input kinds, and
+    other suites run beside the cases); kbench's counts the results it wrote,
+    the rows of results.csv that the report and the history count too, and
+    says how many tests made them."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.started = time.monotonic()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.started = time.monotonic()
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.summary_stats = lambda: self.closing_line(reporter)
+
+    def closing_line(self, reporter: Any) -> None:
+        kb = self.config.stash.get(SESSION, None)
+        verdicts = kb.verdicts if kb is not None else []
+        tally: dict[str, int] = {}
+        for v in verdicts:
+            tally[v.status] = tally.get(v.status, 0) + 1
+        tests = {r.nodeid for k in ("passed", "failed", "error", "skipped")
+                 for r in reporter.stats.get(k, []) if hasattr(r, "nodeid")}
+        failed = {r.nodeid for k in ("failed", "error") for r in reporter.stats.get(k, [])
+                  if hasattr(r, "nodeid")}
+        parts = ", ".join(f"{n:,} {status}" for status, n in sorted(tally.items()))
+        line = (f"kbench run: {len(verdicts):,} results ({parts or 'none'}; the rows of "
+                f"results.csv, the report and the history) from {len(tests):,} tests"
+                + (f", {len(failed):,} of them failed" if failed else "")
+                + f", in {hms(time.monotonic() - self.started)}")
+        reporter.write_line(line, red=bool(failed), green=not failed, bold=True)
+
+
 class _QuietInterrupt:
     """Under `kbench run`: Ctrl-C or SIGTERM prints no KeyboardInterrupt banner
     or source line (kbench run says in one line what was interrupted, and
@@ -1173,6 +1210,34 @@ class _ProgressPrinter:
         kb.pending_lines.clear()
 
 
+LISTED_FAILURES = 40  # failing results named in the terminal; every one is in failures.csv
+
+
+def failing_lines(verdicts: list[Verdict], reporter: Any) -> list[str]:
+    """kbench's own list of what failed (pytest's short summary is off unless
+    -v): each failing result, and each failed test that wrote no result (a
+    contract or determinism test, a collection error)."""
+    bad = [v for v in verdicts if v.status in FAILING]
+    lines = [f"{v.status.upper()} {v.target} {v.realization} "
+             f"{v.catalog + '/' if v.catalog else ''}{v.case} [{v.kind}]"
+             + (f": {v.message}" if v.message else "") for v in bad[:LISTED_FAILURES]]
+    if len(bad) > LISTED_FAILURES:
+        lines.append(f"... and {len(bad) - LISTED_FAILURES} more failing result(s) in "
+                     "failures.csv")
+    printer = reporter.config.pluginmanager.get_plugin("kbench-progress")
+    cases = getattr(printer, "case_ids", set())
+    judged = {v.case for v in bad}
+    for k in ("failed", "error"):
+        for r in reporter.stats.get(k, []):
+            nodeid = getattr(r, "nodeid", "")
+            if nodeid in cases or any(f"-{c}-" in nodeid for c in judged):
+                continue  # a case test: its failing results are listed above
+            crash = getattr(getattr(r, "longrepr", None), "reprcrash", None)
+            why = str(getattr(crash, "message", "") or "").splitlines()[0:1]
+            lines.append(f"{k.upper()} {nodeid or 'collection'}" + (f": {why[0]}" if why else ""))
+    return lines
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     kb = terminalreporter.config.stash[SESSION]
     if kb.case_tests and not kb.selected_jobs:
@@ -1190,6 +1255,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     terminalreporter.section("kbench verdicts")
     terminalreporter.write_line(summary_text(kb.verdicts))
+    for line in failing_lines(kb.verdicts, terminalreporter):
+        terminalreporter.write_line(line, red=True)
     lines = kb.not_applicable_lines()
     if lines:
         terminalreporter.section("kbench: catalog cases a realization does not take")

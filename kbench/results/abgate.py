@@ -1,5 +1,5 @@
-"""The regression gate's speed verdicts from an interleaved run (`kbench
-gate BASE CAND --ab AB`).
+"""The regression gate's speed verdicts from interleaved runs (`kbench
+gate BASE CAND --ab AB [--ab SETTLED ...]`).
 
 Two runs measured apart differ by whatever changed on the machine between
 them, and within a run rounds share the machine's state, so rounds are not
@@ -7,16 +7,23 @@ independent samples of a build's speed. `kbench ab` times base and
 candidate builds interleaved, round against round in a randomized order,
 in the same moments; drift and background load are shared by both sides
 of each pair and cancel in the paired ratio. With `--ab`, the gate takes
-its speed verdicts from such a run only: each case's paired rounds are
+its speed verdicts from such runs only: each case's paired rounds are
 judged again at the gate's own limit and alpha (abstats.paired: the
 sign-test interval of the median paired ratio, Bonferroni over the cases
-timed, and the ratio of minima), so a slowdown fails only when the whole
-interval lies beyond 1 + the limit. A case whose interval is too wide to
-tell is inconclusive: listed with the command that settles it, a failure
-only under --strict. A case that failed to verify in the interleaved run
-is a correctness failure; an interleaved run that did not complete fails
-the gate. The two separate runs still decide correctness, presence,
-instruction counts and completeness; their times are not compared."""
+of the folder and the looks each could take, and the ratio of minima),
+named by what the interval shows at the limit (slower, inconclusive, not
+slower, same, faster: the words of `kbench ab`, which judges at the same
+limit by default). Only "slower" fails; an "inconclusive" case (its
+interval straddles 1 + the limit, or its minima or blocks disagree) is
+listed with the one command that settles it (`kbench ab --settle`, a
+bounded budget, its own folder), a failure only under --strict. Several
+folders may be given: the later one's verdict wins per case, so "settle,
+then gate again with both folders" decides the case; timed cases that no
+folder judged are listed as unjudged. A case that failed to verify in an
+interleaved run is a correctness failure; an interleaved run that did not
+complete fails the gate. The two separate runs still decide correctness,
+presence, instruction counts and completeness; their times are not
+compared."""
 
 from __future__ import annotations
 
@@ -26,14 +33,22 @@ import math
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kbench.results.abstats import FASTER, NOISY, SAME, SLOWER, TOO_FEW, PairedStats, paired
+from kbench.results.abstats import (
+    FASTER,
+    INCONCLUSIVE,
+    NOT_SLOWER,
+    SAME,
+    SLOWER,
+    PairedStats,
+    paired,
+)
 from kbench.results.csvcells import any_length
 
-INCONCLUSIVE = "inconclusive"
+__all__ = ["FASTER", "INCONCLUSIVE", "NOT_SLOWER", "SAME", "SLOWER"]
 FAILED = "failed"
 UNTIMED = "untimed"
 
@@ -52,15 +67,37 @@ class AbRun:
     def complete(self) -> bool:
         return bool(self.meta.get("complete"))
 
+    @property
+    def settling(self) -> bool:
+        """A run of `kbench ab --settle`: its undecided cases stay undecided
+        (inconclusive at the limit), no further command is offered."""
+        return bool((self.meta.get("settings") or {}).get("settle"))
+
+    @property
+    def limit(self) -> float:
+        """The limit `kbench ab` judged this run at (NaN: not recorded)."""
+        value = (self.meta.get("settings") or {}).get("min_effect")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return math.nan
+
 
 @dataclass(frozen=True)
 class AbVerdict:
     """One case of the interleaved run, judged at the gate's limit."""
 
     label: str  # realization catalog/case
-    verdict: str  # slower | faster | same | inconclusive | failed | untimed
+    verdict: str  # slower | inconclusive | not slower | same | faster | failed | untimed
     stats: PairedStats | None
     detail: str
+    source: str = ""  # the interleaved run folder it comes from
+    settled: bool = False  # from a `kbench ab --settle` run: no further command
+
+    @property
+    def at_the_limit(self) -> bool:
+        """Inconclusive after settling: the case sits on the limit."""
+        return self.settled and self.verdict == INCONCLUSIVE
 
 
 def load_ab(path: str | Path) -> AbRun:
@@ -138,43 +175,67 @@ def judge_ab(ab: AbRun, max_slowdown: float, alpha: float) -> list[AbVerdict]:
     for i, label, base, cand, blocks in timed:
         s = paired(base, cand, min_effect=max_slowdown, alpha=alpha, comparisons=m,
                    blocks=blocks)
-        verdict = s.verdict if s.verdict in (SLOWER, FASTER, SAME) else INCONCLUSIVE
-        if s.verdict == NOISY and s.block_ratios and (s.ci_low > 1 + max_slowdown
-                                                     or s.ci_high < 1 - max_slowdown):
-            why = "its blocks of fresh processes disagree: a layout effect, not the build"
-            out[i] = AbVerdict(label, verdict, s, f"{s.describe(max_slowdown)} ({why})")
-            continue
-        why = {NOISY: "the interval is too wide to tell, or the minima disagree",
-               TOO_FEW: "too few rounds for the interval"}.get(s.verdict)
-        out[i] = AbVerdict(label, verdict, s, s.describe(max_slowdown)
-                           + (f" ({why})" if why else ""))
-    return [v for v in out if v is not None]
+        detail = s.describe(max_slowdown)
+        if ab.settling and s.verdict == INCONCLUSIVE:
+            detail = (f"inconclusive at the limit after settling ({s.rounds} rounds): "
+                      f"{s.reason}")
+        out[i] = AbVerdict(label, s.verdict, s, detail)
+    return [replace(v, source=str(ab.path), settled=ab.settling)
+            for v in out if v is not None]
 
 
-def settle_command(ab: AbRun, verdicts: Sequence[AbVerdict] = ()) -> str:
-    """The command that re-measures the interleaved run with twice the rounds
-    (and, for a sequential run, twice the budget, its looks and gate limits)
-    — only the cases of `verdicts` when given: their catalogs, their
-    realizations and a -k that matches exactly their CATALOG/CASE."""
-    s = ab.meta.get("settings") or {}
-    rounds = int(s.get("rounds") or 60)
-    cmd = ["kbench", "ab", "--base", str(ab.meta.get("base") or "BASE"),
-           "--cand", str(ab.meta.get("cand") or "CAND")]
-    if verdicts:
-        named = [v.label.split(" ", 1) for v in verdicts]
-        # CATALOG/CASE: a case name holds no "/", a catalog's name may
-        for catalog in sorted({where.rsplit("/", 1)[0] for _, where in named}):
-            cmd += ["--shapes", catalog]
-        cmd += ["-k", "^(" + "|".join(re.escape(w) for w in sorted({w for _, w in named}))
-                + ")$"]
-        for realization in sorted({r for r, _ in named}):
-            cmd += ["--realization", realization]
-    cmd += ["--rounds", str(2 * rounds)]
-    if s.get("budget_s"):
-        cmd += ["--budget", f"{2 * float(s['budget_s']):g}",
-                "--max-looks", str(int(s.get("looks") or 6))]
-        cmd += [a for g in s.get("gate_limits") or () for a in ("--gate-limit", f"{g:g}")]
+def judge_all(runs: Sequence[AbRun], max_slowdown: float, alpha: float) -> list[AbVerdict]:
+    """Every case of the interleaved runs, each run judged on its own (its
+    own Bonferroni family); where several judged a case, the later run's
+    verdict wins. In the order the cases were first met."""
+    merged: dict[str, AbVerdict] = {}
+    for ab in runs:
+        for v in judge_ab(ab, max_slowdown, alpha):
+            merged[v.label] = v
+    return list(merged.values())
+
+
+SETTLE_BUDGET_S = 240.0  # seconds per case pair: the settle run's bound
+SETTLE_LOOKS = 8  # stages of --rounds pairs it may take within that budget
+SETTLE_DIR = "runs/settle"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).strip("-") or "case"
+
+
+def settle_command(base: str, cand: str, label: str, limit: float, rounds: int = 60) -> str:
+    """The one command that settles one case pair (`realization
+    catalog/case`): `kbench ab --settle` on that realization and case only,
+    at the gate's limit, sequential within a bounded budget
+    (SETTLE_BUDGET_S, at most SETTLE_LOOKS stages), into its own folder.
+    It converges: a case still undecided at the end is reported as
+    inconclusive at the limit, with its interval, and no new command."""
+    realization, where = label.split(" ", 1)
+    catalog = where.rsplit("/", 1)[0]  # a case name holds no "/", a catalog's name may
+    cmd = ["kbench", "ab", "--base", base, "--cand", cand, "--shapes", catalog,
+           "-k", "^" + re.escape(where) + "$", "--realization", realization,
+           "--min-effect", f"{limit * 100:g}%", "--rounds", str(rounds),
+           "--budget", f"{SETTLE_BUDGET_S:g}", "--max-looks", str(SETTLE_LOOKS), "--settle",
+           "--out", f"{SETTLE_DIR}/{_slug(realization)}-{_slug(where)}"]
     return shlex.join(cmd)
+
+
+def settle_commands(verdicts: Sequence[AbVerdict], runs: Sequence[AbRun], limit: float
+                    ) -> list[str]:
+    """One settle command per inconclusive case that was not already
+    settled (a settled one sits on the limit: more commands would not end)."""
+    by_path = {str(r.path): r for r in runs}
+    out = []
+    for v in verdicts:
+        if v.verdict != INCONCLUSIVE or v.settled:
+            continue
+        ab = by_path.get(v.source)
+        meta = ab.meta if ab is not None else {}
+        rounds = int((meta.get("settings") or {}).get("rounds") or 60)
+        out.append(settle_command(str(meta.get("base") or "BASE"),
+                                  str(meta.get("cand") or "CAND"), v.label, limit, rounds))
+    return out
 
 
 def ratio_text(v: AbVerdict) -> str:

@@ -15,23 +15,28 @@ Per case:
 - min ratio = min(cand rounds) / min(base rounds);
 - coefficient of variation (stdev / mean) of each side's rounds.
 
-Verdict, with `min_effect` the smallest change worth reporting:
+Verdict at the limit L (`min_effect`, the regression gate's max_slowdown),
+named by what the interval [lo, hi] shows; the same words in `kbench ab`
+and `kbench gate --ab`, so one run has one undecided count:
 
-- "slower": the interval lies above 1 + min_effect, the min ratio
-  exceeds 1 + min_effect / 2 and, when the rounds ran in blocks of fresh
+- "slower": lo > 1 + L (the whole interval above the limit), the min
+  ratio exceeds 1 + L / 2 and, when the rounds ran in blocks of fresh
   processes (`blocks`), the blocks agree: every block's median paired
-  ratio exceeds 1 + min_effect / 2 as well, but for as many blocks as a
-  sign test over the blocks allows at the level of three of three, 1/8
-  (none of up to five blocks, one of six, six of eighteen) — a process
-  keeps one memory layout for its life, so a shift that only some process
-  pairs show is layout, not the build (such a case is "noisy");
-- "faster": the mirror image;
-- "same": the interval lies within [1 - min_effect, 1 + min_effect];
-- "noisy": anything else (the interval is too wide to tell, or the minima
-  disagree with the medians): reported as noise with its CV, never as a
-  regression; re-run on a quieter machine or with more rounds;
-- "too-few-rounds": fewer rounds than the interval needs at that
-  confidence.
+  ratio exceeds 1 + L / 2 as well, but for as many blocks as a sign test
+  over the blocks allows at the level of three of three, 1/8 (none of up
+  to five blocks, one of six, six of eighteen) — a process keeps one
+  memory layout for its life, so a shift that only some process pairs
+  show is layout, not the build. Fails the gate;
+- "faster": the mirror image (hi < 1 - L, minima and blocks agreeing);
+- "same": the interval lies within [1 - L, 1 + L];
+- "not slower": hi <= 1 + L, but not same or faster (the interval reaches
+  below 1 - L, or the minima of a faster-looking case disagree): a
+  slowdown past the limit is excluded, so it passes the gate;
+- "inconclusive": the interval straddles 1 + L (lo <= 1 + L < hi), or it
+  lies above 1 + L while the minima or the blocks of processes disagree,
+  or there are too few rounds for an interval at that confidence; the
+  reason names which, with the interval and the limit. Not a pass and not
+  a regression: settle it with more rounds (`kbench ab --settle`).
 
 Pure functions on numbers: no timing, no I/O, no scipy (the interval needs
 only binomial tail sums)."""
@@ -43,7 +48,11 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-SLOWER, FASTER, SAME, NOISY, TOO_FEW = "slower", "faster", "same", "noisy", "too-few-rounds"
+SLOWER, FASTER, SAME = "slower", "faster", "same"
+NOT_SLOWER, INCONCLUSIVE = "not slower", "inconclusive"
+VERDICTS = (SLOWER, INCONCLUSIVE, NOT_SLOWER, SAME, FASTER)  # worst first
+DECIDED = (SLOWER, NOT_SLOWER, SAME, FASTER)  # every verdict the gate can act on
+PASSING = (NOT_SLOWER, SAME, FASTER)
 
 
 def binom_cdf_half(k: int, n: int) -> float:
@@ -102,6 +111,7 @@ class PairedStats:
     cand_cv: float
     verdict: str
     block_ratios: tuple[float, ...] = ()  # median paired ratio per block of processes
+    reason: str = ""  # why the verdict: what the interval shows against the limit
 
     @property
     def noise(self) -> float:
@@ -111,7 +121,8 @@ class PairedStats:
     def describe(self, min_effect: float) -> str:
         ci = (f"[{self.ci_low:.3f}, {self.ci_high:.3f}]" if not math.isnan(self.ci_low)
               else "[–]")
-        return (f"{self.verdict}: paired ratio {self.median_ratio:.3f} "
+        why = f"{self.reason}; " if self.reason else ""
+        return (f"{self.verdict}: {why}paired ratio {self.median_ratio:.3f} "
                 f"({self.confidence:.2%} CI {ci}), min ratio {self.min_ratio:.3f}, "
                 f"CV base {self.base_cv:.1%} cand {self.cand_cv:.1%}, {self.rounds} rounds"
                 + (f" in {len(self.block_ratios)} blocks (ratios "
@@ -175,7 +186,7 @@ def paired(base: Sequence[float], cand: Sequence[float], min_effect: float = 0.0
     if n == 0 or min(base) <= 0 or min(cand) <= 0:
         nan = math.nan
         return PairedStats(n, nan, nan, nan, nan, nan, nan, nan, confidence, nan, nan, nan,
-                           TOO_FEW)
+                           INCONCLUSIVE, (), f"no usable rounds ({n} pairs, a time <= 0)")
     in_order = [c / b for b, c in zip(base, cand, strict=True)]
     per_block = block_medians(in_order, blocks) if blocks and len(blocks) > 1 else ()
     ratios = sorted(in_order)
@@ -183,19 +194,37 @@ def paired(base: Sequence[float], cand: Sequence[float], min_effect: float = 0.0
     ranks = median_ci_ranks(n, confidence)
     lo, hi = (ratios[ranks[0] - 1], ratios[ranks[1] - 1]) if ranks else (math.nan, math.nan)
     min_ratio = min(cand) / min(base)
-    up, down = 1.0 + min_effect, 1.0 - min_effect
-    if ranks is None:
-        verdict = TOO_FEW
-    elif (lo > up and min_ratio > 1.0 + min_effect / 2
-          and blocks_agree(per_block, lambda r: r > 1.0 + min_effect / 2)):
-        verdict = SLOWER
-    elif (hi < down and min_ratio < 1.0 - min_effect / 2
-          and blocks_agree(per_block, lambda r: r < 1.0 - min_effect / 2)):
-        verdict = FASTER
-    elif lo >= down and hi <= up:
-        verdict = SAME
-    else:
-        verdict = NOISY
+    verdict, reason = judge_interval(lo, hi, min_ratio, per_block, min_effect, n, confidence)
     return PairedStats(n, statistics.median(base), statistics.median(cand), min(base),
                        min(cand), med, lo, hi, confidence, min_ratio, cv(base), cv(cand),
-                       verdict, per_block)
+                       verdict, per_block, reason)
+
+
+def judge_interval(lo: float, hi: float, min_ratio: float, block_ratios: Sequence[float],
+                   limit: float, rounds: int = 0, confidence: float = math.nan
+                   ) -> tuple[str, str]:
+    """(verdict, reason) of an interval [lo, hi] of the median paired ratio at
+    the limit (see the module text); NaN bounds: too few rounds."""
+    up, down = 1.0 + limit, 1.0 - limit
+    ci = f"[{lo:.3f}, {hi:.3f}]"
+    at = f"the limit {up:.3f} (+{limit:.1%})"
+    if math.isnan(lo) or math.isnan(hi):
+        return INCONCLUSIVE, (f"too few rounds ({rounds}) for an interval at "
+                              f"{confidence:.2%} confidence")
+    if lo > up:
+        if not min_ratio > 1.0 + limit / 2:
+            return INCONCLUSIVE, (f"the interval {ci} lies above {at} but the minima disagree "
+                                  f"(min ratio {min_ratio:.3f}, not above "
+                                  f"{1 + limit / 2:.3f})")
+        if not blocks_agree(block_ratios, lambda r: r > 1.0 + limit / 2):
+            return INCONCLUSIVE, (f"the interval {ci} lies above {at} but its blocks of "
+                                  "fresh processes disagree (a layout effect, not the build)")
+        return SLOWER, f"the interval {ci} lies above {at}"
+    if (hi < down and min_ratio < 1.0 - limit / 2
+            and blocks_agree(block_ratios, lambda r: r < 1.0 - limit / 2)):
+        return FASTER, f"the interval {ci} lies below {down:.3f} (-{limit:.1%})"
+    if lo >= down and hi <= up:
+        return SAME, f"the interval {ci} lies within ±{limit:.1%}"
+    if hi <= up:
+        return NOT_SLOWER, f"the interval {ci} lies below {at}: no slowdown past it"
+    return INCONCLUSIVE, f"the interval {ci} straddles {at}"

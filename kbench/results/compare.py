@@ -40,8 +40,15 @@ count only for correctness and presence.
 
 The gate fails a candidate run on any correctness failure or error (any
 suite), on any case of the base run that is missing from the candidate (or
-skipped there while the base ran it), on a slowdown that is both larger
-than the threshold and significant, and on a run that did not complete.
+skipped there while the base ran it), on instruction counts that grew, and
+on a run that did not complete. Speed fails it only from interleaved runs
+(`kbench gate --ab`, kbench.results.abgate): two runs measured apart are a
+first look, and a two-run "slower" (significant and beyond the limit) is
+reported as a possible slowdown with the `kbench ab --settle` command that
+decides it, never as a failure. Its figure is the statistic the test used:
+the ratio of the per-pass geometric means (gated_ratio). A two-run
+verdict is "same" only when that ratio lies within the limit both ways; a
+ratio outside it that the test could not call is "not significant".
 
 Two runs measured apart also differ by what changed on the machine between
 them: load, clock, memory layout. Such a shift moves every case of a run
@@ -86,6 +93,9 @@ from kbench.results.runfolder import Run
 KEY = ("suite", "target", "op", "catalog", "case", "kind", "realization", "threads")
 
 FASTER, SLOWER, SAME = "faster", "slower", "same"
+NOT_SIGNIFICANT = "not significant"  # outside the limit, but the test could not call it
+FIRST_LOOK = "speed not gated (first look)"  # the two-run gate's word for a case it does not fail
+POSSIBLE_SLOWDOWN = "possible slowdown"
 NOT_COMPARABLE, MISSING, NEW, UNTIMED = "not-comparable", "missing", "new", "untimed"
 INCONCLUSIVE = "inconclusive"
 MIN_UNITS = 2  # passes per run below which a case gets no p-value (rounds are no units)
@@ -187,6 +197,19 @@ class CaseComparison:
         return self.ratio if math.isnan(self.pass_ratio) else self.pass_ratio
 
     @property
+    def gated_ratio(self) -> float:
+        """The figure the two-run test judged: the ratio of the per-pass
+        geometric means (exp of log_ratio); for a case not tested, the
+        robust ratio."""
+        return math.exp(self.log_ratio) if math.isfinite(self.log_ratio) else self.robust_ratio
+
+    @property
+    def ab_label(self) -> str:
+        """The case as `kbench ab` names it: realization catalog/case."""
+        _, _, _, catalog, case, _, realization, _ = self.key
+        return f"{realization} {catalog}/{case}"
+
+    @property
     def label(self) -> str:
         suite, target, op, catalog, case, kind, realization, threads = self.key
         where = f"{catalog}/{case}" if catalog else case
@@ -262,13 +285,26 @@ class GateFailure:
     detail: str
 
 
+@dataclass(frozen=True)
+class FirstLook:
+    """A speed finding of the two-run gate (no --ab): reported, never a
+    failure; `kbench ab --settle` decides it."""
+
+    case: str  # the case or realization label
+    ratio: float  # the statistic the test judged (gated_ratio; a realization: its median)
+    detail: str
+    settle: str  # the command that settles it ("" for a realization: settle its cases)
+
+
 @dataclass
 class GateResult:
     comparison: Comparison
     failures: list[GateFailure]
     interleaved: list[AbVerdict] = field(default_factory=list)  # --ab: the speed verdicts
-    ab_path: str = ""  # --ab: the interleaved run folder ("" without)
-    ab_run: AbRun | None = None  # --ab: the interleaved run itself
+    ab_paths: list[str] = field(default_factory=list)  # --ab: the interleaved run folders
+    ab_runs: list[AbRun] = field(default_factory=list)  # --ab: the interleaved runs
+    first_look: list[FirstLook] = field(default_factory=list)  # no --ab: possible slowdowns
+    unjudged: list[str] = field(default_factory=list)  # --ab: timed cases no folder judged
 
     @property
     def passed(self) -> bool:
@@ -277,6 +313,21 @@ class GateResult:
     @property
     def warnings(self) -> list[str]:
         return self.comparison.warnings
+
+    @property
+    def ab_path(self) -> str:
+        """The interleaved run folders, comma-separated ("" without --ab)."""
+        return ", ".join(self.ab_paths)
+
+    @property
+    def undecided(self) -> list[AbVerdict]:
+        """--ab: the inconclusive cases (the one undecided count)."""
+        return [v for v in self.interleaved if v.verdict == abgate.INCONCLUSIVE]
+
+    def settle_commands(self) -> list[str]:
+        """--ab: one command per inconclusive case not yet settled."""
+        return abgate.settle_commands(self.interleaved, self.ab_runs,
+                                      self.comparison.max_slowdown)
 
 
 def unit_medians(entry: _Entry) -> list[float]:
@@ -501,7 +552,7 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
         if b.emulated or c.emulated or key[1] in emulated:
             note = "emulated: times are not speed"
         elif interleaved:
-            note = "speed from the interleaved run (--ab)"
+            note = INTERLEAVED_NOTE
         elif not _speed_target(key[1], speed_targets):
             note = "target not speed-comparable"
         elif not same_cpu:
@@ -513,7 +564,8 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
                     "give no p-value")
             few_units += 1
         if note:
-            cases.append(CaseComparison(**common, ratio=nan if "emulated" in note else ratio,
+            not_times = "emulated" in note or note == INTERLEAVED_NOTE  # no ratio to show
+            cases.append(CaseComparison(**common, ratio=nan if not_times else ratio,
                                         p_slower=nan, p_faster=nan, verdict=NOT_COMPARABLE,
                                         note=note))
             continue
@@ -533,7 +585,7 @@ def compare_runs(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float 
         test += (f"; per realization of {REALIZATION_MIN_CASES} or more cases also a one-"
                  "sided t over its cases' log ratios, against the same margin, in the same "
                  "Holm family")
-    cases, reals = _adjusted(cases, tested, reals, alpha)
+    cases, reals = _adjusted(cases, tested, reals, alpha, max_slowdown)
     cases = _within_noise(cases, tested, max_slowdown)
     cases, drift = _drift(cases, tested, max_slowdown)
     if drift:
@@ -567,7 +619,7 @@ def _log_ratio(base: Sequence[float], cand: Sequence[float]) -> float:
 
 
 def _adjusted(cases: list[CaseComparison], tested: list[int],
-              reals: list[RealizationComparison], alpha: float
+              reals: list[RealizationComparison], alpha: float, max_slowdown: float = 0.05
               ) -> tuple[list[CaseComparison], list[RealizationComparison]]:
     """Holm-adjusts the p-values of the tested cases and the realizations
     together (one family: alpha bounds the chance of any verdict of either
@@ -580,7 +632,8 @@ def _adjusted(cases: list[CaseComparison], tested: list[int],
     out_r = []
     for r, ps, pf in zip(reals, slower[n:], faster[n:], strict=True):
         verdict = (SLOWER if ps < alpha and r.median_ratio > 1 else
-                   FASTER if pf < alpha and r.median_ratio < 1 else SAME)
+                   FASTER if pf < alpha and r.median_ratio < 1 else
+                   _unmoved(r.median_ratio, max_slowdown))
         out_r.append(replace(r, p_slower=ps, p_faster=pf, verdict=verdict))
     slower, faster = slower[:n], faster[:n]
     out = list(cases)
@@ -588,9 +641,19 @@ def _adjusted(cases: list[CaseComparison], tested: list[int],
         c = cases[i]
         up = c.ratio > 1 and not c.robust_ratio <= 1
         down = c.ratio < 1 and not c.robust_ratio >= 1
-        verdict = SLOWER if ps < alpha and up else FASTER if pf < alpha and down else SAME
+        verdict = (SLOWER if ps < alpha and up else FASTER if pf < alpha and down
+                   else _unmoved(c.gated_ratio, c.limit))
         out[i] = replace(c, p_slower=ps, p_faster=pf, verdict=verdict)
     return out, out_r
+
+
+def _unmoved(ratio: float, limit: float) -> str:
+    """The verdict of a case (or realization) the test did not call: "same"
+    only when its ratio lies within the limit both ways, else "not
+    significant" (a large move the test could not tell from noise is not
+    "same")."""
+    inside = 1 / (1 + limit) <= ratio <= 1 + limit
+    return SAME if inside else NOT_SIGNIFICANT
 
 
 def _within_noise(cases: list[CaseComparison], tested: list[int],
@@ -653,19 +716,35 @@ def _drift(cases: list[CaseComparison], tested: list[int],
 def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
          speed_targets: Sequence[str] = ("*",),
          max_count_growth: float = DEFAULT_LIMIT, strict: bool = False,
-         ab: AbRun | None = None,
+         ab: AbRun | Sequence[AbRun] | None = None,
          noise: Mapping[CaseKey, float] | None = None) -> GateResult:
-    """The regression gate: compare_runs plus the failures that fail a change
-    (strict: an inconclusive speed verdict fails too). With ab (an
-    interleaved `kbench ab` run), speed is judged from it alone
-    (kbench.results.abgate). noise: per-case limits widened to their
-    run-to-run spread (--history, kbench.results.noise)."""
+    """The regression gate: compare_runs plus the failures that fail a change.
+    With ab (one or more interleaved `kbench ab` runs, the later winning per
+    case), speed is judged from them alone (kbench.results.abgate): a
+    slower case fails, an inconclusive one only under strict. Without ab,
+    speed is a first look: possible slowdowns are listed with the command
+    that settles each (first_look), never failures. noise: per-case limits
+    widened to their run-to-run spread (--history, kbench.results.noise)."""
+    runs = [] if ab is None else [ab] if isinstance(ab, AbRun) else list(ab)
     comp = compare_runs(base, cand, alpha, max_slowdown, speed_targets, max_count_growth,
-                        interleaved=ab is not None, noise=noise)
-    interleaved = abgate.judge_ab(ab, max_slowdown, alpha) if ab is not None else []
-    failures = _ab_failures(ab, interleaved, strict) if ab is not None else []
-    if ab is not None and not any(v.stats is not None for v in interleaved):
-        comp.warnings.append(f"the interleaved run {ab.path} timed no case: speed is not gated")
+                        interleaved=bool(runs), noise=noise)
+    interleaved = abgate.judge_all(runs, max_slowdown, alpha) if runs else []
+    failures = _ab_failures(runs, interleaved, strict, max_slowdown) if runs else []
+    unjudged: list[str] = []
+    if runs:
+        if not any(v.stats is not None for v in interleaved):
+            comp.warnings.append(f"the interleaved run {', '.join(str(r.path) for r in runs)} "
+                                 "timed no case: speed is not gated")
+        judged = {v.label for v in interleaved}
+        unjudged = list(dict.fromkeys(c.ab_label for c in comp.cases
+                                      if c.note == INTERLEAVED_NOTE
+                                      and c.ab_label not in judged))
+        for r in runs:
+            if r.limit == r.limit and abs(r.limit - max_slowdown) > 1e-12:
+                comp.warnings.append(f"{r.path}: `kbench ab` judged it at ±{r.limit:.1%}; the "
+                                     f"gate judges it again at its own limit ±{max_slowdown:.1%}"
+                                     " (run kbench ab with --min-effect "
+                                     f"{max_slowdown * 100:g}% for one set of verdicts)")
     for name, info in (("candidate", comp.cand), ("base", comp.base)):
         if not info.complete:
             failures.append(GateFailure("incomplete", "", f"the {name} run did not complete "
@@ -686,57 +765,74 @@ def gate(base: Run, cand: Run, alpha: float = 0.01, max_slowdown: float = 0.05,
         elif case.cand_status == "skip" and case.base_status not in ("", "skip"):
             failures.append(GateFailure("missing", case.label, "ran in the base run, skipped "
                                         f"in the candidate: {entry.message if entry else ''}"))
-        limit = case.limit if case.limit >= max_slowdown else max_slowdown
-        if (case.verdict == SLOWER and case.ratio > 1 + limit
-                and case.robust_ratio > 1 + limit):
-            in_passes = ("" if math.isnan(case.pass_ratio) else
-                         f", {case.pass_ratio - 1:+.1%} in more than half of "
-                         f"{case.passes} passes")
-            why = (f"limit {limit:.1%}: its run-to-run spread (--history), wider than "
-                   f"{max_slowdown:.1%}" if limit > max_slowdown else f"limit {limit:.1%}")
-            failures.append(GateFailure(
-                "slowdown", case.label,
-                f"{case.ratio - 1:+.1%} ({why}){in_passes}, "
-                f"p = {case.p_slower:.2g} < {alpha:g} over {case.base_passes} and "
-                f"{case.passes} passes ({_short(comp.test)}, Holm-adjusted)"))
-        if strict and case.verdict == INCONCLUSIVE:
-            failures.append(GateFailure("inconclusive", case.label,
-                                        f"{case.ratio - 1:+.1%}, {case.note} (--strict)"))
-    for r in comp.realizations:
-        if r.verdict == SLOWER and r.median_ratio > 1 + max_slowdown:
-            failures.append(GateFailure(
-                "slowdown", r.label,
-                f"{r.median_ratio - 1:+.1%} median over its {r.cases} cases (limit "
-                f"{max_slowdown:.1%}), p = {r.p_slower:.2g} < {alpha:g} (one-sided t over "
-                f"the cases' log ratios against a move of {MARGIN_SHARE:.0%} of the limit, "
-                "Holm-adjusted with the cases)"))
-        if strict and r.verdict == INCONCLUSIVE:
-            failures.append(GateFailure("inconclusive", r.label,
-                                        f"{r.median_ratio - 1:+.1%}, {r.note} (--strict)"))
     failures += _count_failures(comp, c_idx)
     status = cand.meta.get("pytest_exit_status")
     if status not in (None, 0) and not any(f.reason == "correctness" for f in failures):
         failures.append(GateFailure("suite", "", f"the candidate's suites exited with status "
                                     f"{status} without a failing result row (a test outside the "
                                     "case verdicts failed, e.g. determinism)"))
-    return GateResult(comp, failures, interleaved, str(ab.path) if ab is not None else "", ab)
+    first = [] if runs else first_look(comp)
+    return GateResult(comp, failures, interleaved, [str(r.path) for r in runs], runs, first,
+                      unjudged)
 
 
-def _ab_failures(ab: AbRun, verdicts: list[AbVerdict], strict: bool) -> list[GateFailure]:
-    """What fails the gate in the interleaved run: not complete, a case that
-    failed to verify, a slowdown beyond the limit (inconclusive: --strict)."""
+INTERLEAVED_NOTE = "speed from the interleaved run (--ab)"
+SETTLE_BASE = "worker:BASE_CHECKOUT/build/worker/host/kb_worker"  # the base build's worker
+
+
+def first_look(comp: Comparison) -> list[FirstLook]:
+    """The two-run gate's speed findings: each case (and realization) the
+    test called slower beyond its limit, with the statistic the test judged
+    and the command that settles it. Never failures: two runs measured
+    apart cannot tell a slowdown from what changed on the machine between
+    them."""
     out = []
-    if not ab.complete:
-        out.append(GateFailure("incomplete", "", f"the interleaved run did not complete "
-                               f"({ab.path}): its speed verdicts cannot be trusted whole"))
+    for c in comp.cases:
+        if first_look_word(c, comp) != POSSIBLE_SLOWDOWN:
+            continue
+        limit = c.limit if c.limit >= comp.max_slowdown else comp.max_slowdown
+        why = (f"limit {limit:.1%}: its run-to-run spread (--history), wider than "
+               f"{comp.max_slowdown:.1%}" if limit > comp.max_slowdown else f"limit {limit:.1%}")
+        in_passes = ("" if math.isnan(c.pass_ratio) else
+                     f", {c.pass_ratio - 1:+.1%} in more than half of {c.passes} passes")
+        out.append(FirstLook(
+            c.label, c.gated_ratio,
+            f"{c.gated_ratio - 1:+.1%} (ratio of per-pass geometric means; {why}){in_passes}, "
+            f"p = {c.p_slower:.2g} < {comp.alpha:g} over {c.base_passes} and {c.passes} "
+            f"passes ({_short(comp.test)}, Holm-adjusted)",
+            abgate.settle_command(SETTLE_BASE, "worker:host", c.ab_label, comp.max_slowdown)))
+    for r in comp.realizations:
+        if r.verdict == SLOWER and r.median_ratio > 1 + comp.max_slowdown:
+            out.append(FirstLook(
+                r.label, r.median_ratio,
+                f"{r.median_ratio - 1:+.1%}: the median of its {r.cases} cases' ratios of "
+                f"per-pass geometric means (limit {comp.max_slowdown:.1%}), p = "
+                f"{r.p_slower:.2g} < {comp.alpha:g} (one-sided t over the cases' log "
+                f"ratios against a move of {MARGIN_SHARE:.0%} of the limit, Holm-adjusted with "
+                "the cases)", ""))
+    return out
+
+
+def _ab_failures(runs: Sequence[AbRun], verdicts: list[AbVerdict], strict: bool,
+                 limit: float) -> list[GateFailure]:
+    """What fails the gate in the interleaved runs: one not complete, a case
+    that failed to verify, a slowdown beyond the limit (inconclusive:
+    --strict)."""
+    out = []
+    for ab in runs:
+        if not ab.complete:
+            out.append(GateFailure("incomplete", "", f"the interleaved run did not complete "
+                                   f"({ab.path}): its speed verdicts cannot be trusted whole"))
     for v in verdicts:
         if v.verdict == abgate.FAILED:
             out.append(GateFailure("correctness", v.label, f"interleaved run: {v.detail}"))
         elif v.verdict == SLOWER:
             out.append(GateFailure("slowdown", v.label, f"interleaved (kbench ab): {v.detail}"))
         elif strict and v.verdict == abgate.INCONCLUSIVE:
-            out.append(GateFailure("inconclusive", v.label, f"interleaved: {v.detail}; settle "
-                                   f"it: {abgate.settle_command(ab, [v])} (--strict)"))
+            settle = abgate.settle_commands([v], runs, limit)
+            out.append(GateFailure("inconclusive", v.label, f"interleaved: {v.detail}"
+                                   + (f"; settle it: {settle[0]}" if settle else "")
+                                   + " (--strict)"))
     return out
 
 
@@ -754,6 +850,13 @@ def _count_failures(comp: Comparison, c_idx: dict[CaseKey, _Entry]) -> list[Gate
         if d.verdict == COUNT_MISSING and d.key in present:
             out.append(GateFailure("count", d.label, "counted in the base run, not in the "
                                    "candidate (run it with --count-method tb)"))
+    return out
+
+
+def _tally(words: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for w in words:
+        out[w] = out.get(w, 0) + 1
     return out
 
 
@@ -786,23 +889,49 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _perf_table(cases: list[CaseComparison], max_rows: int) -> list[str]:
-    order = {SLOWER: 0, MISSING: 1, INCONCLUSIVE: 2, FASTER: 3, SAME: 4, NOT_COMPARABLE: 5,
-             NEW: 6}
-    rows = sorted(cases, key=lambda c: (order.get(c.verdict, 7),
-                                        -(c.ratio if c.ratio == c.ratio else 0.0)))
-    out = ["| target | realization | case | kind | base median | candidate median | ratio "
-           "| pass ratio | p | verdict |",
-           "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+def first_look_word(c: CaseComparison, comp: Comparison) -> str:
+    """A case's speed word in the two-run gate (no --ab): never "same" and
+    never a failure: "possible slowdown" where the test called it slower
+    beyond its limit, "possible speedup" for the mirror image, else "speed
+    not gated (first look)"; a case not compared keeps its verdict."""
+    if c.verdict in (NOT_COMPARABLE, MISSING, NEW, UNTIMED):
+        return c.verdict
+    limit = c.limit if c.limit >= comp.max_slowdown else comp.max_slowdown
+    # beyond the limit in the figure the test judged and in more than half of the passes
+    if c.verdict == SLOWER and c.gated_ratio > 1 + limit and c.robust_ratio > 1 + limit:
+        return POSSIBLE_SLOWDOWN
+    if (c.verdict == FASTER and c.gated_ratio < 1 / (1 + limit)
+            and c.robust_ratio < 1 / (1 + limit)):
+        return "possible speedup"
+    return FIRST_LOOK
+
+
+def gated_sort(cases: list[CaseComparison]) -> list[CaseComparison]:
+    """By the statistic the test judged, largest (slowest) first; cases
+    without one last."""
+    return sorted(cases, key=lambda c: -(c.gated_ratio if c.gated_ratio == c.gated_ratio
+                                         else -math.inf))
+
+
+def _perf_table(cases: list[CaseComparison], max_rows: int,
+                word: Any = None) -> list[str]:
+    """The two-run table, sorted by the gated statistic (largest first);
+    word(case): the verdict to show (default: the comparison's)."""
+    rows = gated_sort(cases)
+    out = ["| target | realization | case | kind | base median | candidate median "
+           "| gated ratio | median ratio | pass ratio | p | verdict |",
+           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for c in rows[:max_rows]:
         _, target, _, catalog, case, kind, realization, threads = c.key
         real = realization + (f" ×{threads}" if threads > 1 else "")
-        verdict = f"**{c.verdict}**" if c.verdict in (SLOWER, MISSING) else c.verdict
+        shown = word(c) if word is not None else c.verdict
+        verdict = f"**{shown}**" if shown in (SLOWER, MISSING, POSSIBLE_SLOWDOWN) else shown
         if c.note:
             verdict += f" ({_md(c.note)})"
+        gated = _fmt_ratio(c.gated_ratio) if math.isfinite(c.log_ratio) else "–"
         out.append(f"| {_md(target)} | `{_md(real)}` | {_md(case)} | {_md(kind)} "
                    f"| {_fmt_ns(c.base_median_ns)} | {_fmt_ns(c.cand_median_ns)} "
-                   f"| {_fmt_ratio(c.ratio)} | {_fmt_pass(c)} | {_fmt_p(c.p_value)} "
+                   f"| {gated} | {_fmt_ratio(c.ratio)} | {_fmt_pass(c)} | {_fmt_p(c.p_value)} "
                    f"| {verdict} |")
     if len(rows) > max_rows:
         out.append(f"\n… and {len(rows) - max_rows} more timed case(s).")
@@ -816,65 +945,105 @@ def ab_tally(verdicts: list[AbVerdict]) -> dict[str, int]:
     return out
 
 
+AB_ORDER = {abgate.FAILED: 0, SLOWER: 1, abgate.INCONCLUSIVE: 2, abgate.UNTIMED: 3,
+            abgate.NOT_SLOWER: 4, FASTER: 5, SAME: 6}
+
+
 def _ab_markdown(result: GateResult, max_rows: int) -> list[str]:
     tally = ", ".join(f"{n} {v}" for v, n in sorted(ab_tally(result.interleaved).items()))
+    limit = result.comparison.max_slowdown
     lines = [f"### Speed, interleaved ({tally or 'no case'})", "",
-             f"From `{_md(result.ab_path)}` (`kbench ab`: base and candidate rounds "
-             f"alternating; the paired ratio's interval must lie beyond 1 + "
-             f"{result.comparison.max_slowdown:.1%} for a slowdown; inconclusive cases are not "
-             "failures unless --strict).", "",
-             "| case | paired ratio [interval] | verdict |", "|---|---:|---|"]
-    shown = sorted(result.interleaved, key=lambda v: v.verdict == SAME)[:max_rows]
+             f"From {', '.join(f'`{_md(p)}`' for p in result.ab_paths)} (`kbench ab`: base "
+             "and candidate rounds alternating; where several folders judged a case, the "
+             f"later one's verdict stands). At the limit ±{limit:.1%}: slower (the "
+             f"interval above {1 + limit:.3f}) fails; not slower (below it), same (within "
+             f"±{limit:.1%}) and faster pass; inconclusive (the interval straddles "
+             f"{1 + limit:.3f}, or its minima or blocks disagree) is not a failure unless "
+             "--strict.", "",
+             "| case | paired ratio [interval] | verdict | why |", "|---|---:|---|---|"]
+    shown = sorted(result.interleaved, key=lambda v: AB_ORDER.get(v.verdict, 7))[:max_rows]
     for v in shown:
         mark = f"**{v.verdict}**" if v.verdict in (SLOWER, abgate.INCONCLUSIVE,
                                                    abgate.FAILED) else v.verdict
-        lines.append(f"| {_md(v.label)} | {abgate.ratio_text(v)} | {mark} |")
-    unsure = [v for v in result.interleaved if v.verdict == abgate.INCONCLUSIVE]
-    if unsure and result.ab_run is not None:
-        lines += ["", f"Settle the {len(unsure)} inconclusive case(s) with more rounds:", "",
-                  "```sh", abgate.settle_command(result.ab_run, unsure), "```"]
+        why = v.stats.reason if v.stats is not None else v.detail
+        if v.at_the_limit:
+            why = f"at the limit after settling: {why}"
+        lines.append(f"| {_md(v.label)} | {abgate.ratio_text(v)} | {mark} | {_md(why)} |")
+    if len(result.interleaved) > max_rows:
+        lines.append(f"\n… and {len(result.interleaved) - max_rows} more case(s).")
+    commands = result.settle_commands()
+    if commands:
+        lines += ["", f"Settle the {len(commands)} inconclusive case(s), one command each, then "
+                  "gate again with each folder as one more `--ab` (the later folder wins):", "",
+                  "```sh", *commands, "```"]
+    if result.unjudged:
+        lines += ["", f"Unjudged: {len(result.unjudged)} timed case(s) no interleaved folder "
+                  "judged: " + ", ".join(_md(u) for u in result.unjudged[:max_rows])]
+    return lines
+
+
+def _first_look_markdown(result: GateResult, max_rows: int) -> list[str]:
+    found = result.first_look
+    lines = [f"### Speed: first look, not gated ({len(found)} possible slowdown(s))", "",
+             "Two runs measured apart differ by what changed on the machine between them: "
+             "their speed findings never fail the gate. Settle a possible slowdown with "
+             "`kbench ab` (base and candidate interleaved), then gate with `--ab`."]
+    if found:
+        lines += ["", "| case | gated ratio | detail |", "|---|---:|---|"]
+        lines += [f"| {_md(f.case)} | {_fmt_ratio(f.ratio)} | {_md(f.detail)} |"
+                  for f in found[:max_rows]]
+        commands = [f.settle for f in found if f.settle]
+        if commands:
+            lines += ["", "```sh", *commands[:max_rows], "```"]
     return lines
 
 
 def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
-    """A Markdown report (for a CI job summary): verdict, failures, the
-    per-case timing table and the correctness counts of the candidate."""
+    """A Markdown report (for a CI job summary): the verdict and what decides
+    it first (failures, the speed verdicts), then the settings, the counts,
+    the two-run timing table sorted by the gated statistic and the
+    correctness counts of the candidate."""
     gate_result = result if isinstance(result, GateResult) else None
     comp = result.comparison if isinstance(result, GateResult) else result
+    with_ab = gate_result is not None and bool(gate_result.ab_paths)
     lines: list[str] = []
     if gate_result is not None:
         mark = "PASSED" if gate_result.passed else "FAILED"
-        lines.append(f"## kbench gate: {mark}")
+        lines += [f"## kbench gate: {mark}"]
+        if gate_result.failures:
+            lines += ["", f"### Failures ({len(gate_result.failures)})", "",
+                      "| reason | case | detail |", "|---|---|---|"]
+            for f in gate_result.failures:
+                lines.append(f"| {f.reason} | {_md(f.case) or '–'} | {_md(f.detail)} |")
+        lines += ["", *(_ab_markdown(gate_result, max_rows) if with_ab
+                        else _first_look_markdown(gate_result, max_rows))]
+        lines += ["", "### Settings"]
     else:
         lines.append("## kbench compare")
     lines += ["", f"- base: `{_md(comp.base.path)}`: {_md(comp.base.describe())}",
               f"- candidate: `{_md(comp.cand.path)}`: {_md(comp.cand.describe())}",
               f"- slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} "
-              + ("(speed from the interleaved run below only: the two runs' times are not "
-                 "compared)" if gate_result is not None and gate_result.ab_path else
+              + ("(speed from the interleaved run(s) only: the two runs' times are not "
+                 "compared)" if with_ab else
                  f"({comp.test or TWO_RUN_TEST}, Holm-adjusted over the cases compared; the "
-                 "unit is the pass, never the round, and a slowdown must show in more than "
-                 "half of the passes)") + "; emulated times are never compared as speed",
+                 "unit is the pass, never the round; the gated ratio is the ratio of the "
+                 "per-pass geometric means the test judged)") + "; emulated times are never "
+              "compared as speed",
               f"- instruction counts (emulated targets) are compared exactly: a call or B "
               f"packing that grew by more than {comp.instructions.limit:.2%} fails"]
     counts = comp.counts()
-    if counts:
-        lines.append("- timed cases: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    if counts and not with_ab:
+        if gate_result is not None:
+            words = _tally(first_look_word(c, comp) for c in comp.timed())
+        else:
+            words = counts
+        lines.append("- timed cases: " + ", ".join(f"{n} {v}" for v, n in sorted(words.items())))
     for w in comp.warnings:
         lines.append(f"- warning: {_md(w)}")
-    if gate_result is not None and gate_result.failures:
-        lines += ["", f"### Failures ({len(gate_result.failures)})", "",
-                  "| reason | case | detail |", "|---|---|---|"]
-        for f in gate_result.failures:
-            lines.append(f"| {f.reason} | {_md(f.case) or '–'} | {_md(f.detail)} |")
-    if gate_result is not None and gate_result.ab_path:
-        lines += ["", *_ab_markdown(gate_result, max_rows)]
     unsure = [c for c in comp.cases if c.verdict == INCONCLUSIVE]
     if unsure and gate_result is not None:
-        strict = any(f.reason == "inconclusive" for f in gate_result.failures)
-        why = "failures under --strict" if strict else "not failures"
-        lines += ["", f"### Inconclusive ({len(unsure)}, {why})",
-                  "", *(f"- {_md(c.label)}: {c.ratio - 1:+.1%}, {_md(c.note)}"
+        lines += ["", f"### Machine drift ({len(unsure)} case(s), not failures)",
+                  "", *(f"- {_md(c.label)}: {c.gated_ratio - 1:+.1%}, {_md(c.note)}"
                         for c in unsure[:max_rows])]
     if comp.instructions.deltas:
         tally = ", ".join(f"{n} {v}" for v, n in sorted(comp.instructions.tally().items()))
@@ -882,18 +1051,27 @@ def markdown(result: GateResult | Comparison, max_rows: int = 200) -> str:
                   *markdown_table(comp.instructions, max_rows)]
     if comp.realizations:
         lines += ["", f"### Realizations, their cases together ({len(comp.realizations)})", "",
-                  "| target | realization | cases | median ratio | p (slower) | verdict |",
+                  "| target | realization | cases | median gated ratio | p (slower) | verdict |",
                   "|---|---|---:|---:|---:|---|"]
         for r in sorted(comp.realizations, key=lambda r: -r.median_ratio):
             suite, target, op, realization, threads = r.key
             t = f" ×{threads}" if threads > 1 else ""
-            verdict = f"**{r.verdict}**" if r.verdict == SLOWER else r.verdict
+            shown = r.verdict
+            if gate_result is not None:
+                shown = (POSSIBLE_SLOWDOWN if r.verdict == SLOWER
+                         and r.median_ratio > 1 + comp.max_slowdown else FIRST_LOOK)
+            verdict = f"**{shown}**" if shown in (SLOWER, POSSIBLE_SLOWDOWN) else shown
             lines.append(f"| {_md(target)} | `{_md(realization)}{t}` | {r.cases} "
                          f"| {_fmt_ratio(r.median_ratio)} | {_fmt_p(r.p_slower)} "
                          f"| {verdict}{f' ({_md(r.note)})' if r.note else ''} |")
     timed = comp.timed()
-    if timed:
-        lines += ["", f"### Timed cases ({len(timed)})", "", *_perf_table(timed, max_rows)]
+    if timed and with_ab:
+        lines += ["", f"### Timed cases of the two runs ({len(timed)})", "",
+                  "Not compared: their speed comes from the interleaved run(s) above."]
+    elif timed:
+        word = (lambda c: first_look_word(c, comp)) if gate_result is not None else None
+        lines += ["", f"### Timed cases ({len(timed)}), largest gated ratio first", "",
+                  *_perf_table(timed, max_rows, word)]
     by_suite: dict[str, dict[str, int]] = {}
     for c in comp.cases:
         if c.cand_status:

@@ -109,13 +109,18 @@ def gate_doc(result: GateResult, ids: tuple[int | None, int | None] = (None, Non
     doc["schema"] = schema_id("gate")
     doc["failures"] = [{"reason": f.reason, "case": f.case, "detail": f.detail}
                        for f in result.failures]
-    doc["interleaved"] = None if not result.ab_path else {
-        "path": result.ab_path,
+    doc["interleaved"] = None if not result.ab_paths else {
+        "path": result.ab_path, "paths": list(result.ab_paths),
+        "undecided": len(result.undecided), "unjudged": list(result.unjudged),
+        "settle": result.settle_commands(),
         "cases": [{"case": v.label, "verdict": v.verdict, "detail": v.detail,
                    "median_ratio": number(v.stats.median_ratio) if v.stats else None,
                    "ci_low": number(v.stats.ci_low) if v.stats else None,
-                   "ci_high": number(v.stats.ci_high) if v.stats else None}
+                   "ci_high": number(v.stats.ci_high) if v.stats else None,
+                   "source": v.source, "settled": v.settled}
                   for v in result.interleaved]}
+    doc["first_look"] = [{"case": f.case, "ratio": number(f.ratio), "detail": f.detail,
+                          "settle": f.settle} for f in result.first_look]
     doc["passed"] = result.passed
     return doc
 

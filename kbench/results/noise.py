@@ -25,6 +25,8 @@ import pandas as pd
 from kbench.results.compare import CaseKey, case_key
 from kbench.results.history import query_runs, run_results
 
+NOISY_CV = 0.10  # a case whose rounds vary more than this (stdev / mean) is NOISY
+
 NOISE_Z = 2.0  # standard deviations of log time in the band
 MIN_RUNS = 3  # runs a case needs before its spread counts
 

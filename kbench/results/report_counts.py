@@ -122,6 +122,144 @@ def anchor_table(run: Run, paths: tuple[Path, ...] = anc.DEFAULT_TABLES) -> pd.D
     return pd.DataFrame(rows, columns=ANCHOR_TABLE)
 
 
+FASTEST_COUNT_COLUMNS = ["target", "catalog", "case", "shape", "counted", "kernels", "winner",
+                         "call", "runner_up", "runner_up_vs_winner", "fewest_kernel",
+                         "kernel_instructions", "fewest_pack_b", "pack_b", "principal",
+                         "principal_per_floor", "why"]
+MIN_KERNELS = 2  # a winner needs at least this many different kernels counted on the shape
+PRINCIPAL = ("outer", "dot", "mla")  # the class of a kernel's principal instruction, first found
+
+
+def _kernel_of(df: pd.DataFrame) -> pd.Series:
+    kernel = df["kernel"].astype(str) if "kernel" in df else df["realization"].astype(str)
+    return kernel.where(kernel != "", df["realization"].astype(str))
+
+
+def _principal(row: pd.Series) -> tuple[str, float]:
+    """The kernel's principal instructions (outer products, else dot
+    products, else multiply-accumulates) as counted in its mix."""
+    mix = parse_mix(str(row.get("count_mix", "") or "")).get("kernel") or {}
+    for cls in PRINCIPAL:
+        if mix.get(cls, 0):
+            return cls, float(mix[cls])
+    return "", math.nan
+
+
+def fastest_by_counts(run: Run) -> pd.DataFrame:
+    """Per counted shape on an emulated target, "fastest" by the metric that
+    is valid there, exact instructions: the realization with the fewest
+    instructions per call (the winner) when at least MIN_KERNELS different
+    kernels were counted on it (B forms and blockings of one kernel are no
+    contest), the runner-up of another kernel and its ratio to the winner,
+    the fewest kernel instructions and the fewest to pack B on its own, and
+    the winner's principal instructions (outer or dot products, or
+    multiply-accumulates) against their floor."""
+    df = counted(run)
+    if df.empty:
+        return pd.DataFrame(columns=FASTEST_COUNT_COLUMNS)
+    df = df.assign(_kernel=_kernel_of(df))
+    rows = []
+    for (target, catalog, case), g in df.groupby(["target", "catalog", "case"], sort=False):
+        g = g.sort_values(["count_call", "realization"])
+        n = int(g["_kernel"].nunique())
+        out: dict[str, Any] = {"target": target, "catalog": catalog, "case": case,
+                               "shape": str(g["shape"].iloc[0]), "counted": len(g),
+                               "kernels": n, "winner": "", "call": math.nan, "runner_up": "",
+                               "runner_up_vs_winner": math.nan, "fewest_kernel": "",
+                               "kernel_instructions": math.nan, "fewest_pack_b": "",
+                               "pack_b": math.nan, "principal": "",
+                               "principal_per_floor": math.nan, "why": ""}
+        if n < MIN_KERNELS:
+            out["why"] = ("one kernel counted (its B forms or blockings are no contest): "
+                          "no winner")
+            rows.append(out)
+            continue
+        w = g.iloc[0]
+        other = g[g["_kernel"] != w["_kernel"]].iloc[0]
+        kern = g[g["count_kernel"] > 0].sort_values(["count_kernel", "realization"])
+        pack = g[g["count_pack_b"] > 0].sort_values(["count_pack_b", "realization"])
+        cls, principal = _principal(w)
+        floor = float(w.get("count_floor", math.nan) or math.nan)
+        out.update(winner=str(w["realization"]), call=float(w["count_call"]),
+                   runner_up=str(other["realization"]),
+                   runner_up_vs_winner=float(other["count_call"]) / float(w["count_call"]),
+                   principal=cls,
+                   principal_per_floor=principal / floor if floor > 0 else math.nan)
+        if len(kern):
+            out.update(fewest_kernel=str(kern.iloc[0]["realization"]),
+                       kernel_instructions=float(kern.iloc[0]["count_kernel"]))
+        if len(pack):
+            out.update(fewest_pack_b=str(pack.iloc[0]["realization"]),
+                       pack_b=float(pack.iloc[0]["count_pack_b"]))
+        rows.append(out)
+    return pd.DataFrame(rows, columns=FASTEST_COUNT_COLUMNS)
+
+
+COUNT_PANELS = (("count_call", "call", "whole call"), ("count_kernel", "kernel", "kernel"),
+                ("count_pack_b", "pack_b", "packing B on its own"))
+
+
+def plot_counts(counts: pd.DataFrame, anchors: pd.DataFrame, target: str,
+                colors: dict[str, Any]) -> Any:
+    """Instructions on each counted shape of one target, three panels (the
+    whole call, its kernel, packing B on its own): every realization (ours
+    and plugins') and every peer anchor of that shape and phase side by side
+    on the shape's row, x = instructions / the fewest on that row (log; 1 =
+    the fewest); each row names the fewest whole call."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
+
+    g = counts[(counts["target"] == target) & (counts["count_call"] > 0)]
+    cases = list(dict.fromkeys(zip(g["catalog"], g["case"], strict=True)))
+    reals = sorted(set(g["realization"]))
+    a = anchors[anchors["target"] == target] if len(anchors) else anchors
+    fig = Figure(figsize=(13, 1.9 + 0.32 * len(cases) + 0.22 * math.ceil(len(reals) / 3)),
+                 layout="constrained")
+    axes = fig.subplots(1, len(COUNT_PANELS), sharey=True)
+    labels = []
+    for i, (catalog, case) in enumerate(cases):
+        rows = g[(g["catalog"] == catalog) & (g["case"] == case)]
+        top = rows.sort_values(["count_call", "realization"]).iloc[0]
+        labels.append(f"{rows['shape'].iloc[0]} — {top['realization']}")
+        for ax, (column, phase, _) in zip(axes, COUNT_PANELS, strict=True):
+            vals = rows[rows[column] > 0] if column in rows else rows.iloc[0:0]
+            peers = a[(a["case"] == case) & (a["phase"] == phase)] if len(a) else a
+            found = [*vals[column], *(peers["peer"] if len(peers) else [])]
+            if not found:
+                continue
+            best = float(min(found))
+            for _, r in vals.iterrows():
+                ax.scatter(float(r[column]) / best, -i, s=26, zorder=3,
+                           color=colors.get(str(r["realization"]), "0.5"),
+                           edgecolors="black", linewidths=0.3)
+            for _, r in peers.iterrows():
+                ax.scatter(float(r["peer"]) / best, -i, s=46, marker="x", color="black",
+                           zorder=4)
+    for ax, (_, _, title) in zip(axes, COUNT_PANELS, strict=True):
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
+        ax.axvline(1.0, color="black", lw=0.8)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(title, fontsize="medium")
+        ax.set_xlabel("instructions / the fewest on the shape")
+    axes[0].set_yticks([-i for i in range(len(cases))], labels, fontsize="small")
+    axes[0].set_ylim(-len(cases) + 0.5, 0.5)
+    axes[0].set_ylabel("shape — the fewest instructions per call")
+    handles = [Line2D([], [], marker="o", ls="", color=colors.get(r, "0.5"), label=r)
+               for r in reals]
+    if len(a):
+        handles.append(Line2D([], [], marker="x", ls="", color="black",
+                              label="peer anchor (their measured counts)"))
+    if handles:
+        widest = max(len(h.get_label()) for h in handles) + 6
+        fig.legend(handles=handles, loc="outside lower center", fontsize="small",
+                   frameon=False, ncol=max(1, min(len(handles), 150 // widest)))
+    fig.suptitle(f"exact instructions on {target} (emulated: counts, not time), per shape",
+                 fontweight="bold")
+    return fig
+
+
 def summary(run: Run) -> dict[str, str]:
     """QEMU version(s), counting method(s) and CPU(s) behind the counts."""
     df = counted(run)

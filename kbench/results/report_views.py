@@ -77,34 +77,72 @@ def family_colors(names: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-FASTEST_COLUMNS = ["target", "catalog", "case", "shape", "fastest_ours", "ours_time_ns",
-                   "ours_gflops", "fastest_peer", "peer_time_ns", "peer_vs_ours"]
+FASTEST_COLUMNS = ["target", "catalog", "case", "shape", "kernels", "winner", "fastest_ours",
+                   "ours_time_ns", "ours_gflops", "fastest_peer", "peer_time_ns", "peer_vs_ours",
+                   "noisy", "why"]
+MIN_KERNELS = 2  # a winner needs at least this many different kernels timed on the shape
+
+
+def _kernels(g: pd.DataFrame) -> pd.Series:
+    """The kernel of each row (a peer's or an older run's without one: its
+    realization): B forms, blockings and thread counts of one kernel are one."""
+    name = (g["realization"] if "realization" in g else g["series"].map(family)).astype(str)
+    kernel = g["kernel"].astype(str) if "kernel" in g else name
+    return kernel.where(kernel != "", name)
+
+
+OUR_BACKENDS = ("scalar", "neon", "sme")  # kbench's own; any other is a peer's or a plugin's
+
+
+def _not_ours(g: pd.DataFrame) -> pd.Series:
+    """Rows of a peer library or a plugin: by backend (a peer's or plugin's
+    entry point may be named anything), by name where no backend is known."""
+    if "backend" in g:
+        return ~g["backend"].astype(str).isin(OUR_BACKENDS)
+    return g["series"].map(is_peer).astype(bool)  # an empty group's mask stays a mask
 
 
 def fastest_per_shape(gflops: pd.DataFrame) -> pd.DataFrame:
-    """Per shape: the fastest of our realizations and the fastest peer (by
-    median time), and peer time / our time (above 1: ours is faster)."""
+    """Per shape, by median time: how many different kernels were timed;
+    the winner over all of them and the fastest of ours, each named only
+    where at least MIN_KERNELS different kernels were timed (among all, or
+    among ours) — B forms of one kernel are no contest; the fastest peer
+    (a peer library's or a plugin's realization), and peer time / our best
+    time (above 1: ours is faster); whether a named time is NOISY, and why a
+    shape has no winner."""
     if gflops.empty:
         return pd.DataFrame(columns=FASTEST_COLUMNS)
     rows = []
     for (target, catalog, case), g in gflops.groupby(["target", "catalog", "case"], sort=False):
         shape = str(g["shape"].iloc[0])
         g = g[g["time_median_ns"] > 0]  # a NaN median (timing failed) is never the fastest
-        peers = g["series"].map(is_peer).astype(bool)  # an empty group's mask stays a mask
+        peers = _not_ours(g)
+        kernels = _kernels(g)
         ours = g[~peers].sort_values("time_median_ns")
         peer = g[peers].sort_values("time_median_ns")
+        best = g.sort_values("time_median_ns")
+        n = int(kernels.nunique())
+        contest = n >= MIN_KERNELS
+        ours_contest = int(kernels[~peers].nunique()) >= MIN_KERNELS
         o = ours.iloc[0] if len(ours) else None
         p = peer.iloc[0] if len(peer) else None
+        w = best.iloc[0] if contest else None
+        named = [x for x in (w, o if ours_contest else None, p if contest else None)
+                 if x is not None]
+        noisy = any(bool(x.get("noisy", False)) for x in named)
+        why = ("" if contest else "no time came back" if not n else
+               "one kernel timed (its B forms, blockings or threads are no contest): no winner")
         rows.append({
-            "target": target, "catalog": catalog, "case": case,
-            "shape": shape,
-            "fastest_ours": "" if o is None else str(o["series"]),
+            "target": target, "catalog": catalog, "case": case, "shape": shape,
+            "kernels": n, "winner": str(w["series"]) if w is not None else "",
+            "fastest_ours": str(o["series"]) if o is not None and ours_contest else "",
             "ours_time_ns": math.nan if o is None else float(o["time_median_ns"]),
             "ours_gflops": math.nan if o is None else float(o["gflops"]),
-            "fastest_peer": "" if p is None else str(p["series"]),
+            "fastest_peer": str(p["series"]) if p is not None and contest else "",
             "peer_time_ns": math.nan if p is None else float(p["time_median_ns"]),
             "peer_vs_ours": (math.nan if o is None or p is None
                              else float(p["time_median_ns"]) / float(o["time_median_ns"])),
+            "noisy": noisy, "why": why,
         })
     return pd.DataFrame(rows, columns=FASTEST_COLUMNS)
 
@@ -143,33 +181,63 @@ def group_label(members: list[str], limit: int = 3) -> str:
 
 @dataclass(frozen=True)
 class GateView:
-    """What the report shows of the gate: verdict, failures, statistics."""
+    """What the report shows of the gate: verdict, failures and the speed
+    verdicts that decide it (interleaved with --ab; a first look without)."""
 
     passed: bool
     settings: str
     failures: pd.DataFrame  # reason, case, detail
-    cases: pd.DataFrame  # per timed case: ratio, pass ratio, p, verdict, note
-    counts: dict[str, int]
+    cases: pd.DataFrame  # the speed verdicts, those that decide first
+    counts: dict[str, int]  # the speed words and how many cases have each
     warnings: list[str]
+    undecided: int = 0  # --ab: the inconclusive cases
+    possible: int = 0  # without --ab: the possible slowdowns (a first look, not failures)
+    settle: tuple[str, ...] = ()  # the commands that settle them
 
 
 def gate_view(result: Any) -> GateView:
-    """From a kbench.results.compare.GateResult."""
-    from kbench.results.compare import TWO_RUN_TEST
+    """From a kbench.results.compare.GateResult: with --ab its interleaved
+    verdicts (each with its interval and reason); without, the two runs'
+    cases with the gate's first-look words, largest gated ratio first."""
+    from kbench.results.compare import TWO_RUN_TEST, ab_tally, first_look_word, gated_sort
 
     comp = result.comparison
     failures = pd.DataFrame([{"reason": f.reason, "case": f.case, "detail": f.detail}
                              for f in result.failures], columns=["reason", "case", "detail"])
-    frame = comp.frame()
-    timed = frame[[c.timed for c in comp.cases]] if len(frame) else frame
-    cols = ["target", "realization", "catalog", "case", "base_median_ns", "cand_median_ns",
-            "ratio", "pass_ratio", "p_slower", "verdict", "note"]
-    cases = timed[cols].reset_index(drop=True) if len(timed) else pd.DataFrame(columns=cols)
-    settings = (f"slowdown limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} ("
-                f"{comp.test or TWO_RUN_TEST}, Holm-adjusted; the pass is the unit, never "
-                "the round, and the slowdown must show in more than half of the passes)")
-    return GateView(result.passed, settings, failures, cases, comp.counts(),
-                    list(comp.warnings))
+    if result.ab_paths:
+        rows = [{"case": v.label, "median_ratio": v.stats.median_ratio if v.stats else math.nan,
+                 "ci_low": v.stats.ci_low if v.stats else math.nan,
+                 "ci_high": v.stats.ci_high if v.stats else math.nan, "verdict": v.verdict,
+                 "why": v.stats.reason if v.stats else v.detail, "source": v.source}
+                for v in result.interleaved]
+        cols = ["case", "median_ratio", "ci_low", "ci_high", "verdict", "why", "source"]
+        settings = (f"speed from the interleaved run(s) {result.ab_path} at the limit "
+                    f"±{comp.max_slowdown:.1%}, alpha {comp.alpha:g}: slower (the interval "
+                    "above the limit) fails, inconclusive (it straddles it) is listed with the "
+                    "command that settles it, not slower, same and faster pass")
+        return GateView(result.passed, settings, failures, pd.DataFrame(rows, columns=cols),
+                        ab_tally(result.interleaved), list(comp.warnings),
+                        undecided=len(result.undecided),
+                        settle=tuple(result.settle_commands()))
+    cols = ["case", "base_median_ns", "cand_median_ns", "gated_ratio", "ratio", "pass_ratio",
+            "p_slower", "verdict", "note"]
+    timed = gated_sort(comp.timed())
+    rows = [{"case": c.label, "base_median_ns": c.base_median_ns,
+             "cand_median_ns": c.cand_median_ns,
+             "gated_ratio": c.gated_ratio if math.isfinite(c.log_ratio) else math.nan,
+             "ratio": c.ratio, "pass_ratio": c.pass_ratio, "p_slower": c.p_slower,
+             "verdict": first_look_word(c, comp), "note": c.note} for c in timed]
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    settings = (f"a first look: two runs measured apart never fail the gate on speed; slowdown "
+                f"limit {comp.max_slowdown:.1%}, alpha {comp.alpha:g} ({comp.test or TWO_RUN_TEST}"
+                ", Holm-adjusted; gated ratio = the ratio of the per-pass geometric means the "
+                "test judged; a possible slowdown must show in more than half of the passes; "
+                "settle it with kbench ab)")
+    return GateView(result.passed, settings, failures, pd.DataFrame(rows, columns=cols), counts,
+                    list(comp.warnings), possible=len(result.first_look),
+                    settle=tuple(f.settle for f in result.first_look if f.settle))
 
 
 # ----------------------------------------------------------------- history trends
@@ -279,6 +347,49 @@ def plot_trends(trends: pd.DataFrame, colors: dict[str, Any], max_cases: int = 2
 
 # ----------------------------------------------------------------- the header's answers
 
+def _winners(table: pd.DataFrame, column: str) -> tuple[pd.Series, int]:
+    """(wins per realization over the shapes with a winner, shapes without)."""
+    named = table[table[column].astype(str) != ""]
+    return named[column].astype(str).value_counts(), len(table) - len(named)
+
+
+def _fastest_text(wins: pd.Series, single: int, shapes: int, what: str) -> str:
+    if not len(wins):
+        return (f"no winner: one kernel {what} on each of the {shapes} shape(s) (B forms of "
+                "one kernel are no contest)")
+    top, n = str(wins.index[0]), int(wins.iloc[0])
+    contested = int(wins.sum())
+    return (f"{top} on {n} of {contested} shape(s) with two or more kernels {what}"
+            + (f"; {len(wins) - 1} other realization(s) on the rest" if len(wins) > 1 else "")
+            + (f"; {single} shape(s) with one kernel {what}: no winner" if single else ""))
+
+
+def _fastest_answers(fastest: pd.DataFrame, fastest_counts: pd.DataFrame | None,
+                     emulated_only: bool, has_counts: bool) -> list[Answer]:
+    """"Fastest per shape?" from the metric valid on each target: median
+    times on hardware, exact instruction counts (the fewest per call) on
+    emulated targets; a winner only where two or more kernels were measured."""
+    out = []
+    counted = fastest_counts if fastest_counts is not None else pd.DataFrame()
+    if len(fastest):
+        wins, single = _winners(fastest, "winner")
+        out.append(Answer(QUESTIONS[1], _fastest_text(wins, single, len(fastest),
+                                                              "timed"), "performance", "note"))
+    if len(counted):
+        wins, single = _winners(counted, "winner")
+        question = QUESTIONS[1] if not out else "Fewest instructions per shape?"
+        out.append(Answer(question, "by exact instruction counts per call (emulated: counts, "
+                          "not time): " + _fastest_text(wins, single, len(counted), "counted"),
+                          "counts", "note"))
+    if out:
+        return out
+    if emulated_only:
+        return [Answer(QUESTIONS[1], "emulated timings are not speed"
+                       + (": see the instruction counts" if has_counts else
+                          " and no instruction counts were taken (kbench run --count-method "
+                          "tb)"), "counts" if has_counts else "emulated", "note")]
+    return [Answer(QUESTIONS[1], "no timed results", "performance", "note")]
+
 @dataclass(frozen=True)
 class Answer:
     """One question the report's header answers, with a link to its section."""
@@ -290,12 +401,16 @@ class Answer:
 
 
 FAILED_STATUSES = ("fail", "error", "crashed", "exited", "timeout")
+# the questions the header answers, in order (the README's picture caption names them:
+# docs/gen/kbdocs.py report_caption)
+QUESTIONS = ("Correct?", "Fastest per shape?", "Regressed?", "Trend?")
 
 
 def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
             speedup_vs_baseline: pd.DataFrame, counts_vs_committed: pd.DataFrame,
             gate: GateView | None, has_baseline: bool, trend_runs: int,
-            emulated_only: bool, has_counts: bool = False) -> tuple[str, list[Answer]]:
+            emulated_only: bool, has_counts: bool = False,
+            fastest_counts: pd.DataFrame | None = None) -> tuple[str, list[Answer]]:
     """The worst status of the run (failed, regressed, incomplete,
     inconclusive (the gate passed with speed verdicts left to drift), all pass;
     "no results" for an empty run) and the four answers: correct? fastest
@@ -304,25 +419,14 @@ def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
     bad = int(status.isin(FAILED_STATUSES).sum())
     out = []
     if not len(results):
-        out.append(Answer("Correct?", "no results recorded", "verdicts", "note"))
+        out.append(Answer(QUESTIONS[0], "no results recorded", "verdicts", "note"))
     elif bad:
-        out.append(Answer("Correct?", f"no: {bad} of {len(results)} results failed or errored",
+        out.append(Answer(QUESTIONS[0], f"no: {bad} of {len(results)} results failed or errored",
                           "verdicts", "fail"))
     else:
-        out.append(Answer("Correct?", f"yes: all {len(results)} results pass"
+        out.append(Answer(QUESTIONS[0], f"yes: all {len(results)} results pass"
                           + ("" if complete else " (of an incomplete run)"), "verdicts", "pass"))
-    if len(fastest):
-        wins = fastest["fastest_ours"].astype(str).value_counts()
-        top, n = str(wins.index[0]), int(wins.iloc[0])
-        out.append(Answer("Fastest per shape?", f"{top} on {n} of {len(fastest)} timed shape(s)"
-                          + (f"; {len(wins) - 1} other realization(s) on the rest"
-                             if len(wins) > 1 else ""), "performance", "note"))
-    elif emulated_only:
-        out.append(Answer("Fastest per shape?", "emulated timings are not speed"
-                          + (": see the instruction counts" if has_counts else ""),
-                          "counts" if has_counts else "emulated", "note"))
-    else:
-        out.append(Answer("Fastest per shape?", "no timed results", "performance", "note"))
+    out += _fastest_answers(fastest, fastest_counts, emulated_only, has_counts)
     grown = (counts_vs_committed[counts_vs_committed["verdict"] == "regression"]
              if len(counts_vs_committed) and "verdict" in counts_vs_committed else
              counts_vs_committed.iloc[0:0])
@@ -330,29 +434,33 @@ def answers(results: pd.DataFrame, complete: bool, fastest: pd.DataFrame,
     unsure = 0
     if gate is not None:
         regressed = not gate.passed
-        unsure = int(gate.counts.get("inconclusive", 0)) if gate.passed else 0
-        text = ("gate: PASSED" + (f"; {unsure} speed verdict(s) inconclusive (machine drift)"
-                                  if unsure else "") if gate.passed else
+        unsure = gate.undecided if gate.passed else 0
+        also = (f"; {unsure} speed verdict(s) inconclusive at the limit (settle with kbench ab "
+                "--settle)" if unsure else
+                f"; {gate.possible} possible slowdown(s) (a first look, not gated: settle with "
+                "kbench ab)" if gate.possible else "")
+        text = ("gate: PASSED" + also if gate.passed else
                 f"gate: FAILED ({len(gate.failures)} failure(s))")
-        out.append(Answer("Regressed?", text, "gate",
-                          "fail" if not gate.passed else "note" if unsure else "pass"))
+        out.append(Answer(QUESTIONS[2], text, "gate",
+                          "fail" if not gate.passed else "note" if unsure or gate.possible
+                          else "pass"))
     elif has_baseline and len(speedup_vs_baseline):
         slower = int((speedup_vs_baseline["time_change"] > 0.05).sum())
-        out.append(Answer("Regressed?", f"{slower} of {len(speedup_vs_baseline)} case(s) more "
+        out.append(Answer(QUESTIONS[2], f"{slower} of {len(speedup_vs_baseline)} case(s) more "
                           "than 5% slower than the baseline (not gated: kbench gate judges "
                           "significance)", "baseline", "note"))
     elif len(grown):
         regressed = True
-        out.append(Answer("Regressed?", f"{len(grown)} counted case(s) grew past the committed "
+        out.append(Answer(QUESTIONS[2], f"{len(grown)} counted case(s) grew past the committed "
                           "baseline", "counts", "fail"))
     else:
-        out.append(Answer("Regressed?", "no baseline given (kbench report RUN --baseline REF)",
+        out.append(Answer(QUESTIONS[2], "no baseline given (kbench report RUN --baseline REF)",
                           "baseline", "note"))
     if trend_runs:
-        out.append(Answer("Trend?", f"{trend_runs} run(s) of this machine in the history",
+        out.append(Answer(QUESTIONS[3], f"{trend_runs} run(s) of this machine in the history",
                           "history", "note"))
     else:
-        out.append(Answer("Trend?", "no history shown (kbench report RUN --history)", "",
+        out.append(Answer(QUESTIONS[3], "no history shown (kbench report RUN --history)", "",
                           "note"))
     worst = ("no results" if not len(results) else "failed" if bad else
              "regressed" if regressed else "incomplete" if not complete else

@@ -53,11 +53,30 @@ def perf_frame(verdicts: list[Verdict]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+LEGEND = ("cases: results judged (a case once per input kind); worst_err_bound: the worst "
+          "|error| / declared bound (at most 1 passes: the verdict); worst_ulp: the worst error "
+          "in ULPs of the correctly rounded FP16 result (huge where a result cancels to near 0, "
+          "not the verdict); min_exact, mean_exact: the lowest and the mean fraction of outputs "
+          "bit-identical to it. Every column: docs/cli.md")
+HUGE_ULP = 1e4  # a passing row's worst_ulp past this gets a note saying why
+
+
+def ulp_notes(df: pd.DataFrame) -> list[str]:
+    """A note per passing row whose worst ULP error is huge: not a wrong
+    result but a result that cancels to near 0, where an FP16 ULP is tiny."""
+    rows = df[(df["failed"] == 0) & (df["worst_ulp"] > HUGE_ULP)]
+    return [f"note: {r.realization} on {r.target} passes with worst_ulp {sig(r.worst_ulp, 3)} "
+            f"({r.accum} accumulation): where the exact result cancels to near 0 an FP16 ULP is "
+            "2^-24, so an error well within the bound (worst_err_bound "
+            f"{sig(r.worst_err_bound, 3)}) reads as that many ULPs" for r in rows.itertuples()]
+
+
 def summary_text(verdicts: list[Verdict]) -> str:
     df = summary_frame(verdicts)
     if df.empty:
         return "no verdicts"
     text = df.to_string(index=False, float_format=lambda x: sig(x, 3))
+    text += "\n" + "\n".join([*ulp_notes(df), LEGEND])
     perf = perf_frame(verdicts)
     if not perf.empty:
         text += "\n\nperformance (median per call; weighted by layer counts):\n"
