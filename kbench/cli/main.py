@@ -101,8 +101,9 @@ TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI 
                  "ab": ("kbench.cli.ab:ab",
                         "Time a base and a candidate build interleaved (rounds alternate in "
                         "one run) and report, per case, the paired ratio with its confidence "
-                        "interval, the ratio of minima, each side's CV and a verdict (slower, "
-                        "faster, same, noisy)."),
+                        "interval, the ratio of minima, each side's CV and a verdict at the "
+                        "gate's limit (slower, inconclusive, not slower, same, faster: the "
+                        "words and limit of `kbench gate --ab`)."),
                  "count": ("kbench.cli.count:count",
                            "Count the exact dynamic instructions of one single-threaded call "
                            "of a realization, per phase (validate, checksum, pack_lhs, "
@@ -127,9 +128,9 @@ TAILS_CATALOG = "tails"  # kbench.problems.tails.CATALOG (not imported: the CLI 
                           "The regression gate: exit 1 on any correctness failure or error in "
                           "CAND, any case of BASE missing from CAND, an incomplete run, "
                           "(on emulated targets, exactly) an instruction count of a call or a B "
-                          "packing grown by more than --max-count-growth, or (--ab) a slowdown "
-                          "whose interval lies above 1 + --max-slowdown; without --ab speed is "
-                          "a first look, never a failure; 0 if none; 2 on bad input."),
+                          "packing grown by more than --max-count-growth, or (with --ab) a "
+                          "slowdown whose interval lies wholly above 1 + --max-slowdown; 0 if "
+                          "none; 2 on bad input."),
              })
 @click.version_option(package_name="kbench")
 def main() -> None:
@@ -478,6 +479,10 @@ def run(suite: str, targets: tuple[str, ...], backends: tuple[str, ...],
     with sigterm_as_interrupt() as term, _stdout_to_stderr(as_json):
         try:
             code = int(pytest.main(args))
+        except KeyboardInterrupt:
+            # a signal where pytest does not catch it (its start, or its finish hooks):
+            # the same interrupted run as one inside a test
+            code = int(pytest.ExitCode.INTERRUPTED)
         finally:
             signum = term.signum
         gone = _vanished(run_dir, run_id, lock)

@@ -1238,11 +1238,31 @@ def failing_lines(verdicts: list[Verdict], reporter: Any) -> list[str]:
     return lines
 
 
+def skipped_lines(reporter: Any) -> list[str]:
+    """Why tests did not apply (pytest's short summary of skips is off unless -v):
+    one line per reason, with how many tests it skipped."""
+    reasons: dict[str, int] = {}
+    for r in reporter.stats.get("skipped", []):
+        if hasattr(r, "wasxfail"):
+            continue  # an expected failure (a plugin's finding), not a skip
+        longrepr = getattr(r, "longrepr", None)
+        why = str(longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3
+                  else longrepr or "")
+        why = why.removeprefix("Skipped: ").strip() or "no reason given"
+        reasons[why] = reasons.get(why, 0) + 1
+    return [f"{n} test(s) skipped: {why}" for why, n in reasons.items()]
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     kb = terminalreporter.config.stash[SESSION]
     if kb.case_tests and not kb.selected_jobs:
         terminalreporter.section("kbench: nothing selected")
         terminalreporter.write_line(kb.nothing_selected("") + ": exit status 5, not a pass")
+    skipped = skipped_lines(terminalreporter)
+    if skipped and terminalreporter.config.getoption("verbose") <= 0:
+        terminalreporter.section("kbench: tests that do not apply here (skipped), and why")
+        for line in skipped:
+            terminalreporter.write_line(line)
     writer = kb.writer
     if writer is not None and writer.error is not None:
         terminalreporter.write_line(
