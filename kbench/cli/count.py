@@ -103,7 +103,19 @@ def count_text(job: Job, fields: dict[str, Any], verdict: str) -> str:
         lines += ["", f"floor: {fields['count_floor']:,} {fields['count_floor_kind']}; "
                   f"kernel efficiency {fields.get('count_efficiency', math.nan):.1%} "
                   "(floor / kernel instructions)"]
+    lines += ["", *heap_lines(job, fields)]
     return "\n".join(lines)
+
+
+def heap_lines(job: Job, fields: dict[str, Any]) -> list[str]:
+    """The counted call's heap: the most the realization held during it and
+    what it still held after it (kbench.harness.scratch says what is counted)."""
+    if "heap_peak" not in fields:
+        return ["heap: not measured for this call"]
+    whose = ("its own blocks" if job.realization.is_plugin
+             else "kbench's scratch, which our realizations hold")
+    return [f"heap peak:     {fields['heap_peak']:>13,} bytes during the call ({whose})",
+            f"heap retained: {fields['heap_retained']:>13,} bytes still held after it"]
 
 
 def _anchor_row(job: Job, fields: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
  * threads or on which thread ran which task. Each thread has a slot number
  * (0 = the caller), so a driver can hand every thread its own part of a
  * scratch buffer it took before the loop. */
+#include "kb_heaptag.h"
 #include "kb_internal.h"
 
 #include <pthread.h>
@@ -59,11 +60,15 @@ static int run(size_t ntasks, int threads, kb_task_fn fn, kb_slot_task_fn slot_f
     pthread_t tids[KB_MAX_THREADS];
     worker ws[KB_MAX_THREADS];
     int started = 0;
-    for (int t = 1; t < threads; t++) {
-        ws[started].j = &j;
-        ws[started].slot = started + 1;
-        if (pthread_create(&tids[started], NULL, thread_main, &ws[started]) != 0) break;
-        started++;
+    if (threads > 1) {
+        int tag = kb_heap_tag_set(KB_HEAP_TAG_KBENCH); /* a thread's bookkeeping is kbench's */
+        for (int t = 1; t < threads; t++) {
+            ws[started].j = &j;
+            ws[started].slot = started + 1;
+            if (pthread_create(&tids[started], NULL, thread_main, &ws[started]) != 0) break;
+            started++;
+        }
+        kb_heap_tag_set(tag);
     }
     drain(&j, 0);
     for (int t = 0; t < started; t++) pthread_join(tids[t], NULL);
