@@ -20,9 +20,12 @@ import csv
 import math
 import struct
 
+import pandas as pd
 import pytest
-
 from cli_run import kbench
+from plugin_builds import lib, pattern
+from qemu_gate import needs_qemu
+
 from kbench.errors import ProtocolError
 from kbench.harness import runner, scratch
 from kbench.judge.verdict import FAIL, PASS, SKIP
@@ -33,8 +36,6 @@ from kbench.problems import inputs
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.targets.spec import parse_target
 from kbench.targets.worker import HEAP_NOTES, Reader, read_heap
-from plugin_builds import lib, pattern
-from qemu_gate import needs_qemu
 
 CASE = GemmCase("heap_case", 5, 24, 19, bias=True)
 KB = 1024
@@ -368,3 +369,80 @@ def test_kbench_count_shows_the_counted_call_s_heap():
     peak = 2000 + 17 * 9 * 4
     assert f"heap peak:     {peak:>13,} bytes during the call (its own blocks)" in lines
     assert f"heap retained: {2000:>13,} bytes still held after it" in lines
+
+
+# ---- the report's section --------------------------------------------------------------
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    base = {"suite": "correctness", "catalog": "smoke", "case": "c", "message": "",
+            "plugin": "", "heap_peak": math.nan, "heap_retained": math.nan}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_the_report_s_scratch_table():
+    from pathlib import Path
+
+    from kbench.results import report_scratch as rs
+    from kbench.results.runfolder import Run
+    meta = {"targets": {"qemu": {"plugins": [{"realizations": [
+        {"name": "p.capped", "scratch_cap": 4096}, {"name": "p.free", "scratch_cap": None}]}]}}}
+    df = _frame([
+        {"target": "qemu", "realization": "p.capped", "plugin": "p 1", "status": "pass",
+         "heap_peak": 5000.0, "heap_retained": 100.0},
+        {"target": "qemu", "realization": "p.capped", "plugin": "p 1", "status": "pass",
+         "heap_peak": 7000.0, "heap_retained": 300.0},
+        {"target": "qemu", "realization": "p.capped", "plugin": "p 1", "status": "fail",
+         "suite": "determinism", "catalog": "scratch", "case": "scratch_over_cap",
+         "message": "scratch: keeps 9,000 bytes after a call, its declared cap is 4,096 per "
+                    "thread: it holds ...", "heap_peak": 9000.0, "heap_retained": 9000.0},
+        {"target": "qemu", "realization": "p.capped", "plugin": "p 1", "status": "pass",
+         "suite": "determinism", "catalog": "scratch", "case": "scratch_gemm",
+         "message": "scratch: it holds ..."},
+        {"target": "qemu", "realization": "p.free", "plugin": "p 1", "status": "pass",
+         "suite": "determinism", "catalog": "scratch", "case": "scratch_gemm",
+         "message": "scratch: it holds 0, 0 and 0 ...", "heap_peak": 10.0,
+         "heap_retained": 0.0},
+        {"target": "host", "realization": "gemm_x", "status": "skip", "suite": "determinism",
+         "catalog": "scratch", "case": "scratch_gemm", "message": "scratch: heap not measured"},
+        {"target": "host", "realization": "gemm_y", "status": "pass"},  # not measured: no row
+    ])
+    table = rs.scratch_table(Run(Path("r"), meta, df))
+    assert list(table.columns) == rs.COLUMNS
+    rows = {r["realization"]: r for r in table.to_dict("records")}
+    assert set(rows) == {"p.capped", "p.free", "gemm_x"}
+    capped = rows["p.capped"]
+    assert (capped["cap"], capped["calls"], capped["max_peak"], capped["max_retained"],
+            capped["check"]) == ("4,096", 3, 9000.0, 9000.0, "fail")
+    assert capped["finding"] == ("scratch_over_cap: keeps 9,000 bytes after a call, its "
+                                 "declared cap is 4,096 per thread: it holds ...")
+    assert (rows["p.free"]["cap"], rows["p.free"]["check"]) == ("none declared", "pass")
+    assert rows["p.free"]["finding"] == "scratch_gemm: it holds 0, 0 and 0 ..."
+    ours = rows["gemm_x"]
+    assert ours["cap"] == f"{api.SCRATCH_RETAIN_CAP:,} (kbench's)" and ours["calls"] == 0
+    assert ours["check"] == "skip" and math.isnan(ours["max_peak"])
+    ctx = rs.html_context(table, lambda t: len(t))
+    assert ctx == {"scratch": 3, "n_scratch": 3, "scratch_failed": 1}
+    # a run from before the heap columns: no rows, and the determinism table never
+    # counts the scratch check's verdicts among its checks
+    assert rs.scratch_table(Run(Path("r"), {}, df.drop(columns=["heap_peak"]))).empty
+    from kbench.results import report as rep
+    assert rep.determinism_table(df).empty
+
+
+def test_the_report_shows_the_section(tmp_path):
+    from kbench.results.report import build_report
+    from kbench.results.runfolder import load_run
+    out = tmp_path / "run"
+    res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "--target",
+                 "worker:host", "--plugin", pattern("exscratch"), "--realization",
+                 "exscratch.gemm_leaks", "--realization", "exscratch.gemm_capped",
+                 "--no-history", "--no-report", "--out", str(out), "-k", "m1_n17")
+    assert res.returncode == 1, res.stdout[-2000:]
+    files = build_report(load_run(out), None, tmp_path / "report")
+    html = files.html.read_text()
+    assert 'id="scratch"' in html and "1 failed" in html
+    rows = {r["realization"]: r for r in csv.DictReader(files.tables["scratch"].open())}
+    assert rows["exscratch.gemm_leaks"]["check"] == "fail"
+    assert rows["exscratch.gemm_capped"]["cap"] == "65,536"
+    assert int(rows["exscratch.gemm_capped"]["calls"]) >= 2
