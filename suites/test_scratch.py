@@ -164,6 +164,34 @@ def test_a_plugin_s_lost_blocks_are_its_own(host):
     assert all(u.peak - u.before == 1000 + CASE.k * CASE.n * 4 for u in uses)
 
 
+def _every_allocation_function_is_counted(t) -> None:
+    """exscratch.gemm_allocators calls each allocation function of the C library
+    and checks its result (alignment, zeroed or kept contents, usable size; a
+    failed check is a refusal naming it) and keeps EX_ALLOC_KEPT bytes."""
+    import os
+    page = os.sysconf("SC_PAGE_SIZE")
+    for _ in range(2):
+        u = _gemm(t, "exscratch.gemm_allocators").heap
+        assert u.after == ALLOC_KEPT
+        # the most at once: its first six blocks and the pvalloc'd page, or all it keeps
+        # and its copy of B
+        assert u.peak == max(100 + 300 + 1000 + 1280 + 50 + 70 + page,
+                             ALLOC_KEPT + CASE.k * CASE.n * 4)
+
+
+def test_every_allocation_function_is_counted_on_the_host_worker(host):
+    _every_allocation_function_is_counted(host)
+
+
+@needs_qemu
+def test_every_allocation_function_is_counted_under_qemu():
+    t = parse_target("qemu:svl=512", [lib("exscratch", "aarch64")])
+    try:
+        _every_allocation_function_is_counted(t)
+    finally:
+        t.close()
+
+
 def test_blocks_of_a_thread_the_plugin_starts_are_its_own(host):
     uses = [_gemm(host, "exscratch.gemm_thread_leaks").heap for _ in range(3)]
     assert [b.after - a.after for a, b in zip(uses, uses[1:], strict=False)] == [512, 512]
@@ -265,7 +293,11 @@ EXPECTED = {  # (realization, case) -> what the check finds
     ("exscratch.gemm_thread_leaks", "scratch_gemm"): (FAIL, "leaks 512 bytes per call"),
     # one call on the case sized to the cap: its leak shows on the base case only
     ("exscratch.gemm_thread_leaks", "scratch_over_cap"): (PASS, "bytes after the call"),
+    ("exscratch.gemm_allocators", "scratch_gemm"):
+        (PASS, "it holds 3,377, 3,377 and 3,377 bytes after 3 identical calls"),
+    ("exscratch.gemm_allocators", "scratch_over_cap"): (PASS, "it holds 3,377 bytes after"),
 }
+ALLOC_KEPT = 100 + 300 + 1000 + 1280 + 50 + 70 + 500 + 77  # exscratch.c EX_ALLOC_KEPT
 
 
 def _check_plugin(spec: str, plugin: str) -> dict[tuple[str, str], tuple[str, str]]:
@@ -374,6 +406,14 @@ def test_kbench_count_shows_the_counted_call_s_heap():
     peak = 2000 + 17 * 9 * 4
     assert f"heap peak:     {peak:>13,} bytes during the call (its own blocks)" in lines
     assert f"heap retained: {2000:>13,} bytes still held after it" in lines
+    # ours, counted in the static worker: kbench's scratch
+    res = kbench("count", "--target", "qemu:svl=128", "--realization", "gemm_sme2_mopa_f32acc",
+                 "--shape", "5x17x9", "--json", "--no-verify")
+    assert res.returncode == 0, res.stderr
+    import json
+    (row,) = json.loads(res.stdout)
+    assert 0 < row["heap_peak"] <= api.SCRATCH_RETAIN_CAP
+    assert row["heap_retained"] == row["heap_peak"]  # the warm-up's scratch, kept
 
 
 # ---- the report's section --------------------------------------------------------------

@@ -20,15 +20,28 @@
  *                        thread vector with the cached stack, is the call's too)
  *   gemm_thread_leaks    the same, and the thread loses a 512-byte record per
  *                        call (fails: the thread's blocks are the call's)
+ *   gemm_allocators      every allocation function of the C library (malloc,
+ *                        calloc, realloc, reallocarray, posix_memalign,
+ *                        aligned_alloc, memalign, valloc, pvalloc, free,
+ *                        malloc_usable_size), each result checked (alignment,
+ *                        zeroed or kept contents, usable size); it holds
+ *                        EX_ALLOC_KEPT bytes after every call (passes; the
+ *                        tests hold kbench's figures to that number)
  *
  * kbench sees heap blocks (malloc and its family) in a worker; memory a
  * library maps itself is not seen. */
+#define _GNU_SOURCE /* memalign, valloc, pvalloc, reallocarray, malloc_usable_size */
 #include "kbench_plugin.h"
 
 #include "../common/exfp16.h"
 
+#include <malloc.h>
+#include <stdio.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -37,7 +50,10 @@
 #define EX_THREAD_LEAK_BYTES 512u
 #define EX_THREAD_CAP ((uint64_t)4 << 10)
 
-enum { CAPPED, KEEPS, LEAKS, THREADED, THREAD_LEAKS };
+enum { CAPPED, KEEPS, LEAKS, THREADED, THREAD_LEAKS, ALLOCATORS };
+
+/* gemm_allocators keeps these blocks (bytes asked for) between calls */
+#define EX_ALLOC_KEPT (100u + 300u + 1000u + 1280u + 50u + 70u + 500u + 77u)
 
 /* the calling thread's scratch */
 static _Thread_local float *scratch;
@@ -101,8 +117,62 @@ static void *thread_main(void *arg) {
 
 static void *record; /* gemm_leaks: the last call's record (the one before is lost) */
 
+static void *kept[8]; /* gemm_allocators: the blocks of its last call */
+
+static int aligned_to(const void *p, size_t a) { return p && ((uintptr_t)p & (a - 1)) == 0; }
+
+static int all_zero(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+/* Every allocation function, each result checked; 0 when all held. Frees the
+ * previous call's blocks first, so that it holds EX_ALLOC_KEPT bytes after
+ * every call. */
+static int allocators(void) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < 8; i++) free(kept[i]);
+    memset(kept, 0, sizeof kept);
+    if (!(kept[0] = malloc(100)) || malloc_usable_size(kept[0]) < 100) return 1;
+    if (!(kept[1] = calloc(10, 30)) || !all_zero(kept[1], 300)) return 2;
+    if (posix_memalign(&kept[2], 256, 1000) != 0 || !aligned_to(kept[2], 256)) return 3;
+    if (posix_memalign(&kept[7], 3, 8) == 0) return 4; /* not a power of two: EINVAL */
+    unsigned char *a = aligned_alloc(64, 640);
+    if (!aligned_to(a, 64)) return 5;
+    memset(a, 0x5a, 640);
+    if (!(kept[3] = realloc(a, 1280)) || ((unsigned char *)kept[3])[639] != 0x5a) return 6;
+    if (!(kept[4] = memalign(4096, 50)) || !aligned_to(kept[4], 4096)) return 7;
+    if (!(kept[5] = valloc(70)) || !aligned_to(kept[5], page)) return 8;
+    void *pv = pvalloc(1); /* a whole page, freed at once: only in the peak */
+    if (!aligned_to(pv, page) || malloc_usable_size(pv) < page) return 9;
+    free(pv);
+    unsigned char *r = malloc(10);
+    if (!r) return 10;
+    memcpy(r, "kbench-ok", 10);
+    if (!(r = realloc(r, 2000)) || memcmp(r, "kbench-ok", 10)) return 11;
+    if (!(kept[6] = realloc(r, 500)) || memcmp(kept[6], "kbench-ok", 10)) return 12;
+    if (!(kept[7] = reallocarray(NULL, 7, 11))) return 13;
+    volatile size_t huge = SIZE_MAX / 2; /* (volatile: the compiler would warn of the overflow) */
+    if (reallocarray(NULL, huge, 3) != NULL) return 14; /* overflow: ENOMEM */
+    free(NULL);
+    return 0;
+}
+
 static kb_status gemm(void *ctx, const kb_plugin_gemm_args *a) {
     int kind = *(const int *)ctx;
+    if (kind == ALLOCATORS) {
+        int bad = allocators();
+        if (bad && a->message && a->message_len)
+            snprintf(a->message, a->message_len, "allocation check %d failed", bad);
+        if (bad) return KB_ERR_INTERNAL;
+        float *bw = malloc(a->k * a->n * sizeof(float));
+        if (!bw) return KB_ERR_OUT_OF_MEMORY;
+        widen(a, bw);
+        compute(a, bw);
+        free(bw);
+        return KB_OK;
+    }
     if (kind == THREADED || kind == THREAD_LEAKS) {
         job jb = {a, kind == THREAD_LEAKS, KB_ERR_INTERNAL};
         pthread_t t;
@@ -127,7 +197,7 @@ static kb_status gemm(void *ctx, const kb_plugin_gemm_args *a) {
     return KB_OK;
 }
 
-static const int kinds[] = {CAPPED, KEEPS, LEAKS, THREADED, THREAD_LEAKS};
+static const int kinds[] = {CAPPED, KEEPS, LEAKS, THREADED, THREAD_LEAKS, ALLOCATORS};
 
 #define GEMM(NAME, KIND, WHAT, FLAGS, CAP)                                                              \
     {                                                                                                   \
@@ -147,6 +217,8 @@ static const kb_plugin_realization realizations[] = {
          KB_PLUGIN_SCRATCH_CAPPED, EX_THREAD_CAP),
     GEMM("gemm_thread_leaks", THREAD_LEAKS, "computes on a thread that leaks 512 bytes per call",
          KB_PLUGIN_SCRATCH_CAPPED, EX_THREAD_CAP),
+    GEMM("gemm_allocators", ALLOCATORS, "calls every allocation function and keeps 3,377 bytes",
+         KB_PLUGIN_SCRATCH_CAPPED, EX_ALLOC_KEPT),
 };
 
 static const kb_plugin table = {
