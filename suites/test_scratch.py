@@ -192,6 +192,20 @@ def test_every_allocation_function_is_counted_under_qemu():
         t.close()
 
 
+@pytest.mark.parametrize("arch", ["host", pytest.param("aarch64", marks=needs_qemu)])
+def test_cxx_operator_new_goes_through_malloc_and_counts(arch):
+    """exscratchxx (C++): a new[] copy of B kept to the next call, delete[]d then."""
+    spec, path = (("worker:host", lib("exscratchxx")) if arch == "host"
+                  else ("qemu:svl=512", lib("exscratchxx", "aarch64")))
+    t = parse_target(spec, [path])
+    try:
+        for _ in range(2):
+            u = _gemm(t, "exscratchxx.gemm_new").heap
+            assert (u.peak, u.after) == (CASE.k * CASE.n * 4, CASE.k * CASE.n * 4)
+    finally:
+        t.close()
+
+
 def test_blocks_of_a_thread_the_plugin_starts_are_its_own(host):
     uses = [_gemm(host, "exscratch.gemm_thread_leaks").heap for _ in range(3)]
     assert [b.after - a.after for a, b in zip(uses, uses[1:], strict=False)] == [512, 512]
