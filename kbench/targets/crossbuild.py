@@ -216,7 +216,9 @@ def build_test_program(name: str, quiet: bool = True) -> Path:
              quiet)
         lib = [str(object_path(p, base)) for p in sources("aarch64")
                if p.parent != NATIVE / "worker"]
-        _link(tc, [*lib, str(obj)], out, [], quiet)
+        # not a worker: its allocator is glibc's own, unwrapped (kb_heap.c is the worker's)
+        plain = Toolchain(tc.arch, tc.cc, [f for f in tc.link if f not in HEAP_WRAP], tc.defines)
+        _link(plain, [*lib, str(obj)], out, [], quiet)
     return out
 
 
