@@ -103,7 +103,6 @@ def count_text(job: Job, fields: dict[str, Any], verdict: str) -> str:
         lines += ["", f"floor: {fields['count_floor']:,} {fields['count_floor_kind']}; "
                   f"kernel efficiency {fields.get('count_efficiency', math.nan):.1%} "
                   "(floor / kernel instructions)"]
-    lines += ["", *heap_lines(job, fields)]
     return "\n".join(lines)
 
 
@@ -290,6 +289,7 @@ def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, .
                         click.echo(line)
                     for a, r in ratios.items():
                         click.echo(ratio_line(a, r))
+                    click.echo("\n" + "\n".join(heap_lines(job, fields)))
                     click.echo("")
     finally:
         target.close()
