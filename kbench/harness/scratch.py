@@ -122,7 +122,8 @@ def judge_heap(uses: list[HeapUse], cap: int | None) -> HeapJudgement:
     """The finding over identical calls' heap figures (see the module)."""
     missing = next((u for u in uses if not u.measured), None)
     if missing is not None or not uses:
-        return HeapJudgement(SKIP, f"heap {missing.note if missing else 'not measured'}")
+        why = missing.note if missing else "not measured"
+        return HeapJudgement(status=SKIP, message=f"heap {why}")
     after = [u.after for u in uses]
     peak = f"(peak {_bytes(max(u.peak for u in uses))})"
     if len(after) > 1:
