@@ -4,7 +4,10 @@ target (plugins included; threads only where a realization takes them);
 and every cache-blocked realization gives the same bits with threads = 4 as
 with threads = 1, on shapes spanning several K blocks and enough output
 blocks for four threads to run at once (a thread that shares another's
-partial-sum scratch changes bits there).
+partial-sum scratch changes bits there). And the same call three times
+holds no more heap after each call than after the one before, nor more
+than the realization's cap (kbench.harness.scratch), where a worker counts
+its heap.
 
 A call that fails does not stop the others: each test checks every
 realization and fails at the end with every problem it found; a call
@@ -15,8 +18,8 @@ import numpy as np
 import pytest
 
 from kbench.errors import WorkerCrashed
-from kbench.harness import runner
-from kbench.judge.verdict import ERROR, FAIL, PASS
+from kbench.harness import runner, scratch
+from kbench.judge.verdict import ERROR, FAIL, FAILING, PASS
 from kbench.native.api import Selector
 from kbench.problems import inputs
 from kbench.problems.cases import ConvCase, GemmCase
@@ -202,3 +205,25 @@ def test_blocked_threads_bit_identical(kb_session, kb_spec):
     if not ran:
         pytest.skip(f"no cache-blocked realization on {spec}")
     found.check()
+
+
+def test_scratch_memory(kb_session, kb_spec):
+    """Every realization (ours and plugins) on a target whose worker counts
+    heap blocks: three identical calls, no growth in what it holds after
+    each, and no more than its cap (a plugin's declared scratch_cap, ours
+    KB_SCRATCH_RETAIN_CAP); a realization with a cap also on a GEMM whose B
+    is larger than the cap. A verdict per realization and case; a
+    realization whose heap this target does not count gets a skip verdict
+    saying so."""
+    spec = kb_spec
+    target = kb_session.target(spec)
+    chosen = [r for op in ("gemm", "conv2d") for r in kb_session.chosen(spec, op)]
+    if not any(scratch.measures(target, r.name) for r in chosen):
+        pytest.skip(f"{spec} counts no heap blocks (only a worker interposes the allocator)")
+    problems = []
+    for r in chosen:
+        for v in scratch.check_realization(target, spec, r):
+            kb_session.record(v)
+            if v.status in FAILING:
+                problems.append(f"{spec} {r.name} {v.case}: {v.message}")
+    assert not problems, "\n".join(problems)

@@ -68,7 +68,8 @@ def _tables() -> rep.ReportTables:
         coverage=_tagged("coverage", percent=[100.0, 99.9, 100.5, 50.0]),
         coverage_listing="listing",
         mutation_areas=_tagged("mutation_areas", x=[1]),
-        mutation_mutants=_tagged("mutation_mutants", x=[1] * 14))
+        mutation_mutants=_tagged("mutation_mutants", x=[1] * 14),
+        scratch=_tagged("scratch", check=["fail", "pass", "error", "skip", "crashed"]))
     return t
 
 
@@ -187,6 +188,8 @@ def test_the_context_word_for_word(context, tmp_path: Path) -> None:
         "determinism": ("table", "determinism", 12, None, None, None), "n_determinism": 12,
         "coverage": ("table", "coverage", 4, None, 500, None), "n_coverage": 4,
         "coverage_listing": "listing", "coverage_full": 2,
+        "scratch": ("table", "scratch", 5, None, None, None), "n_scratch": 5,
+        "scratch_failed": 3,
         "plugin_probes": ("table", "plugin_probes", 11, None, 500, None),
         "n_plugin_probes": 11,
         "plugin_ran": ("table", "plugin_ran", 15, None, 500, None), "n_plugin_ran": 15,

@@ -324,3 +324,66 @@ def test_a_silent_fallback_fails_naming_what_ran(tmp_path):
                                            "exrt_sme2_* or kb_*sme* ran in this call"), r
             assert "what ran: " in r["message"] and "exrt_neon_gemm" in r["message"], r
             assert float(r["max_err_bound"]) <= 1.0  # its results are right
+
+
+# ---- scratch memory: kept past the cap, leaked --------------------------------------------
+
+
+def _scratch_rows(out: Path, lib: str) -> dict[str, dict[str, str]]:
+    """The scratch check's verdicts of a library's realization, by case."""
+    return {r["case"]: r for r in _rows(out / "results.csv")
+            if r["backend"] == f"plugin:{lib}" and r["catalog"] == "scratch"}
+
+
+@needs_qemu
+def test_scratch_kept_over_the_cap_is_a_finding(tmp_path):
+    """EXRT_KEEP_SCRATCH keeps a buffer over its declared 8 MiB: the scratch
+    check's call on a GEMM whose B alone is over the cap (4 x 2049 x 2049)
+    fails naming the cap; the clean build releases it and passes. (One small
+    catalog case: the check runs beside whatever the catalogs hold; SVL 128,
+    where packing a B of 8 MiB costs the least.)"""
+    build("aarch64")
+    runs = {}
+    for lib in ("exrt_keepscratch", "exrt"):
+        out = tmp_path / lib
+        res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "-k", "m1_n17_k33",
+                     "--kinds", "exact", "--backend", "plugin", "--plugin",
+                     f"{ARCH_PATTERN}/lib{lib}.so", "--target", "qemu:svl=128",
+                     "--no-history", "--no-report", "--out", str(out))
+        runs[lib] = (res, out)
+    res, out = runs["exrt_keepscratch"]
+    assert res.returncode == 1, res.stdout[-3000:]
+    over = _scratch_rows(out, "exrt_keepscratch")["scratch_over_cap"]
+    assert over["status"] == "fail" and over["suite"] == "determinism"
+    kept = re.match(r"scratch: keeps ([\d,]+) bytes after a call, its declared cap is "
+                    r"8,388,608 per thread: ", over["message"])
+    assert kept and int(kept[1].replace(",", "")) > CAP, over["message"]
+    assert float(over["heap_retained"]) == int(kept[1].replace(",", ""))
+    with open(out / "failures.csv", newline="") as fh:
+        (fail,) = [f for f in csv.DictReader(fh) if f["case"] == "scratch_over_cap"]
+    assert fail["reproduce"].startswith("kbench run --suite correctness --target "
+                                        "qemu:svl=128 --realization exrt_keepscratch.gemm")
+    assert float(over["heap_peak"]) >= float(over["heap_retained"])
+    clean, out = runs["exrt"]
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    checks = _scratch_rows(out, "exrt")
+    assert {c: r["status"] for c, r in checks.items()} == {"scratch_gemm": "pass",
+                                                          "scratch_over_cap": "pass"}
+    assert float(checks["scratch_over_cap"]["heap_peak"]) > CAP  # used, then given back
+    assert float(checks["scratch_over_cap"]["heap_retained"]) < CAP
+
+
+@needs_qemu
+@pytest.mark.parametrize("target", ["qemu:svl=128", "qemu:cpu=neoverse-n1"])
+def test_a_leak_is_a_finding(tmp_path, target):
+    """EXRT_LEAK loses a 4,096-byte record per call, on every path (NEON's has no
+    scratch at all)."""
+    build("aarch64")
+    out = tmp_path / "leak"
+    res = kbench("run", "--suite", "correctness", "--shapes", "smoke", "-k", "m1_n17_k33",
+                 "--backend", "plugin", "--plugin", f"{ARCH_PATTERN}/libexrt_leak.so",
+                 "--target", target, "--no-history", "--no-report", "--out", str(out))
+    assert res.returncode == 1, res.stdout[-3000:]
+    base = _scratch_rows(out, "exrt_leak")["scratch_gemm"]
+    assert base["status"] == "fail"
+    assert base["message"].startswith("scratch: leaks 4,096 bytes per call: it holds "), base

@@ -40,6 +40,17 @@ REVIEWED = {
         "the check is for cache-blocked realizations; the target has none",
     ("suites/test_contracts.py", 'pytest.skip(f"{spec} is unavailable (test_targets fails it)")'):
         "an unreachable target: test_targets records its error verdict, which fails the run",
+    ("suites/test_determinism.py",
+     'pytest.skip(f"{spec} counts no heap blocks (only a worker interposes the allocator)")'):
+        "the scratch check measures heap blocks, and this target counts none (the in-process "
+        "host, qemu-python): nothing is called",
+    ("kbench/harness/scratch.py",
+     'return [runner.job_verdict(job, SKIP, f"scratch: heap not measured on {spec}: its calls "'):
+        "the realization runs where no allocator is interposed (ours and the peers in the "
+        "host target's own process, beside plugins in its worker): nothing is called",
+    ("kbench/harness/scratch.py", 'return HeapJudgement(status=SKIP, message=f"heap {why}")'):
+        "a call of the check that the worker did not count (its note says why, e.g. a worker "
+        "built without the accounting): there is nothing to judge",
     ("suites/test_contracts.py",
      "pytest.skip(\"the filters select no realization of kbench's own backends: their \""):
         "a run of plugins or peers only: the contract cases are of kbench's own backends",

@@ -106,6 +106,17 @@ def count_text(job: Job, fields: dict[str, Any], verdict: str) -> str:
     return "\n".join(lines)
 
 
+def heap_lines(job: Job, fields: dict[str, Any]) -> list[str]:
+    """The counted call's heap: the most the realization held during it and
+    what it still held after it (kbench.harness.scratch says what is counted)."""
+    if "heap_peak" not in fields:
+        return ["heap: not measured for this call"]
+    whose = ("its own blocks" if job.realization.is_plugin
+             else "kbench's scratch, which our realizations hold")
+    return [f"heap peak:     {fields['heap_peak']:>13,} bytes during the call ({whose})",
+            f"heap retained: {fields['heap_retained']:>13,} bytes still held after it"]
+
+
 def _anchor_row(job: Job, fields: dict[str, Any]) -> dict[str, Any]:
     """One count as a results row, for matching it against the anchor tables."""
     case = job.case
@@ -278,6 +289,7 @@ def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, .
                         click.echo(line)
                     for a, r in ratios.items():
                         click.echo(ratio_line(a, r))
+                    click.echo("\n" + "\n".join(heap_lines(job, fields)))
                     click.echo("")
     finally:
         target.close()

@@ -141,6 +141,9 @@ def count_fields(counter: Counter, job: Job, cache: InputCache | None = None,
     fields: dict[str, object] = {
         "count_method": METHOD[mode], "count_qemu": tool.version, "count_cpu": q.qemu_cpu,
         "count_mix": _mix(call, pack), **_phase_fields(call, pack)}
+    heap = runs[-1].heap  # the counted call's heap (the worker's interposed allocator)
+    if heap.measured:
+        fields["heap_peak"], fields["heap_retained"] = heap.peak, heap.after
     fl = rc.floor(real.kernel, real.vector_bits, case)
     if fl is not None:
         fields["count_floor"] = fl.instructions

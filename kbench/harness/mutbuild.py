@@ -214,9 +214,10 @@ class Builder:
             common += [inc, f"-I{self._native() / 'worker'}"]
             srcs = [s for s in self._sources() if arch == "aarch64" or self._isa(s) == "core"]
             srcs += sorted((self._native() / "worker").glob("*.c"))
-            jobs = [_Compile(s, (*tc.cc, *common, *(native_build.ISA_FLAGS[self._isa(s)]
-                                                      if arch == "aarch64" and
-                                                      s.parent.name != "worker" else [])),
+            # the worker's own defines too (the static one wraps the allocator: KB_HEAP_WRAP)
+            jobs = [_Compile(s, (*tc.cc, *common, *tc.defines,
+                                 *(native_build.ISA_FLAGS[self._isa(s)]
+                                   if arch == "aarch64" and s.parent.name != "worker" else [])),
                              self._obj_name(s)) for s in srcs]
             return jobs, [*tc.cc, *tc.link]
         if kind == "aarch64-pyext":

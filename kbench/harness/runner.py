@@ -229,6 +229,8 @@ def run_job(target: Target, job: Job, selector: api.Selector | None = None,
             v.status = FAIL
             v.message = f"{elsewhere}; {v.message}" if v.message else elsewhere
     v.max_err_bound, v.max_ulp, v.rms_rel = j.max_ratio, j.max_ulp, j.rms_rel
+    if outcome.heap.measured:  # what the realization held on the heap (a worker's call)
+        v.heap_peak, v.heap_retained = outcome.heap.peak, outcome.heap.after
     v.max_err_gemm_bound = gemm_class.max_ratio if gemm_class else j.max_ratio
     v.exact, v.total, v.inf_exact = j.exact, j.total, j.inf_exact
     if wants_fingerprint(job, ran) and all(o.size for o in outcome.outputs):

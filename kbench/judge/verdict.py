@@ -271,6 +271,11 @@ class Verdict:
     count_floor: float = float("nan")
     count_floor_kind: str = ""
     count_efficiency: float = float("nan")
+    # heap bytes the realization held (a worker's interposed allocator, for a call it
+    # measures; kbench.native.calls.HeapUse): the most at once during the call, and what
+    # it still held when the call returned; NaN where the call was not measured
+    heap_peak: float = float("nan")
+    heap_retained: float = float("nan")
 
     @property
     def exact_fraction(self) -> float:

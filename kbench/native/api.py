@@ -39,6 +39,9 @@ ERROR_MODELS = ("gemm", "winograd_f2x2_3x3", "gemm_bias_first")
 NAN_CLAMPS = ("propagate", "to_min", "to_max")
 CPU_FEATURES = {1: "fp16", 2: "fhm", 4: "sve", 8: "sme", 16: "sme2", 32: "sve2", 64: "sve2p1"}
 PLUGIN_BACKEND = "plugin"  # backend of plugin realizations: "plugin:<plugin name>" in Python
+# KB_SCRATCH_RETAIN_CAP (kbench.h): the most scratch kbench keeps per thread between calls,
+# the cap its own realizations are held to by the scratch check (kbench.harness.scratch)
+SCRATCH_RETAIN_CAP = 8 << 20
 
 
 def load(module: str | None = None) -> Native:

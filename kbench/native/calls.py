@@ -57,6 +57,34 @@ class ConvDesc:
                    p.groups, lo, hi).checked()
 
 
+@dataclass(frozen=True)
+class HeapUse:
+    """Heap bytes a call's realization held (a worker's interposed allocator,
+    native/worker/kb_heap.h): when the call started, the most at once during
+    it, and when it returned; `whose` is "plugin" (blocks allocated during its
+    own calls, in any thread) or "scratch" (kbench's scratch: what our own
+    realizations hold). `note` says why a call was not measured ("" when it
+    was)."""
+
+    before: int = 0
+    peak: int = 0
+    after: int = 0
+    whose: str = ""
+    note: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return not self.note
+
+    @classmethod
+    def not_measured(cls, why: str) -> HeapUse:
+        return cls(note=why)
+
+
+# why an engine's calls have no heap figures (only a worker interposes the allocator)
+HEAP_NOT_HERE = "not measured on this target (only a worker interposes the allocator)"
+
+
 @dataclass
 class CallResult:
     realization: Realization | None
@@ -65,6 +93,7 @@ class CallResult:
     # the code the call executed, by function (kbench.targets.whatran.Ran), where the
     # engine traces it (a plugin's call on an emulated target); None otherwise
     ran: Any = None
+    heap: HeapUse = field(default_factory=lambda: HeapUse.not_measured(HEAP_NOT_HERE))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from kbench.judge import fingerprint as fprint
 from kbench.resources import resource_dir
-from kbench.results import integrity, mutation, plugin_report
+from kbench.results import integrity, mutation, plugin_report, report_scratch
 from kbench.results import report_counts as rcount
 from kbench.results import report_views as views
 from kbench.results.columns import COLUMN_HELP
@@ -163,6 +163,9 @@ class ReportTables:
     # a mutation campaign's run folder (kbench mutate): per area and per mutant
     mutation_areas: pd.DataFrame = field(default_factory=lambda: mutation.area_table(None))
     mutation_mutants: pd.DataFrame = field(default_factory=lambda: mutation.mutant_table(None))
+    # heap held around each measured call, and the scratch check (kbench.results.report_scratch)
+    scratch: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=report_scratch.COLUMNS))
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """The tables (the fields that are data frames, not text)."""
@@ -196,6 +199,7 @@ def compute_tables(run: Run, baseline: Run | None) -> ReportTables:
         count_anchors=rcount.anchor_table(run),
         mutation_areas=mutation.area_table(mutation.load(run.path)),
         mutation_mutants=mutation.mutant_table(mutation.load(run.path)),
+        scratch=report_scratch.scratch_table(run),
     )
 
 
@@ -360,6 +364,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "metadata": html_table(meta_rows),
         "targets": _targets_table(runs),
         **rcount.html_context(run, t, html_table),
+        **report_scratch.html_context(t.scratch, html_table),
         "plots": plots,
         "csv_names": csv_names,
         "gate": gate,

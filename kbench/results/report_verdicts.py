@@ -14,6 +14,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 from kbench.judge import fingerprint as fprint
 from kbench.judge.numbers import sig
 from kbench.judge.verdict import FAILING, FAULTS
+from kbench.results import report_scratch
 from kbench.results import report_views as views
 from kbench.results.report_html import (
     Cell,
@@ -254,6 +255,8 @@ def determinism_table(results: pd.DataFrame) -> pd.DataFrame:
     realization's 4 threads the bits of 1): how many held, failed or ended
     in a fault, and the cases where one did not hold."""
     det = results[results["suite"] == "determinism"] if not results.empty else results
+    if "catalog" in det.columns:  # the scratch check's verdicts have a section of their own
+        det = det[det["catalog"] != report_scratch.CATALOG]
     rows = []
     if not det.empty:
         for (target, real), g in det.groupby(["target", "realization"], sort=False):

@@ -38,6 +38,12 @@ COMMON = ["-std=c11", "-O2", "-fno-fast-math", "-Wall", "-Wextra",
 
 
 ARCHES = ("aarch64", "aarch64-dyn", "host")
+# The static worker's heap accounting (native/worker/kb_heap.c) wraps the allocator at link
+# time: every reference to these functions, libc.a's own included, goes through it. The
+# dynamically linked workers interpose them instead (their definitions come first).
+HEAP_FUNCTIONS = ("malloc", "free", "calloc", "realloc", "reallocarray", "memalign",
+                  "aligned_alloc", "posix_memalign", "valloc", "pvalloc", "malloc_usable_size")
+HEAP_WRAP = ["-Wl," + ",".join(f"--wrap={f}" for f in HEAP_FUNCTIONS)]
 SYSROOT_AARCH64 = Path("/usr/aarch64-linux-gnu")  # libc6-dev-arm64-cross: ld.so and libc
 
 
@@ -70,7 +76,8 @@ def toolchain(arch: str) -> Toolchain:
                               "toolchain")
         if arch == "aarch64":
             return Toolchain("aarch64", [clang, "--target=aarch64-linux-gnu"],
-                             ["-static", "-fuse-ld=lld", "-pthread"], ("-DKB_NO_DLOPEN",))
+                             ["-static", "-fuse-ld=lld", "-pthread", *HEAP_WRAP],
+                             ("-DKB_NO_DLOPEN", "-DKB_HEAP_WRAP"))
         if not (SYSROOT_AARCH64 / "lib" / "ld-linux-aarch64.so.1").exists():
             raise KbenchError(f"the aarch64 sysroot ({SYSROOT_AARCH64}) has no dynamic loader: "
                               "run `bash ci/install-toolchain.sh` first", "toolchain")
@@ -209,7 +216,9 @@ def build_test_program(name: str, quiet: bool = True) -> Path:
              quiet)
         lib = [str(object_path(p, base)) for p in sources("aarch64")
                if p.parent != NATIVE / "worker"]
-        _link(tc, [*lib, str(obj)], out, [], quiet)
+        # not a worker: its allocator is glibc's own, unwrapped (kb_heap.c is the worker's)
+        plain = Toolchain(tc.arch, tc.cc, [f for f in tc.link if f not in HEAP_WRAP], tc.defines)
+        _link(plain, [*lib, str(obj)], out, [], quiet)
     return out
 
 

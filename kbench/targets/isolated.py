@@ -111,6 +111,11 @@ class IsolatedHostEngine:
         self.worker.start()
         return self.plugins.owner(realization) is not None
 
+    def heap_accounting(self, realization: str) -> bool:
+        """Heap blocks are counted for the plugin calls the worker runs (ours run
+        in this process, whose allocator is not interposed)."""
+        return self.input_guards(realization)
+
     def gemm_raw(self, m: int, n: int, k: int, problems: list[RawProblem],
                  selector: Selector | None = None, timing: Timing | None = None,
                  guard: str | None = None) -> CallResult:

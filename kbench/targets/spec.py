@@ -47,7 +47,16 @@ import numpy as np
 
 from kbench.errors import InvalidArgument, KbenchError
 from kbench.native import api, envvars
-from kbench.native.calls import CallResult, ConvDesc, Engine, TargetInfo, Timing, pack
+from kbench.native.calls import (
+    HEAP_NOT_HERE,
+    CallResult,
+    ConvDesc,
+    Engine,
+    HeapUse,
+    TargetInfo,
+    Timing,
+    pack,
+)
 from kbench.native.isa import SME_CLASSES
 from kbench.problems.cases import ConvCase, GemmCase
 from kbench.problems.inputs import ConvInputs, GemmInputs
@@ -81,6 +90,7 @@ class Outcome:
     error: KbenchError | None = None
     guard_detail: str = ""  # non-empty: something outside the output changed
     code: Any = None  # the code the call executed (kbench.targets.whatran.Ran), where traced
+    heap: HeapUse = HeapUse.not_measured(HEAP_NOT_HERE)  # the call's heap figures
 
 
 class GuardedBuffer:
@@ -316,7 +326,8 @@ class Target:
         damage = "; ".join([f"problem {i}: {d}" for i, b in enumerate(bufs) if (d := b.damage())]
                            + ([d] if (d := guards.damage()) else []))
         self._discard_if(damage)
-        return Outcome([b.view.copy() for b in bufs], res.realization, None, damage, res.ran)
+        return Outcome([b.view.copy() for b in bufs], res.realization, None, damage, res.ran,
+                       res.heap)
 
     def _discard_if(self, damage: str) -> None:
         """A call that wrote outside its buffers: the process that ran it is
@@ -349,7 +360,7 @@ class Target:
             return Outcome([], None, exc, damage)
         damage = "; ".join(d for d in (buf.damage(), guards.damage()) if d)
         self._discard_if(damage)
-        return Outcome([out.copy()], res.realization, None, damage, res.ran)
+        return Outcome([out.copy()], res.realization, None, damage, res.ran, res.heap)
 
     def close(self) -> None:
         self.engine.close()

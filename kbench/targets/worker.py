@@ -42,16 +42,16 @@ from kbench.errors import (
 )
 from kbench.native import api
 from kbench.native.api import RawProblem, Realization, Selector
-from kbench.native.calls import CallResult, ConvDesc, TargetInfo, Timing, backend_arg
+from kbench.native.calls import CallResult, ConvDesc, HeapUse, TargetInfo, Timing, backend_arg
 from kbench.native.plugins import FORMS, PluginInfo, PluginRealizationInfo
 from kbench.targets.elf import Elf, ElfError
 from kbench.targets.plugins import PluginError, PluginLoads, annotate_all, expand
 from kbench.targets.timeouts import CallBounds, conv_flops, gemm_flops, pack_flops
 
 MAGIC = 0x3157424B
-PROTOCOL = 4  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes, 3 its NaN rule and
+PROTOCOL = 5  # KB_WIRE_PROTOCOL: 2 added the realization's block sizes, 3 its NaN rule and
 # the layouts a plugin realization declares, 4 its ABI 3 declarations (and an input's
-# overread allowance in its buffer word)
+# overread allowance in its buffer word), 5 a GEMM or CONV reply's heap figures (HEAP_NOTES)
 REPLY = 0x80000000
 PROTOCOL_ERROR = 0xFFFFFFFF
 HELLO, GEMM, CONV, PACK, SET_SVL, SHUTDOWN, LOAD_TABLE, LOAD_PLUGIN = 1, 2, 3, 4, 5, 6, 7, 8
@@ -59,6 +59,13 @@ CODE_MAP, SET_SVE_VL, FENCE = 9, 10, 11
 PACK_PORTABLE, PACK_NATIVE, PACK_PLUGIN, PACK_PLUGIN_LHS = 0, 1, 2, 3  # PACK modes
 PACK_FILL_GIVEN = 1 << 16  # with the fill byte in bits 8..15 (default 0xA5)
 MAX_PAYLOAD = 1 << 30
+# a call reply's heap status (native/worker/kb_heap.h, KB_HEAP_*): 0 measured, else why not
+HEAP_NOTES = {1: "not measured: the call was refused before it ran",
+              2: "not measured: a timed call (the allocator does not count while one runs)",
+              3: "not measured: no realization was forced while plugins are loaded",
+              4: "not measured: kbench's scratch lies in guarded mappings in a checking call",
+              5: "not measured: this worker was built without heap accounting"}
+HEAP_WHOSE = {1: "plugin", 2: "scratch"}
 
 
 @dataclass(frozen=True)
@@ -160,6 +167,16 @@ class Reader:
         return Realization.from_fields(name, backend, kernel, op, isa, accum, kpr, bforms, vbits,
                                        threads, max_m, max_groups, False, conv_class,
                                        error_model, (block_m, block_n, block_k), nan_clamp)
+
+
+def read_heap(r: Reader) -> HeapUse:
+    """A call reply's heap figures (protocol 5)."""
+    status, whose, before, peak, after = r.u32(), r.u32(), r.u64(), r.u64(), r.u64()
+    if status:
+        return HeapUse.not_measured(HEAP_NOTES.get(status, f"not measured (status {status})"))
+    if whose not in HEAP_WHOSE:
+        raise ProtocolError(f"worker sent heap figures of unknown owner kind {whose}", "reply")
+    return HeapUse(before, peak, after, HEAP_WHOSE[whose])
 
 
 def _root(a: np.ndarray) -> np.ndarray:
@@ -658,12 +675,18 @@ class WorkerEngine:
             data = r.take(size)
             r.take((8 - size % 8) % 8)
             bufs.restore(index, data)
+        heap = read_heap(r)
         if status != 0:
             raise from_status(status, field, message)
-        return CallResult(self.plugins.annotate(ran), times, reps)
+        return CallResult(self.plugins.annotate(ran), times, reps, heap=heap)
 
     def input_guards(self, realization: str) -> bool:
         """Can this engine run a call with its inputs against guard pages?"""
+        return True
+
+    def heap_accounting(self, realization: str) -> bool:
+        """Does this engine count a realization's heap blocks? (Every worker's
+        allocator does: native/worker/kb_heap.h; CallResult.heap.)"""
         return True
 
     def _declared(self, sel: Selector | None) -> PluginRealizationInfo | None:

@@ -20,6 +20,11 @@
  * The hello reply ends (after the micro-kernel steps) with u32 the SVE vector
  * length in bits, read only where present. SET_SVE_VL (a new message, like
  * SET_SVL with the SVE vector length) changes no existing encoding.
+ * Protocol 5: a GEMM or CONV reply ends with the call's heap figures
+ * (kb_heap.h): u32 status (0: measured, else why not, KB_HEAP_*), u32 whose
+ * (1: the forced plugin realization's blocks, 2: kbench's scratch, what our
+ * own realizations hold), u64 bytes held when the call started, u64 the most
+ * held at once during it, u64 bytes still held when it returned.
  * Plugins (no change to existing encodings): LOAD_PLUGIN loads a plugin
  * library into the worker, after which every selector the worker reads lets
  * plugin realizations take part; PACK mode 2 packs B with the plugin
@@ -33,7 +38,7 @@
 #include <stdint.h>
 
 #define KB_WIRE_MAGIC 0x3157424bu /* "KBW1" */
-#define KB_WIRE_PROTOCOL 4u
+#define KB_WIRE_PROTOCOL 5u
 #define KB_WIRE_MAX_PAYLOAD ((uint64_t)1 << 30)
 #define KB_WIRE_REPLY 0x80000000u
 #define KB_WIRE_PROTOCOL_ERROR 0xffffffffu

@@ -7,6 +7,7 @@
  * oversized or truncated) gets a protocol-error reply and the worker exits
  * with status 3. A stalled half-sent frame times out after 30 s. */
 #define _GNU_SOURCE
+#include "kb_heap.h"
 #include "kb_wire.h"
 #include "kbench.h"
 
@@ -377,6 +378,7 @@ static int reply_call(uint32_t type, kb_status st, const kb_error *err, const kb
         kb_wr_bytes(&w, bs->b[i].data, bs->b[i].size);
         kb_wr_zeros(&w, (8 - bs->b[i].size % 8) % 8); /* pad the bytes to a multiple of 8 */
     }
+    kb_heap_write(&w); /* protocol 5: the call's heap figures (kb_heap.h) */
     int rc = w.oom ? protocol_error("out of memory building the reply") : send_frame(type | KB_WIRE_REPLY, &w);
     free(w.buf);
     return rc;
@@ -551,6 +553,7 @@ static int handle_gemm(kb_reader *r) {
         uint32_t reps = 0;
         kb_guard_set_mode(bs.guard);
         kb_cc_set_checking(bs.guard != KB_GUARD_OFF); /* a checking run: the ABI too */
+        kb_heap_begin(sel.force, tm.rounds != 0, bs.guard != KB_GUARD_OFF);
         if (tm.rounds) {
             times = malloc(sizeof(double) * tm.rounds);
             st = times ? kb_time_gemm((size_t)M, (size_t)N, (size_t)K, batch ? ps : NULL, batch, &sel, &tm, times, &reps, &ran, &err)
@@ -558,6 +561,7 @@ static int handle_gemm(kb_reader *r) {
         } else {
             st = kb_gemm_batch((size_t)M, (size_t)N, (size_t)K, batch ? ps : NULL, batch, &sel, &ran, &err);
         }
+        kb_heap_end();
         st = with_state_check(st, &err);
         rc = reply_call(KB_MSG_GEMM, st, &err, &ran, times, (st == KB_OK && times) ? tm.rounds : 0, reps, &bs);
         free(times);
@@ -630,12 +634,14 @@ static int handle_conv(kb_reader *r) {
         label_buffer(&bs, bias, "the bias%.0u", 0);
         kb_guard_set_mode(bs.guard);
         kb_cc_set_checking(bs.guard != KB_GUARD_OFF); /* a checking run: the ABI too */
+        kb_heap_begin(sel.force, tm.rounds != 0, bs.guard != KB_GUARD_OFF);
         if (tm.rounds) {
             times = malloc(sizeof(double) * tm.rounds);
             st = times ? kb_time_conv(&d, in, flt, bias, out, &sel, &tm, times, &reps, &ran, &err) : KB_ERR_OUT_OF_MEMORY;
         } else {
             st = kb_conv2d(&d, in, flt, bias, out, &sel, &ran, &err);
         }
+        kb_heap_end();
         st = with_state_check(st, &err);
         rc = reply_call(KB_MSG_CONV, st, &err, &ran, times, (st == KB_OK && times) ? tm.rounds : 0, reps, &bs);
         free(times);
@@ -730,10 +736,14 @@ static int handle_pack(kb_reader *r) {
         /* a plugin's packer is checked for the calling convention whenever it packs
          * outside a timed request (its bytes then feed a checking run or a check) */
         kb_cc_set_checking(bs.guard != KB_GUARD_OFF || (mode >= 2 && tm.rounds == 0));
+        /* what a plugin's packer keeps is its realization's (the reply does not say it) */
+        kb_heap_begin(mode >= 2 ? sel.force : "", 0, bs.guard != KB_GUARD_OFF);
         st = mode == 0 ? kb_pack_b((size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
            : mode == 2 ? kb_pack_b_plugin(sel.force, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &err)
            : mode == 3 ? kb_pack_lhs_plugin(sel.force, (size_t)N, (size_t)K, B, (size_t)ldb, dst, size, &err)
                        : kb_pack_b_native(backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size, &sel, &err);
+        kb_heap_end();
+        kb_heap_forget();
     }
     double *times = NULL;
     uint32_t reps = 0;
@@ -742,6 +752,7 @@ static int handle_pack(kb_reader *r) {
         st = KB_ERR_UNSUPPORTED;
     } else if (st == KB_OK && tm.rounds) {
         times = malloc(sizeof(double) * tm.rounds);
+        kb_heap_begin(NULL, 1, 0); /* timed: not counted */
         if (!times)
             st = KB_ERR_OUT_OF_MEMORY;
         else if (mode == 2)
@@ -750,6 +761,8 @@ static int handle_pack(kb_reader *r) {
         else
             st = kb_time_pack_b(mode == 0 ? -1 : backend, (size_t)N, (size_t)K, B, (size_t)ldb, bias, dst, size,
                                 &sel, &tm, times, &reps, &err);
+        kb_heap_end();
+        kb_heap_forget();
     }
     st = with_state_check(st, &err);
     kb_writer w = {0};

@@ -22,6 +22,7 @@
  * our own packed B: the payload checksum is written, not hashed per call)
  * before the kernel sees a byte. Scratch comes from kb_scratch (released by
  * the entry points). */
+#include "kb_heaptag.h"
 #include "kb_plugin.h"
 
 #include <stdatomic.h>
@@ -398,7 +399,7 @@ kb_status kb_plugin_pack(const kb_plugin_gemm_impl *g, size_t n, size_t k, const
     size_t payload = u->rhs_get_packed_size(n, k);
     kb_f16 *zeros = NULL;
     if (!bias) {
-        zeros = calloc(n, sizeof(kb_f16));
+        zeros = kb_heap_calloc(KB_HEAP_TAG_KBENCH, n, sizeof(kb_f16)); /* kbench's, not the packer's */
         if (!zeros) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "bias", "cannot allocate %zu zero bias values", n);
         bias = zeros;
     }

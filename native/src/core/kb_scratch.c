@@ -10,6 +10,7 @@
  * and drivers may take their pieces one by one (kb_scratch_piece) so that
  * each piece a kernel reads ends at a guard page of its own. Guarded
  * buffers live until the entry point releases its scratch. */
+#include "kb_heaptag.h"
 #include "kb_internal.h"
 
 #include <stdlib.h>
@@ -38,7 +39,7 @@ static void *get(int slot, size_t bytes) {
     }
     if (bytes <= scratch_cap[slot]) return scratch_ptr[slot];
     free(scratch_ptr[slot]);
-    scratch_ptr[slot] = malloc(bytes);
+    scratch_ptr[slot] = kb_heap_malloc(KB_HEAP_TAG_SCRATCH, bytes); /* kbench's, whoever's call it is */
     scratch_cap[slot] = scratch_ptr[slot] ? bytes : 0;
     return scratch_ptr[slot];
 }

@@ -4,6 +4,7 @@
  * The timer drives the entry points (kb_gemm_batch, kb_conv2d, kb_pack_b*);
  * they never call back into it. */
 #define _POSIX_C_SOURCE 200809L
+#include "kb_heaptag.h"
 #include "kb_internal.h"
 
 #include <stdlib.h>
@@ -72,7 +73,7 @@ static kb_status run_timed(call_fn fn, void *ctx, const kb_timing *t, double *ro
     uint32_t reps = (!t->min_round_ns && t->max_reps) ? t->max_reps : 1;
     unsigned char *flush = NULL;
     if (t->cold) {
-        flush = malloc(KB_FLUSH_BYTES);
+        flush = kb_heap_malloc(KB_HEAP_TAG_KBENCH, KB_FLUSH_BYTES);
         if (!flush) return kb_fail(err, KB_ERR_OUT_OF_MEMORY, "timing.cold", "cannot allocate the cache flush buffer");
         memset(flush, 0, KB_FLUSH_BYTES);
         reps = 1;
