@@ -252,6 +252,41 @@ def test_calls_the_worker_does_not_measure_say_why(host):
     assert out.error is None and out.heap.note == HEAP_NOTES[3]
 
 
+def _preloadable_allocator() -> str | None:
+    """AddressSanitizer's runtime (gcc's libasan), an allocator of its own that
+    also allocates from its interceptors (strdup, ...) without calling malloc."""
+    import shutil
+    import subprocess
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return None
+    path = subprocess.run([gcc, "-print-file-name=libasan.so"], capture_output=True,
+                          text=True).stdout.strip()
+    return path if path.startswith("/") else None
+
+
+def test_a_preloaded_allocator_takes_every_block_and_nothing_is_counted(monkeypatch):
+    """A worker started under LD_PRELOAD of another allocator (ci/sanitize.sh runs
+    the suites so; users preload jemalloc or tcmalloc) must not mix its blocks
+    with glibc's (a block one allocator handed out, freed by the other, aborts
+    the worker): every call goes to the preloaded allocator and each call's
+    figures say why they are missing."""
+    asan = _preloadable_allocator()
+    if asan is None:
+        pytest.skip("no preloadable allocator here (gcc's libasan)")
+    monkeypatch.setenv("LD_PRELOAD", asan)
+    monkeypatch.setenv("ASAN_OPTIONS", "detect_leaks=0")
+    t = parse_target("worker:host", [lib("exscratch"), lib("exscratchxx")])
+    try:
+        for name in ("exscratch.gemm_leaks", "exscratch.gemm_allocators",
+                     "exscratch.gemm_threaded", "exscratchxx.gemm_new"):
+            for _ in range(2):
+                u = _gemm(t, name).heap
+                assert not u.measured and u.note == HEAP_NOTES[6], name
+    finally:
+        t.close()
+
+
 def test_a_correctness_verdict_carries_the_call_s_heap():
     """(A fresh worker: exscratch's realizations share their thread's scratch, and a
     block is the realization's whose call allocated it.)"""

@@ -64,7 +64,8 @@ HEAP_NOTES = {1: "not measured: the call was refused before it ran",
               2: "not measured: a timed call (the allocator does not count while one runs)",
               3: "not measured: no realization was forced while plugins are loaded",
               4: "not measured: kbench's scratch lies in guarded mappings in a checking call",
-              5: "not measured: this worker was built without heap accounting"}
+              5: "not measured: this worker was built without heap accounting",
+              6: "not measured: another allocator is preloaded into the worker (LD_PRELOAD)"}
 HEAP_WHOSE = {1: "plugin", 2: "scratch"}
 
 

@@ -57,6 +57,7 @@ void *__libc_memalign(size_t align, size_t n);
 #define REAL_CALLOC __libc_calloc
 #define REAL_REALLOC __libc_realloc
 #define REAL_MEMALIGN __libc_memalign
+#define KB_HEAP_CAN_DEFER 1
 static size_t real_usable(void *p) { /* a block glibc handed out directly */
     static size_t (*_Atomic next)(void *);
     size_t (*fn)(void *) = atomic_load_explicit(&next, memory_order_acquire);
@@ -66,6 +67,51 @@ static size_t real_usable(void *p) { /* a block glibc handed out directly */
     }
     return fn ? fn(p) : 0;
 }
+#endif
+
+#if defined(KB_HEAP_CAN_DEFER)
+/* Another allocator preloaded into the worker (LD_PRELOAD: a sanitizer's
+ * runtime, jemalloc, tcmalloc) hands out blocks this file never sees (its
+ * own interceptors, strdup and the like, allocate with it directly): mixing
+ * its blocks with glibc's would free one allocator's block with the other's
+ * free. Then every call goes to that allocator, nothing is counted, and each
+ * call's figures say why (KB_HEAP_FOREIGN). Decided once, at load, before
+ * any thread runs. */
+static struct {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*memalign)(size_t, size_t);
+    size_t (*usable)(void *);
+} foreign;
+static int deferring; /* written once, by the constructor below */
+
+__attribute__((constructor(101))) static void kb_heap_detect(void) {
+    void *next = dlsym(RTLD_NEXT, "malloc");
+    if (!next || next == (void *)__libc_malloc) return;
+    foreign.malloc = (void *(*)(size_t))next;
+    foreign.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    foreign.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+    foreign.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+    foreign.memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
+    foreign.usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    if (foreign.free && foreign.calloc && foreign.realloc && foreign.memalign) deferring = 1;
+}
+#define DEFER(call) \
+    do {            \
+        if (deferring) return foreign.call; \
+    } while (0)
+#define DEFER_VOID(call) \
+    do {                 \
+        if (deferring) { \
+            foreign.call; \
+            return;      \
+        }                \
+    } while (0)
+#else
+#define DEFER(call) ((void)0)
+#define DEFER_VOID(call) ((void)0)
 #endif
 
 /* the functions this file defines (interposed or wrapped) */
@@ -163,12 +209,14 @@ static void *enomem(void) {
 /* ---- the allocator ------------------------------------------------------------- */
 
 void *API(malloc)(size_t n) {
+    DEFER(malloc(n));
     if (pausing()) return REAL_MALLOC(n);
     if (n > SIZE_MAX - HDR) return enomem();
     return finish(REAL_MALLOC(n + HDR), n, HDR_SHIFT);
 }
 
 void *API(calloc)(size_t a, size_t b) {
+    DEFER(calloc(a, b));
     if (pausing()) return REAL_CALLOC(a, b);
     size_t n;
     if (__builtin_mul_overflow(a, b, &n) || n > SIZE_MAX - HDR) return enomem();
@@ -176,6 +224,7 @@ void *API(calloc)(size_t a, size_t b) {
 }
 
 void API(free)(void *p) {
+    DEFER_VOID(free(p));
     hdr h;
     if (!p) return;
     if (!counted(p, &h)) {
@@ -188,6 +237,7 @@ void API(free)(void *p) {
 }
 
 void *API(realloc)(void *p, size_t n) {
+    DEFER(realloc(p, n));
     hdr h;
     if (!p) return API(malloc)(n);
     if (!counted(p, &h)) return REAL_REALLOC(p, n); /* an uncounted block stays uncounted */
@@ -227,6 +277,7 @@ static void *aligned(size_t align, size_t n) {
     size_t a = HDR;
     unsigned shift = HDR_SHIFT;
     while (a < align) a <<= 1, shift++;
+    DEFER(memalign(a, n));
     if (a == HDR) return API(malloc)(n); /* glibc's blocks are 16-byte aligned */
     if (pausing()) return REAL_MEMALIGN(a, n);
     if (n > SIZE_MAX - a) return enomem();
@@ -266,6 +317,9 @@ void *API(pvalloc)(size_t n) {
 size_t API(malloc_usable_size)(void *p) {
     hdr h;
     if (!p) return 0;
+#if defined(KB_HEAP_CAN_DEFER)
+    if (deferring) return foreign.usable ? foreign.usable(p) : 0;
+#endif
     return counted(p, &h) ? (size_t)h.size : real_usable(p);
 }
 
@@ -296,6 +350,12 @@ static int owner_of(const char *force) {
 
 void kb_heap_begin(const char *force, int timed, int guarded) {
     last.owner = -1;
+#if defined(KB_HEAP_CAN_DEFER)
+    if (deferring) {
+        last.status = KB_HEAP_FOREIGN;
+        return;
+    }
+#endif
     if (timed) {
         last.status = KB_HEAP_TIMED;
         atomic_store_explicit(&paused, 1, memory_order_relaxed);

@@ -24,7 +24,9 @@
  * statically linked worker (KB_HEAP_WRAP), wraps them at link time
  * (-Wl,--wrap=malloc,...: every reference in the program, libc.a's own
  * included, goes through it). Memory a library maps itself (mmap) is not
- * heap and is not seen. */
+ * heap and is not seen. A dynamically linked worker into which another
+ * allocator is preloaded (LD_PRELOAD) hands every call to it and counts
+ * nothing (KB_HEAP_FOREIGN). */
 #ifndef KB_HEAP_H
 #define KB_HEAP_H
 
@@ -41,7 +43,9 @@ enum {
                                      call's blocks cannot be given an owner in advance    */
     KB_HEAP_GUARDED_SCRATCH = 4,  /* one of ours in a checking request: kbench's scratch
                                      lies in guarded mappings then, not on the heap        */
-    KB_HEAP_NOT_BUILT = 5         /* a worker built without the accounting (the fuzzer's)  */
+    KB_HEAP_NOT_BUILT = 5,        /* a worker built without the accounting (the fuzzer's)  */
+    KB_HEAP_FOREIGN = 6           /* another allocator is preloaded into the worker
+                                     (LD_PRELOAD): every block is its, none is counted    */
 };
 
 /* Whose figures they are. */
