@@ -272,6 +272,13 @@ def _offsets(log_dir: Path) -> tuple[dict[str, set[int]], dict[str, set[tuple[st
     return by_file, entries
 
 
+def executed_offsets(log_dir: Path, path: str | Path) -> set[int]:
+    """The file addresses of every instruction of the file at `path` that
+    ran in any worker process whose logs are in log_dir."""
+    offsets, _ = _offsets(log_dir)
+    return offsets.get(os.path.realpath(path), set())
+
+
 def measure(target: str, log_dir: Path, plugins: Iterable[str] = ()) -> list[UnitCoverage]:
     """Coverage of our kernel and packer objects and of every function of
     each plugin, from the logs of every worker process of one target."""
@@ -303,7 +310,7 @@ def disassembler() -> str | None:
     return None
 
 
-def _objdump(tool: str, binary: str, lo: int, hi: int) -> dict[int, tuple[str, str]]:
+def objdump(tool: str, binary: str, lo: int, hi: int) -> dict[int, tuple[str, str]]:
     """address -> (instruction, source line) over [lo, hi) of a file."""
     try:
         proc = subprocess.run([tool, "-d", "-l", "--no-show-raw-insn", f"--mattr={MATTR}",
@@ -337,7 +344,7 @@ def disassemble(rows: list[UnitCoverage], tool: str | None = None) -> bool:
             by_file.setdefault(r.unit.binary, []).append(r)
     for binary, group in by_file.items():
         ranges = [rng for r in group for rng in r.uncovered]
-        code = _objdump(tool, binary, min(a for a, _ in ranges), max(b for _, b in ranges))
+        code = objdump(tool, binary, min(a for a, _ in ranges), max(b for _, b in ranges))
         for r in group:
             r.listing = {a: code[a] for lo, hi in r.uncovered for a in range(lo, hi, 4)
                          if a in code}

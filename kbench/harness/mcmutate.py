@@ -1,0 +1,636 @@
+"""The machine-code mutation campaign (`kbench mutate --plugin LIB --target
+T`): mutants of a user's shared library, one instruction word each, in the
+code kbench's suites executed on the target, judged by kbench's suites and,
+beside them, by another test suite (--external-test).
+
+1. Baseline: `kbench run` on the unmutated library with machine-code
+   coverage (kbench.targets.coverage): it must pass, and its QEMU logs say
+   which instructions of the library ran. The external test must pass on it
+   too.
+2. Plan: every mutation of the executed instructions (kbench.harness.mcsites,
+   kbench.targets.a64patch), and the sample (stratified by function).
+3. Each mutant: a copy of the library with the word patched at its file
+   offset; `kbench run` of the chosen suites on it (each plugin call in the
+   target's worker: a crash, exit or hang is a verdict), stopping at the
+   first failure; the external test on the same file. kbench's status:
+   killed (a suite failed, or the run hung past its bound), not-reached (it
+   passed and the mutated instruction never ran: its coverage says so),
+   likely-equivalent (it passed, and the equivalence probe,
+   kbench.harness.mcprobe, saw bit-identical outputs and the same instruction
+   trace), survived (it passed otherwise), error (the run could not judge).
+
+The run folder: run.json (kind "mc-mutation-campaign", the settings,
+complete or not), baseline/ (the baseline run), plan.json (every planned
+mutant and the sample), journal.jsonl (one line per finished mutant,
+appended as it finishes), mcmutation.json and mutants.csv (rewritten after
+each mutant), logs/ (each mutant's kbench run and external test output) and
+an empty results.csv, so `kbench report` reads the folder. A campaign
+interrupted (Ctrl-C, SIGTERM) keeps every finished mutant and says
+INCOMPLETE; the same command with --out that folder resumes it, running
+only the mutants not finished."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fnmatch
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbench.errors import KbenchError
+from kbench.harness import coverage_run, mcprobe, mcsites
+from kbench.results import mcmutation as mcm
+from kbench.results.store import COLUMNS, machine_metadata
+from kbench.targets import coverage
+from kbench.targets.a64asm import Disassembler
+from kbench.targets.a64patch import patch
+from kbench.targets.crossbuild import SYSROOT_AARCH64
+from kbench.targets.spec import parse_qemu
+from kbench.targets.tools import find_qemu
+
+PLAN, JOURNAL, CSV = "plan.json", "journal.jsonl", "mutants.csv"
+DEFAULT_SHAPES = ("smoke", "tails")
+CSV_COLUMNS = ["id", "function", "offset", "file_offset", "operator", "variant", "status",
+               "external", "detail", "external_detail", "source", "old_text", "new_text",
+               "seconds"]
+Say = Callable[[str], None]
+
+
+class CampaignError(KbenchError):
+    """The campaign cannot start or go on (a failing baseline, a folder of
+    another campaign, ...)."""
+
+
+class Interrupted(KbenchError):  # noqa: N818 - what happened, as the CLI says it
+    """Ctrl-C or SIGTERM: the folder is finalised as incomplete."""
+
+
+@dataclass
+class Options:
+    library: Path
+    target: str
+    out: Path
+    realizations: tuple[str, ...] = ()
+    suite: str = "all"
+    shapes: tuple[str, ...] = DEFAULT_SHAPES
+    sample: int | None = None
+    rotate: str = ""
+    budget_s: float | None = None
+    timeout_s: float | None = None  # per kbench run (None: from the baseline's time)
+    lanes: int = 1
+    external: str = ""
+    select: tuple[str, ...] = ()  # id patterns (fnmatch)
+    functions: tuple[str, ...] = ()
+    operators: tuple[str, ...] = ()
+    probe: bool = True
+
+    def settings(self, sha: str) -> dict[str, Any]:
+        """What a resumed campaign must share with the one it resumes."""
+        return {"library": str(self.library), "library_sha256": sha, "target": self.target,
+                "realizations": list(self.realizations), "suite": self.suite,
+                "shapes": list(self.shapes), "sample": self.sample, "rotate": self.rotate,
+                "external": self.external, "select": list(self.select),
+                "functions": list(self.functions), "operators": list(self.operators),
+                "probe": self.probe}
+
+
+@dataclass
+class Result:
+    id: str
+    function: str
+    offset: int
+    file_offset: int
+    operator: str
+    variant: str
+    old_text: str
+    new_text: str
+    source: str
+    listing: list[str]
+    status: str = mcm.ERROR
+    detail: str = ""
+    external: str = ""  # killed, survived ("" without an external test)
+    external_detail: str = ""
+    seconds: float = 0.0
+    log: str = ""
+
+
+@dataclass
+class Baseline:
+    seconds: float
+    external_seconds: float = 0.0
+    cases: int = 0
+    executed: int = 0  # instructions of the library that ran
+    instructions: int = 0
+    functions: dict[str, list[int]] = field(default_factory=dict)  # executed, all
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def qemu_prefix(spec: str) -> str:
+    """`{target}` of an external test: the QEMU command line that runs an
+    aarch64 program as the target's worker runs (its CPU and vector length,
+    the cross sysroot for a dynamically linked program)."""
+    q = parse_qemu(spec)
+    cmd = [find_qemu(), "-L", str(SYSROOT_AARCH64), "-cpu", q.qemu_cpu]
+    if q.isa:
+        cmd += ["-E", f"KBENCH_ISA_CAP={q.isa}"]
+    return shlex.join(cmd)
+
+
+def external_command(template: str, library: Path, spec: str) -> str:
+    return template.replace("{lib}", shlex.quote(str(library))).replace(
+        "{target}", qemu_prefix(spec))
+
+
+def _fmt(seconds: float) -> str:
+    s = int(max(0, seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+class _Procs:
+    """The child processes running now (killed as a group on an interrupt)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: set[subprocess.Popen[bytes]] = set()
+        self.stopping = threading.Event()
+
+    def run(self, cmd: list[str], log: Path, timeout: float, cwd: Path | None = None
+            ) -> tuple[int | None, float]:
+        """(exit code, or None when it ran past timeout and was killed; seconds)."""
+        start = time.monotonic()
+        with open(log, "ab") as fh:
+            fh.write(("$ " + shlex.join(cmd) + "\n").encode())
+            fh.flush()
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd,
+                                    start_new_session=True)
+            with self.lock:
+                self.running.add(proc)
+            try:
+                code: int | None = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill(proc)
+                code = None
+            except BaseException:  # an interrupt: the child (its own session) goes too
+                self.kill(proc)
+                raise
+            finally:
+                with self.lock:
+                    self.running.discard(proc)
+            fh.write(f"\n[exit {code}, {time.monotonic() - start:.1f} s]\n".encode())
+        return code, time.monotonic() - start
+
+    @staticmethod
+    def kill(proc: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self.lock:
+            procs = list(self.running)
+        for p in procs:
+            self.kill(p)
+
+
+class Campaign:
+    def __init__(self, opts: Options, say: Say) -> None:
+        self.opts, self.say = opts, say
+        self.out = Path(opts.out).resolve()
+        self.lib = Path(opts.library).resolve()
+        self.procs = _Procs()
+        self.lock = threading.Lock()
+        self.results: dict[str, Result] = {}
+        self.baseline: Baseline | None = None
+        self.base_probe: mcprobe.Probe | None = None
+        self.probe_lock = threading.Lock()
+        self.meta: dict[str, Any] = {}
+        self.not_run: list[str] = []
+
+    # ---- kbench runs -------------------------------------------------------------------
+
+    def kbench_cmd(self, library: Path, run_dir: Path, mutant: bool) -> list[str]:
+        o = self.opts
+        cmd = [sys.executable, "-m", "kbench.cli", "run", "--suite", o.suite, "--target",
+               o.target, "--plugin", str(library), "--coverage", "--no-history", "--no-report",
+               "--out", str(run_dir), "--force", "-n", "1"]
+        cmd += [a for r in o.realizations for a in ("--realization", r)] or ["--backend",
+                                                                            "plugin"]
+        cmd += [a for s in o.shapes for a in ("--shapes", s)]
+        if mutant:
+            assert self.baseline is not None
+            cmd += ["-x", "--call-timeout", f"{self.call_timeout():.0f}"]
+        return cmd
+
+    def call_timeout(self) -> float:
+        """A call of a mutant may take at most this long: the whole baseline run
+        twice (no single call of it took longer), at least 20 s."""
+        assert self.baseline is not None
+        return max(20.0, 2 * self.baseline.seconds)
+
+    def run_timeout(self) -> float:
+        assert self.baseline is not None
+        if self.opts.timeout_s is not None:
+            return self.opts.timeout_s
+        return 4 * self.baseline.seconds + 3 * self.call_timeout() + 60
+
+    def external_timeout(self) -> float:
+        assert self.baseline is not None
+        return max(60.0, 10 * self.baseline.external_seconds)
+
+    # ---- setup ---------------------------------------------------------------------------
+
+    def _load_or_start(self, sha: str) -> list[mcsites.Planned]:
+        """The sample to run: from the folder of the campaign being resumed, or
+        planned afresh after the baseline."""
+        settings = self.opts.settings(sha)
+        meta_path = self.out / "run.json"
+        if meta_path.exists():
+            try:
+                meta = json.loads(meta_path.read_text())
+            except (OSError, ValueError) as exc:
+                raise CampaignError(f"mutate: {meta_path} cannot be read ({exc}); use another "
+                                    "--out", "out") from exc
+            if meta.get("kind") != mcm.KIND:
+                raise CampaignError(f"mutate: {self.out} holds another kind of run "
+                                    f"({meta.get('kind', 'a kbench run')}); use another --out",
+                                    "out")
+            differ = [k for k, v in settings.items() if meta.get("settings", {}).get(k) != v]
+            if differ:
+                raise CampaignError(
+                    f"mutate: {self.out} holds a campaign with other settings ("
+                    + ", ".join(f"{k}: {meta['settings'].get(k)!r} there, {settings[k]!r} now"
+                                for k in differ[:3]) + "); use another --out", "out")
+            if (self.out / PLAN).exists():
+                self.meta = meta
+                return self._resume()
+        elif self.out.exists() and any(self.out.iterdir()):
+            raise CampaignError(f"mutate: {self.out} exists and is not a campaign's folder; "
+                                "use another --out", "out")
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.meta = {"kind": mcm.KIND, **machine_metadata(), "settings": settings,
+                     "complete": False, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        self._write_meta()
+        (self.out / "results.csv").write_text(",".join(COLUMNS) + "\n")
+        return self._start()
+
+    def _resume(self) -> list[mcsites.Planned]:
+        plan = json.loads((self.out / PLAN).read_text())
+        self.baseline = Baseline(**plan["baseline"])
+        chosen = [mcsites.Planned.from_json(d) for d in plan["sample"]]
+        journal = self.out / JOURNAL
+        if journal.exists():
+            for line in journal.read_text().splitlines():
+                try:
+                    r = Result(**json.loads(line))
+                except (ValueError, TypeError):
+                    continue  # a line cut short by a kill: its mutant runs again
+                self.results[r.id] = r
+        self.say(f"resuming {self.out}: {len(self.results)} of {len(chosen)} mutants done")
+        return chosen
+
+    def _start(self) -> list[mcsites.Planned]:
+        base_dir = self.out / "baseline"
+        self.say(f"baseline: kbench run on the unmutated library with coverage -> {base_dir}")
+        code, secs = self.procs.run(self.kbench_cmd(self.lib, base_dir, False),
+                                    self.out / "baseline.log", 7200)
+        self._check_interrupt()
+        if code != 0:
+            raise CampaignError(
+                f"mutate: the suites do not pass on the unmutated library (exit {code}; see "
+                f"{self.out / 'baseline.log'}): a mutant's failure would prove nothing", "plugin")
+        logs = coverage_run.log_dir(base_dir, self.opts.target)
+        executed = coverage.executed_offsets(logs, self.lib)
+        if not executed:
+            raise CampaignError(f"mutate: no instruction of {self.lib} ran in the baseline (see "
+                                f"{self.out / 'baseline.log'})", "plugin")
+        self.baseline = Baseline(round(secs, 1), cases=_rows(base_dir / "results.csv"))
+        ext_s = 0.0
+        if self.opts.external:
+            cmd = external_command(self.opts.external, self.lib, self.opts.target)
+            code, ext_s = self.procs.run(["/bin/sh", "-c", cmd], self.out / "baseline.log", 3600)
+            self._check_interrupt()
+            if code != 0:
+                raise CampaignError(
+                    f"mutate: the external test fails on the unmutated library (exit {code}: "
+                    f"{cmd}; see {self.out / 'baseline.log'}): it cannot judge mutants",
+                    "external-test")
+        self.baseline.external_seconds = round(ext_s, 2)
+        plan = mcsites.plan(self.lib, executed, Disassembler(), self.opts.functions,
+                            self.opts.operators)
+        self.baseline.executed = len(executed)
+        self.baseline.instructions = sum(n for _, n in plan.functions.values())
+        self.baseline.functions = {k: list(v) for k, v in plan.functions.items()}
+        pool = [m for m in plan.mutants
+                if not self.opts.select or any(_match(m.id, p) for p in self.opts.select)]
+        chosen = mcsites.sample(pool, self.opts.sample, self.opts.rotate)
+        mcsites.annotate(self.lib, chosen)
+        self.say(f"baseline passed in {secs:.0f} s ({self.baseline.cases} verdicts); "
+                 f"{len(executed)} of the library's instructions ran"
+                 + (f"; external test passed in {ext_s:.1f} s" if self.opts.external else ""))
+        self.say(f"planned {len(plan.mutants)} mutants of the executed code; running "
+                 f"{len(chosen)}" + (f" (a sample stratified by function, key "
+                                     f"{self.opts.rotate!r})" if self.opts.sample is not None
+                                     else ""))
+        tmp = self.out / (PLAN + ".tmp")
+        tmp.write_text(json.dumps({"baseline": asdict(self.baseline),
+                                   "planned": len(plan.mutants),
+                                   "planned_by_operator": _count(plan.mutants, "operator"),
+                                   "sample": [m.to_json() for m in chosen]}, indent=1))
+        tmp.replace(self.out / PLAN)
+        return chosen
+
+    def _check_interrupt(self) -> None:
+        if self.procs.stopping.is_set():
+            raise Interrupted("interrupted", "interrupt")
+
+    # ---- one mutant ------------------------------------------------------------------------
+
+    def run_one(self, m: mcsites.Planned, index: int, lane: int) -> Result | None:
+        """The mutant's result (None: interrupted, nothing recorded)."""
+        start = time.monotonic()
+        r = Result(m.id, m.function, m.offset, m.file_offset, m.operator, m.variant,
+                   m.old_text, m.new_text, m.source, list(m.listing))
+        work = self.out / "work" / f"lane{lane}"
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        lib = work / self.lib.name
+        lib.write_bytes(patch(self.lib.read_bytes(), m.file_offset, m.old, m.new))
+        (self.out / "logs").mkdir(exist_ok=True)
+        log = self.out / "logs" / f"{index:04d}.log"
+        log.write_text(f"{m.id}: {m.old_text} -> {m.new_text}\n")
+        r.log = str(log.relative_to(self.out))
+        run_dir = work / "run"
+        code, secs = self.procs.run(self.kbench_cmd(lib, run_dir, True), log, self.run_timeout())
+        if self.procs.stopping.is_set():
+            return None
+        r.status, r.detail = self._judge(code, secs, run_dir, lib, m, log)
+        if self.opts.external:
+            cmd = external_command(self.opts.external, lib, self.opts.target)
+            ecode, esecs = self.procs.run(["/bin/sh", "-c", cmd], log, self.external_timeout())
+            if self.procs.stopping.is_set():
+                return None
+            if ecode == 0:
+                r.external, r.external_detail = mcm.SURVIVED, f"passed in {esecs:.1f} s"
+            else:
+                r.external = mcm.KILLED
+                r.external_detail = (f"timed out after {esecs:.0f} s" if ecode is None else
+                                     f"exit {ecode}" if ecode > 0 else
+                                     f"died of {_signame(-ecode)}")
+        if r.status == mcm.SURVIVED and self.opts.probe:
+            r.status, r.detail = self._probe(lib)
+            if self.procs.stopping.is_set():
+                return None
+        if r.status == mcm.EQUIVALENT and r.external == mcm.KILLED:
+            r.status = mcm.SURVIVED
+            r.detail += "; the external test tells it apart, so it is not equivalent"
+        r.seconds = round(time.monotonic() - start, 1)
+        return r
+
+    def _judge(self, code: int | None, secs: float, run_dir: Path, lib: Path,
+               m: mcsites.Planned, log: Path) -> tuple[str, str]:
+        if code is None:
+            return mcm.KILLED, f"the suites did not finish within {secs:.0f} s (a hang)"
+        if code == 1:
+            return mcm.KILLED, _first_failure(run_dir / "results.csv") or "a suite failed"
+        if code == 0:
+            ran = coverage.executed_offsets(coverage_run.log_dir(run_dir, self.opts.target), lib)
+            if m.addr not in ran:
+                return mcm.NOT_REACHED, "every suite passed; the mutated instruction never ran"
+            return mcm.SURVIVED, "every suite passed"
+        refused = _refusal(log, lib)
+        if refused:
+            return mcm.KILLED, f"kbench refused the library: {refused}"
+        how = f"died of {_signame(-code)}" if code < 0 else f"exit {code}"
+        return mcm.ERROR, f"kbench run could not judge the mutant ({how}; see its log)"
+
+    def _probe(self, lib: Path) -> tuple[str, str]:
+        with self.probe_lock:  # the baseline's probe once, whichever lane asks first
+            if self.base_probe is None:
+                self.base_probe = mcprobe.probe(str(self.lib), self.opts.target,
+                                                self.opts.shapes, self.opts.realizations)
+        got = mcprobe.probe(str(lib), self.opts.target, self.opts.shapes,
+                            self.opts.realizations)
+        same, why = mcprobe.compare(self.base_probe, got)
+        return (mcm.EQUIVALENT if same else mcm.SURVIVED), f"every suite passed; {why}"
+
+    # ---- the campaign --------------------------------------------------------------------
+
+    def plan_only(self) -> list[mcsites.Planned]:
+        """The baseline and the plan (or the plan of the folder being resumed),
+        without running a mutant: what `--list` shows."""
+        try:
+            chosen = self._load_or_start(sha256(self.lib))
+        except KeyboardInterrupt:
+            self.procs.stop()
+            self._finish([], interrupted=True)
+            raise Interrupted("interrupted during the baseline", "interrupt") from None
+        self._write(chosen)
+        self._write_meta()  # complete: false, nothing run yet
+        return chosen
+
+    def run(self) -> dict[str, Any]:
+        """Runs (or resumes) the campaign; returns mcmutation.json's content.
+        Raises Interrupted after finalising the folder on Ctrl-C/SIGTERM."""
+        started = time.monotonic()
+        try:
+            chosen = self._load_or_start(sha256(self.lib))
+        except KeyboardInterrupt:
+            self.procs.stop()
+            self._finish([], interrupted=True)
+            raise Interrupted("interrupted during the baseline", "interrupt") from None
+        index = {m.id: i for i, m in enumerate(chosen)}
+        todo = [m for m in chosen if m.id not in self.results]
+        total, done_before = len(chosen), len(chosen) - len(todo)
+        queue = list(todo)
+        session_done: list[float] = []
+        first_start = time.monotonic()
+
+        def next_mutant() -> mcsites.Planned | None:
+            with self.lock:
+                if not queue or self.procs.stopping.is_set():
+                    return None
+                over = (self.opts.budget_s is not None
+                        and time.monotonic() - started > self.opts.budget_s)
+                if over:
+                    self.not_run = [x.id for x in queue]
+                    self.say(f"budget of {self.opts.budget_s / 60:.1f} min spent: "
+                             f"{len(queue)} mutants not run")
+                    queue.clear()
+                    return None
+                return queue.pop(0)
+
+        def work(lane: int) -> None:
+            while (m := next_mutant()) is not None:
+                r = self.run_one(m, index[m.id], lane)
+                if r is None:
+                    return
+                with self.lock:
+                    self.results[r.id] = r
+                    session_done.append(time.monotonic())
+                    self._journal(r)
+                    self._write(chosen)
+                    self._progress(r, len(self.results), total, done_before, session_done,
+                                   first_start)
+
+        lanes = max(1, min(self.opts.lanes, len(todo) or 1))
+        errors: list[BaseException] = []
+
+        def guarded(lane: int) -> None:
+            try:
+                work(lane)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                with self.lock:
+                    errors.append(exc)
+                    queue.clear()
+
+        threads = [threading.Thread(target=guarded, args=(i,), daemon=True)
+                   for i in range(lanes)]
+        if todo:
+            assert self.baseline is not None
+            est = len(todo) * (self.baseline.seconds + self.baseline.external_seconds + 2) / lanes
+            self.say(f"running {len(todo)} mutants on {lanes} lane(s); first estimate "
+                     f"~{_fmt(est)} (from the baseline's time)")
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.2)
+        except KeyboardInterrupt:
+            self.procs.stop()
+            for t in threads:
+                t.join(60)
+            self._finish(chosen, interrupted=True)
+            raise Interrupted(f"interrupted: {len(self.results)} of {total} mutants done",
+                              "interrupt") from None
+        if errors:
+            self.procs.stop()
+            self._finish(chosen, interrupted=True)
+            raise errors[0]
+        return self._finish(chosen, interrupted=False)
+
+    def _progress(self, r: Result, done: int, total: int, before: int, stamps: list[float],
+                  first: float) -> None:
+        elapsed = time.monotonic() - first
+        left = total - done
+        eta = elapsed / len(stamps) * left if stamps else 0.0
+        width = 24
+        bar = "#" * round(width * done / total) + "-" * (width - round(width * done / total))
+        ext = f"; external: {r.external}" if r.external else ""
+        self.say(f"[{bar}] {done}/{total} {done / total:4.0%} elapsed {_fmt(elapsed)} "
+                 f"ETA {_fmt(eta)}  {r.id}: {r.status}{ext} ({r.seconds:.1f} s)")
+
+    def _journal(self, r: Result) -> None:
+        with open(self.out / JOURNAL, "a") as fh:
+            fh.write(json.dumps(asdict(r)) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def _ordered(self, chosen: list[mcsites.Planned]) -> list[Result]:
+        return [self.results[m.id] for m in chosen if m.id in self.results]
+
+    def _write(self, chosen: list[mcsites.Planned], complete: bool = False) -> dict[str, Any]:
+        rows = [asdict(r) for r in self._ordered(chosen)]
+        data = {"kind": mcm.KIND, "complete": complete, "settings": self.meta["settings"],
+                "baseline": asdict(self.baseline) if self.baseline else {},
+                "sampled": len(chosen), "not_run": self.not_run,
+                "summary": mcm.summarize(rows, bool(self.opts.external)), "mutants": rows}
+        tmp = self.out / (mcm.DATA + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.out / mcm.DATA)
+        tmp = self.out / (CSV + ".tmp")
+        with open(tmp, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+            w.writeheader()
+            for row in rows:
+                w.writerow({**row, "offset": f"{row['offset']:#x}",
+                            "file_offset": f"{row['file_offset']:#x}"})
+        tmp.replace(self.out / CSV)
+        return data
+
+    def _finish(self, chosen: list[mcsites.Planned], interrupted: bool) -> dict[str, Any]:
+        complete = not interrupted and len(self.results) + len(self.not_run) >= len(chosen) \
+            and bool(chosen or self.baseline)
+        data = self._write(chosen, complete) if self.meta else {}
+        if self.meta:
+            self.meta.update(complete=complete, interrupted=interrupted,
+                             summary=data.get("summary", {}), not_run=self.not_run)
+            self._write_meta()
+        shutil.rmtree(self.out / "work", ignore_errors=True)
+        return data
+
+    def _write_meta(self) -> None:
+        tmp = self.out / "run.json.tmp"
+        tmp.write_text(json.dumps(self.meta, indent=2, default=str))
+        tmp.replace(self.out / "run.json")
+
+
+def _match(ident: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(ident, pattern)
+
+
+def _count(mutants: list[mcsites.Planned], attr: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in mutants:
+        key = getattr(m, attr)
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _rows(path: Path) -> int:
+    try:
+        with open(path, newline="") as fh:
+            return max(0, sum(1 for _ in csv.reader(fh)) - 1)
+    except OSError:
+        return 0
+
+
+def _first_failure(path: Path) -> str:
+    """The first verdict of a run that is neither pass nor skip, in one line."""
+    try:
+        with open(path, newline="") as fh:
+            for row in csv.DictReader(fh):
+                if row.get("status") not in ("pass", "skip", ""):
+                    msg = " ".join(str(row.get("message", "")).split())
+                    return (f"{row['status']}: {row.get('realization', '')} "
+                            f"{row.get('case', '')} {row.get('kind', '')}: {msg}")[:300]
+    except (OSError, csv.Error):
+        pass
+    return ""
+
+
+def _refusal(log: Path, lib: Path) -> str:
+    """The line of a kbench run's output saying it refused the library ('' if none)."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        if lib.name in line and any(w in line for w in ("refused", "not loaded", "cannot load",
+                                                         "crashed", "did not return")):
+            return line.strip()[:300]
+    return ""
+
+
+def _signame(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
