@@ -97,13 +97,17 @@ class Options:
     probe: bool = True
 
     def settings(self, sha: str) -> dict[str, Any]:
-        """What a resumed campaign must share with the one it resumes."""
+        """What a resumed campaign must share with the one it resumes (the
+        selection, --mutant, --sample and --rotate, may change: finished
+        mutants are kept, the others run)."""
         return {"library": str(self.library), "library_sha256": sha, "target": self.target,
                 "realizations": list(self.realizations), "suite": self.suite,
-                "shapes": list(self.shapes), "sample": self.sample, "rotate": self.rotate,
-                "external": self.external, "select": list(self.select),
+                "shapes": list(self.shapes), "external": self.external,
                 "functions": list(self.functions), "operators": list(self.operators),
                 "probe": self.probe}
+
+    def selection(self) -> dict[str, Any]:
+        return {"select": list(self.select), "sample": self.sample, "rotate": self.rotate}
 
 
 @dataclass
@@ -221,6 +225,7 @@ class Campaign:
         self.probe_lock = threading.Lock()
         self.meta: dict[str, Any] = {}
         self.not_run: list[str] = []
+        self.planned: dict[str, int] = {}  # planned mutants per operator
 
     # ---- kbench runs -------------------------------------------------------------------
 
@@ -256,8 +261,8 @@ class Campaign:
     # ---- setup ---------------------------------------------------------------------------
 
     def _load_or_start(self, sha: str) -> list[mcsites.Planned]:
-        """The sample to run: from the folder of the campaign being resumed, or
-        planned afresh after the baseline."""
+        """The mutants to run: the selection from the plan of the campaign being
+        resumed, or from a plan made afresh after the baseline."""
         settings = self.opts.settings(sha)
         meta_path = self.out / "run.json"
         if meta_path.exists():
@@ -278,7 +283,7 @@ class Campaign:
                                 for k in differ[:3]) + "); use another --out", "out")
             if (self.out / PLAN).exists():
                 self.meta = meta
-                return self._resume()
+                return self._choose(self._resume())
         elif self.out.exists() and any(self.out.iterdir()):
             raise CampaignError(f"mutate: {self.out} exists and is not a campaign's folder; "
                                 "use another --out", "out")
@@ -287,12 +292,26 @@ class Campaign:
                      "complete": False, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
         self._write_meta()
         (self.out / "results.csv").write_text(",".join(COLUMNS) + "\n")
-        return self._start()
+        return self._choose(self._start())
+
+    def _choose(self, planned: list[mcsites.Planned]) -> list[mcsites.Planned]:
+        """This invocation's selection of the planned mutants, with their listings."""
+        pool = [m for m in planned
+                if not self.opts.select or any(_match(m.id, p) for p in self.opts.select)]
+        chosen = mcsites.sample(pool, self.opts.sample, self.opts.rotate)
+        mcsites.annotate(self.lib, chosen)
+        self.meta["selection"] = self.opts.selection()
+        self.planned = _count(planned, "operator")
+        done = sum(m.id in self.results for m in chosen)
+        self.say(f"{len(planned)} mutants planned in the executed code; running {len(chosen)}"
+                 + (f" (a sample stratified by function, key {self.opts.rotate!r})"
+                    if self.opts.sample is not None else "")
+                 + (f", {done} of them finished before" if done else ""))
+        return chosen
 
     def _resume(self) -> list[mcsites.Planned]:
         plan = json.loads((self.out / PLAN).read_text())
         self.baseline = Baseline(**plan["baseline"])
-        chosen = [mcsites.Planned.from_json(d) for d in plan["sample"]]
         journal = self.out / JOURNAL
         if journal.exists():
             for line in journal.read_text().splitlines():
@@ -301,8 +320,9 @@ class Campaign:
                 except (ValueError, TypeError):
                     continue  # a line cut short by a kill: its mutant runs again
                 self.results[r.id] = r
-        self.say(f"resuming {self.out}: {len(self.results)} of {len(chosen)} mutants done")
-        return chosen
+        self.say(f"resuming {self.out}: its baseline, its plan and {len(self.results)} "
+                 "finished mutants")
+        return [mcsites.Planned.from_json(d) for d in plan["planned"]]
 
     def _start(self) -> list[mcsites.Planned]:
         base_dir = self.out / "baseline"
@@ -336,24 +356,15 @@ class Campaign:
         self.baseline.executed = len(executed)
         self.baseline.instructions = sum(n for _, n in plan.functions.values())
         self.baseline.functions = {k: list(v) for k, v in plan.functions.items()}
-        pool = [m for m in plan.mutants
-                if not self.opts.select or any(_match(m.id, p) for p in self.opts.select)]
-        chosen = mcsites.sample(pool, self.opts.sample, self.opts.rotate)
-        mcsites.annotate(self.lib, chosen)
         self.say(f"baseline passed in {secs:.0f} s ({self.baseline.cases} verdicts); "
                  f"{len(executed)} of the library's instructions ran"
                  + (f"; external test passed in {ext_s:.1f} s" if self.opts.external else ""))
-        self.say(f"planned {len(plan.mutants)} mutants of the executed code; running "
-                 f"{len(chosen)}" + (f" (a sample stratified by function, key "
-                                     f"{self.opts.rotate!r})" if self.opts.sample is not None
-                                     else ""))
         tmp = self.out / (PLAN + ".tmp")
         tmp.write_text(json.dumps({"baseline": asdict(self.baseline),
-                                   "planned": len(plan.mutants),
-                                   "planned_by_operator": _count(plan.mutants, "operator"),
-                                   "sample": [m.to_json() for m in chosen]}, indent=1))
+                                   "by_operator": _count(plan.mutants, "operator"),
+                                   "planned": [m.to_json() for m in plan.mutants]}))
         tmp.replace(self.out / PLAN)
-        return chosen
+        return plan.mutants
 
     def _check_interrupt(self) -> None:
         if self.procs.stopping.is_set():
@@ -366,7 +377,7 @@ class Campaign:
         start = time.monotonic()
         r = Result(m.id, m.function, m.offset, m.file_offset, m.operator, m.variant,
                    m.old_text, m.new_text, m.source, list(m.listing))
-        work = self.out / "work" / f"lane{lane}"
+        work = self.out / "work" / f"lane{lane:02d}"
         if work.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True)
@@ -414,16 +425,34 @@ class Campaign:
             if m.addr not in ran:
                 return mcm.NOT_REACHED, "every suite passed; the mutated instruction never ran"
             return mcm.SURVIVED, "every suite passed"
-        refused = _refusal(log, lib)
+        refused = self._refusal(lib, log)
         if refused:
             return mcm.KILLED, f"kbench refused the library: {refused}"
         how = f"died of {_signame(-code)}" if code < 0 else f"exit {code}"
         return mcm.ERROR, f"kbench run could not judge the mutant ({how}; see its log)"
 
+    def _refusal(self, lib: Path, log: Path) -> str:
+        """Why kbench refuses to load the library on the target ('' if it loads):
+        `kbench info --plugin` says so in one line naming the file."""
+        cmd = [sys.executable, "-m", "kbench.cli", "info", "--plugin", str(lib), "--target",
+               self.opts.target]
+        code, _ = self.procs.run(cmd, log, 300)
+        if code == 0 or code is None:
+            return ""
+        for line in log.read_text(errors="replace").splitlines()[::-1]:
+            if line.startswith("kbench:") and str(lib) in line:
+                return line.split(f"{lib}:", 1)[-1].strip()[:300]
+        return ""
+
     def _probe(self, lib: Path) -> tuple[str, str]:
         with self.probe_lock:  # the baseline's probe once, whichever lane asks first
             if self.base_probe is None:
-                self.base_probe = mcprobe.probe(str(self.lib), self.opts.target,
+                # from a path as long as the mutants' (work/laneNN/...): the worker's heap,
+                # and with it a few alignment-dependent paths of its libc, depend on it
+                base = self.out / "work" / "base00" / self.lib.name
+                base.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(self.lib, base)
+                self.base_probe = mcprobe.probe(str(base), self.opts.target,
                                                 self.opts.shapes, self.opts.realizations)
         got = mcprobe.probe(str(lib), self.opts.target, self.opts.shapes,
                             self.opts.realizations)
@@ -549,7 +578,9 @@ class Campaign:
     def _write(self, chosen: list[mcsites.Planned], complete: bool = False) -> dict[str, Any]:
         rows = [asdict(r) for r in self._ordered(chosen)]
         data = {"kind": mcm.KIND, "complete": complete, "settings": self.meta["settings"],
+                "selection": self.meta.get("selection", {}),
                 "baseline": asdict(self.baseline) if self.baseline else {},
+                "planned": sum(self.planned.values()), "planned_by_operator": self.planned,
                 "sampled": len(chosen), "not_run": self.not_run,
                 "summary": mcm.summarize(rows, bool(self.opts.external)), "mutants": rows}
         tmp = self.out / (mcm.DATA + ".tmp")
@@ -613,19 +644,6 @@ def _first_failure(path: Path) -> str:
                             f"{row.get('case', '')} {row.get('kind', '')}: {msg}")[:300]
     except (OSError, csv.Error):
         pass
-    return ""
-
-
-def _refusal(log: Path, lib: Path) -> str:
-    """The line of a kbench run's output saying it refused the library ('' if none)."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return ""
-    for line in text.splitlines():
-        if lib.name in line and any(w in line for w in ("refused", "not loaded", "cannot load",
-                                                         "crashed", "did not return")):
-            return line.strip()[:300]
     return ""
 
 

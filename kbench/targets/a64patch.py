@@ -262,7 +262,7 @@ def _imm_steps(w: int) -> list[int]:
     if w & 0x1F800000 == 0x13000000:  # bitfield moves: LSL moves immr and imms together
         r, s = w >> 16 & 63, w >> 10 & 63
         for d in (1, -1):
-            a, b = _field(w, 16, 6, (r - d) % 64), _field(w, 10, 6, (s + d) % 64)
+            a, b = _field(w, 16, 6, (r + d) % 64), _field(w, 10, 6, (s + d) % 64)
             if a is not None and b is not None:
                 out.add((a & ~(63 << 10)) | (b & (63 << 10)))
     out.discard(w)
@@ -289,10 +289,21 @@ def _same_but_one(old: str, new: str) -> tuple[int, str, str] | None:
     return (diff[0], a[diff[0]], b[diff[0]]) if len(diff) == 1 else None
 
 
+_OFFSET = re.compile(r"\[(\w+), #-?\w+((?:, mul vl)?)\]")
+
+
+def _zero_offsets(old: str, new: str) -> str:
+    """The new text with a memory operand's zero offset spelled out as the old
+    text spells its offset ("[x0]" -> "[x0, #0]", "[x24]" -> "[x24, #0, mul vl]")."""
+    for m in _OFFSET.finditer(old):
+        new = new.replace(f"[{m.group(1)}]", f"[{m.group(1)}, #0{m.group(2)}]")
+    return new
+
+
 def _imm_check(old: str, new: str) -> tuple[str, int] | None:
     """One immediate changed, nothing else: imm+1 or imm-1 by its direction,
     ranked by how far it moved (the nearest value is kept)."""
-    d = _same_but_one(old, new)
+    d = _same_but_one(old, _zero_offsets(old, new))
     if d is None or d[0] == 1:  # the mnemonic must stay
         return None
     x, y = _numeric(d[1]), _numeric(d[2])

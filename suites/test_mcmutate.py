@@ -1,0 +1,254 @@
+"""The machine-code mutation campaign (`kbench mutate --plugin`,
+kbench.harness.mcmutate) end to end on the SME example plugin's GEMV, and
+its parts on their own: a mutant kbench kills and the example's own small
+test program (examples/plugins/extest) does not, one both kill, one no test
+can tell apart (likely equivalent, with the probe's evidence); Ctrl-C leaves
+an INCOMPLETE folder that the same command resumes without running a
+finished mutant again; the report's section; the folder checks, the
+not-reached rule and the CLI's usage errors."""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_run import kbench
+from qemu_gate import needs_qemu
+
+from kbench.harness import mcmutate as mc
+from kbench.results import mcmutation as mcm
+from kbench.targets.a64asm import find_llvm_mc
+from suites import plugin_builds
+
+REPO = Path(__file__).resolve().parents[1]
+needs_llvm = pytest.mark.skipif(find_llvm_mc() is None and not os.environ.get(
+    "KBENCH_REQUIRE_QEMU"), reason="no llvm-mc of LLVM 16 or later (ci/install-toolchain.sh)")
+TARGET = "qemu:svl=512"
+
+
+def _args(folder: Path, *extra: str) -> list[str]:
+    build = plugin_builds.build("aarch64")
+    return ["mutate", "--plugin", str(build / "libexsme.so"), "--target", TARGET,
+            "--realization", "exsme.gemv_sme2_dot", "--external-test",
+            "{target} " + str(build / "extest") + " {lib}", "--out", str(folder), *extra]
+
+
+def _journal(folder: Path) -> list[dict[str, Any]]:
+    path = folder / mc.JOURNAL
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """--list (baseline and plan), then three chosen mutants: interrupted
+    after the first finished, resumed to the end."""
+    folder = tmp_path_factory.mktemp("mc") / "camp"
+    listed = kbench(*_args(folder, "--list"))
+    assert listed.returncode == 0, listed.stdout[-3000:] + listed.stderr[-3000:]
+    lines = [x for x in listed.stdout.splitlines() if "  ->  " in x]
+    ids = [x.split()[0] for x in lines]
+
+    def first(pattern: str, text: str = "") -> str:
+        return next(i for i, x in zip(ids, lines, strict=True)
+                    if fnmatch.fnmatchcase(i, pattern) and text in x)
+
+    chosen = {"gemv": first("kb_sme2_gemv_core+*/fma-drop"),  # GEMV only: extest runs none
+              "packer": first("rhs_pack+*/nop", "mov x1, x2  ->  nop"),  # both run it
+              "sr": first("*sme2_dot_get_sr+*/imm+1")}  # a query nothing uses
+    cmd = [sys.executable, "-m", "kbench.cli",
+           *_args(folder, *[a for i in chosen.values() for a in ("--mutant", i)])]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while not _journal(folder) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    first_done = _journal(folder)
+    meta1 = json.loads((folder / "run.json").read_text())
+    log = folder / first_done[0]["log"]
+    mtime = log.stat().st_mtime_ns
+    resumed = kbench(*cmd[3:])
+    return {"folder": folder, "ids": chosen, "listed": listed, "interrupted": (proc.returncode,
+            out, err), "first": first_done, "meta1": meta1, "resumed": resumed,
+            "log_unchanged": log.stat().st_mtime_ns == mtime}
+
+
+@needs_qemu
+@needs_llvm
+def test_list_plans_only_executed_code_of_the_realization(campaign: dict[str, Any]) -> None:
+    folder = campaign["folder"]
+    plan = json.loads((folder / mc.PLAN).read_text())
+    base = plan["baseline"]
+    assert base["executed"] > 0 and base["seconds"] > 0 and base["cases"] > 0
+    ran = {f for f, (done, _all) in base["functions"].items() if done}
+    assert "kb_sme2_gemv_core" in ran and "kb_sme2_mopa_core" not in ran  # the MOPA GEMM's
+    assert {m["function"] for m in plan["planned"]} <= ran
+    assert "baseline passed" in campaign["listed"].stdout
+
+
+@needs_qemu
+@needs_llvm
+def test_ctrl_c_leaves_an_incomplete_folder_and_the_resume_skips_finished(
+        campaign: dict[str, Any]) -> None:
+    code, _out, err = campaign["interrupted"]
+    assert code == 130
+    assert "INCOMPLETE" in err and "resume with: kbench mutate" in err
+    assert campaign["meta1"]["complete"] is False
+    assert len(campaign["first"]) >= 1
+    res = campaign["resumed"]
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "finished before" in res.stdout
+    journal = _journal(campaign["folder"])
+    assert sorted(r["id"] for r in journal) == sorted(campaign["ids"].values())  # none twice
+    assert campaign["log_unchanged"]  # the finished mutant did not run again
+    assert json.loads((campaign["folder"] / "run.json").read_text())["complete"] is True
+
+
+@needs_qemu
+@needs_llvm
+def test_kbench_and_the_external_test_judge_each_mutant(campaign: dict[str, Any]) -> None:
+    data = mcm.load(campaign["folder"])
+    assert data is not None and data["complete"]
+    by = {m["id"]: m for m in data["mutants"]}
+    ids = campaign["ids"]
+    gemv, packer, sr = by[ids["gemv"]], by[ids["packer"]], by[ids["sr"]]
+    assert (gemv["status"], gemv["external"]) == (mcm.KILLED, mcm.SURVIVED)
+    assert "exsme.gemv_sme2_dot" in gemv["detail"]  # the verdict that killed it
+    assert (packer["status"], packer["external"]) == (mcm.KILLED, mcm.KILLED)
+    assert sr["status"] == mcm.EQUIVALENT and sr["external"] == mcm.SURVIVED
+    assert "bit-identical" in sr["detail"] and "same instruction trace" in sr["detail"]
+    assert any(x.startswith(">") and "=>" in x for x in sr["listing"])
+    s = data["summary"]
+    assert (s["live"], s[mcm.KILLED], s["external_killed"]) == (2, 2, 1)
+    assert s["kbench_kill_rate"] == 1.0 and s["external_kill_rate"] == 0.5
+    assert s["only_kbench"] == [ids["gemv"]] and s["only_external"] == [] and not s["survivors"]
+    assert s["equivalent"] == [ids["sr"]]
+    with open(campaign["folder"] / mc.CSV, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["id"] for r in rows} == set(ids.values())
+    assert set(mc.CSV_COLUMNS) <= set(rows[0])
+    out = campaign["resumed"].stdout
+    assert "kbench's suites kill 2 of 2" in out and "the external test kills 1 of 2" in out
+
+
+@needs_qemu
+@needs_llvm
+def test_the_report_shows_both_kill_rates_and_the_listings(campaign: dict[str, Any]) -> None:
+    res = kbench("report", str(campaign["folder"]))
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    html = (campaign["folder"] / "report" / "report.html").read_text()
+    assert 'id="mcmutation"' in html and 'href="#mcmutation"' in html
+    assert "kbench&#39;s suites kill 2 of 2" in html and "external test kills 1 of 2" in html
+    assert "Killed only by kbench (1)" in html and "Likely equivalent (1)" in html
+    for name in ("mc_functions", "mc_operators", "mc_mutants"):
+        assert (campaign["folder"] / "report" / f"{name}.csv").exists()
+
+
+# ---- the parts on their own ---------------------------------------------------------------
+
+def _opts(tmp: Path, **kw: Any) -> mc.Options:
+    lib = tmp / "lib.so"
+    lib.write_bytes(b"\x7fELF not really")
+    return mc.Options(lib, TARGET, tmp / "out", **kw)
+
+
+def test_a_folder_of_another_campaign_or_kind_is_refused(tmp_path: Path) -> None:
+    opts = _opts(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"kind": "mutation-campaign"}))
+    with pytest.raises(mc.CampaignError, match="another kind of run"):
+        mc.Campaign(opts, print).run()
+    settings = opts.settings(mc.sha256(opts.library))
+    (out / "run.json").write_text(json.dumps({"kind": mcm.KIND, "settings": {
+        **settings, "target": "qemu:svl=128"}}))
+    with pytest.raises(mc.CampaignError, match="other settings.*target"):
+        mc.Campaign(opts, print).run()
+    (out / "run.json").unlink()
+    (out / "something").write_text("x")
+    with pytest.raises(mc.CampaignError, match="not a campaign's folder"):
+        mc.Campaign(opts, print).run()
+
+
+def test_a_survivor_whose_instruction_never_ran_is_not_reached(tmp_path: Path) -> None:
+    camp = mc.Campaign(_opts(tmp_path), print)
+    lib = tmp_path / "work" / "lib.so"
+    lib.parent.mkdir()
+    lib.write_bytes(b"x")
+    run_dir = tmp_path / "run"
+    logs = mc.coverage_run.log_dir(run_dir, TARGET)
+    logs.mkdir(parents=True)
+    (logs / "7.log").write_text("----------------\nIN: f\n0x00011000:  d503201f  nop\n"
+                                "0x00011004:  d503201f  nop\n\n")
+    (logs / "7.map.json").write_text(json.dumps({"binary": "/w", "objects": [
+        {"path": str(lib), "bias": 0x10000, "segments": [[0x11000, 0x12000]]}]}))
+    log = tmp_path / "m.log"
+    ran = mc.mcsites.Planned("f+0x4/nop", "f", 4, 0x1004, 0x1004, "nop", "nop", 0, 0, "x", "nop")
+    never = mc.mcsites.Planned("f+0x8/nop", "f", 8, 0x1008, 0x1008, "nop", "nop", 0, 0, "x",
+                               "nop")
+    assert camp._judge(0, 1.0, run_dir, lib, ran, log)[0] == mcm.SURVIVED
+    assert camp._judge(0, 1.0, run_dir, lib, never, log)[0] == mcm.NOT_REACHED
+    assert camp._judge(1, 1.0, run_dir, lib, never, log)[0] == mcm.KILLED
+    status, detail = camp._judge(None, 99.0, run_dir, lib, never, log)
+    assert status == mcm.KILLED and "did not finish within 99 s" in detail
+
+
+def test_external_command_substitutes_the_library_and_the_qemu_command(tmp_path: Path) -> None:
+    lib = tmp_path / "a dir" / "lib x.so"
+    cmd = mc.external_command("{target} ./t {lib} && echo {lib}", lib, "qemu:svl=256:isa=neon")
+    assert cmd.count("'" + str(lib) + "'") == 2
+    assert "-cpu max,sme-default-vector-length=32" in cmd and "-L /usr/aarch64-linux-gnu" in cmd
+    assert "KBENCH_ISA_CAP=neon" in cmd
+
+
+def _row(i: str, status: str, ext: str, fn: str = "f", op: str = "nop") -> dict[str, Any]:
+    return {"id": i, "status": status, "external": ext, "function": fn, "operator": op}
+
+
+def test_summary_counts_kill_rates_over_reached_non_equivalent_mutants() -> None:
+    rows = [_row("a", mcm.KILLED, mcm.KILLED), _row("b", mcm.KILLED, mcm.SURVIVED, "g"),
+            _row("c", mcm.SURVIVED, mcm.KILLED, op="reg"), _row("d", mcm.SURVIVED, mcm.SURVIVED),
+            _row("e", mcm.EQUIVALENT, mcm.SURVIVED), _row("f", mcm.NOT_REACHED, mcm.KILLED),
+            _row("g", mcm.ERROR, "")]
+    s = mcm.summarize(rows, True)
+    assert s["live"] == 4 and s["kbench_kill_rate"] == 0.5 and s["external_kill_rate"] == 0.5
+    assert (s["only_kbench"], s["only_external"], s["survivors"]) == (["b"], ["c"], ["d"])
+    assert s["functions"]["g"]["kbench_kill_rate"] == 1.0
+    assert s["operators"]["reg"]["external_killed"] == 1
+    assert s["equivalent"] == ["e"] and s["errors"] == ["g"]
+    alone = mcm.summarize(rows, False)
+    assert alone["only_kbench"] == [] and alone["survivors"] == ["d"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--plugin", "x.so", "--area", "kernels", "--target", TARGET], "--area applies to the "
+     "catalog mode"),
+    (["--external-test", "t {lib}"], "--external-test applies to the machine-code mode"),
+    (["--plugin", "x.so", "--target", "host"], "needs a qemu: target"),
+    (["--plugin", "/nonexistent/lib.so", "--target", TARGET], "no such file"),
+])
+def test_usage_errors_name_the_option(args: list[str], message: str) -> None:
+    res = kbench("mutate", *args)
+    assert res.returncode == 2 and message in res.stderr, res.stderr
+
+
+def test_the_external_test_must_name_the_library(tmp_path: Path) -> None:
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(b"x")
+    res = kbench("mutate", "--plugin", str(lib), "--target", TARGET, "--external-test", "t")
+    assert res.returncode == 2 and "must name the mutated library as {lib}" in res.stderr
+
+
+def test_the_cli_offers_every_operator() -> None:
+    from kbench.cli.mcmutate import OPERATOR_NAMES
+    from kbench.targets.a64patch import OPERATORS
+    assert tuple(OPERATORS) == OPERATOR_NAMES
