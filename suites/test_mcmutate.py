@@ -252,3 +252,57 @@ def test_the_cli_offers_every_operator() -> None:
     from kbench.cli.mcmutate import OPERATOR_NAMES
     from kbench.targets.a64patch import OPERATORS
     assert tuple(OPERATORS) == OPERATOR_NAMES
+
+
+# ---- gaps in kbench's checks that machine-code mutants of the SME example showed ----------
+
+def _patched(tmp: Path, function: str, old: int, new: int) -> Path:
+    """libexsme.so with one word of `function` replaced (old must be there)."""
+    from kbench.targets.a64patch import patch
+    from kbench.targets.elf import Elf
+    src = plugin_builds.build("aarch64") / "libexsme.so"
+    elf = Elf(src)
+    f = next(f for f in elf.functions() if f.name == function)
+    text = elf.section(".text")
+    data = src.read_bytes()
+    for addr in range(f.addr, f.end, 4):
+        off = text.offset + addr - text.addr
+        if int.from_bytes(data[off:off + 4], "little") == old:
+            out = tmp / "libexsme.so"
+            out.write_bytes(patch(data, off, old, new))
+            return out
+    raise AssertionError(f"{function} has no word {old:#010x}")
+
+
+def _failed(folder: Path) -> list[dict[str, str]]:
+    with open(folder / "results.csv", newline="") as fh:
+        return [r for r in csv.DictReader(fh) if r["status"] not in ("pass", "skip")]
+
+
+@needs_qemu
+def test_a_kernel_query_that_contradicts_its_declared_layout_fails(tmp_path: Path) -> None:
+    # get_kr: `mov w0, #2` -> `mov w0, #3`; the packers still pack KR = 2, results stay right
+    lib = _patched(tmp_path, "kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_kr",
+                   0x52800040, 0x52800060)
+    out = tmp_path / "run"
+    res = kbench("run", "--suite", "contracts", "--plugin", str(lib), "--realization",
+                 "exsme.gemm_sme2_mopa", "--target", TARGET, "--no-history", "--no-report",
+                 "--out", str(out), "-n", "1")
+    assert res.returncode == 1, res.stdout[-3000:]
+    msgs = [r["message"] for r in _failed(out)]
+    assert any("get_kr() is 3" in m and "KR = 2" in m for m in msgs), msgs
+
+
+@needs_qemu
+def test_threads_over_n_catch_a_gemv_whose_dst_offset_is_wrong_past_column_0(
+        tmp_path: Path) -> None:
+    # get_dst_offset: `add x0, x8, x1, lsl #1` -> `lsl #2`: right for n_idx = 0 only
+    lib = _patched(tmp_path, "kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot_get_dst_offset",
+                   0x8B010500, 0x8B010900)
+    out = tmp_path / "run"
+    res = kbench("run", "--suite", "correctness", "--plugin", str(lib), "--realization",
+                 "exsme.gemv_sme2_dot", "--target", TARGET, "--shapes", "smoke", "--tails",
+                 "none", "--no-history", "--no-report", "--out", str(out), "-n", "1")
+    assert res.returncode == 1, res.stdout[-3000:]
+    failed = _failed(out)
+    assert failed and {r["case"] for r in failed} == {"threads_gemv"}, failed

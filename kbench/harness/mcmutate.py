@@ -233,7 +233,9 @@ class Campaign:
         o = self.opts
         cmd = [sys.executable, "-m", "kbench.cli", "run", "--suite", o.suite, "--target",
                o.target, "--plugin", str(library), "--coverage", "--no-history", "--no-report",
-               "--out", str(run_dir), "--force", "-n", "1"]
+               "--out", str(run_dir), "--force", "-n", "1",
+               # a plugin probe's or packer check's finding fails the run, as any verdict
+               "--strict-plugins"]
         cmd += [a for r in o.realizations for a in ("--realization", r)] or ["--backend",
                                                                             "plugin"]
         cmd += [a for s in o.shapes for a in ("--shapes", s)]
@@ -418,8 +420,9 @@ class Campaign:
                m: mcsites.Planned, log: Path) -> tuple[str, str]:
         if code is None:
             return mcm.KILLED, f"the suites did not finish within {secs:.0f} s (a hang)"
-        if code == 1:
-            return mcm.KILLED, _first_failure(run_dir / "results.csv") or "a suite failed"
+        failure = _first_failure(run_dir / "results.csv")
+        if code == 1 or (code == 0 and failure):
+            return mcm.KILLED, failure or "a suite failed"
         if code == 0:
             ran = coverage.executed_offsets(coverage_run.log_dir(run_dir, self.opts.target), lib)
             if m.addr not in ran:

@@ -252,10 +252,10 @@ def _settings(w: int, value: int, widths: Iterable[int], top: int = 32) -> list[
 
 def _imm_steps(w: int) -> list[int]:
     out: set[int] = set()
-    for width in (1, 2, 3, 4, 5, 6, 7, 9, 12, 16):
+    for width in (*range(1, 13), 16):
         for lo in range(0, 32 - width + 1):
             v = w >> lo & ((1 << width) - 1)
-            for nv in (v + 1, v - 1):
+            for nv in ((v + 1) % (1 << width), (v - 1) % (1 << width)):  # a signed 0 - 1: -1
                 new = _field(w, lo, width, nv)
                 if new is not None:
                     out.add(new)
@@ -428,7 +428,9 @@ class Generator:
             out.append(_Want(insn, "cond", _flips(w), _cond_check))
         system = w >> 25 & 0b1110 == 0b1010  # branches, exceptions, system
         pcrel = w & 0x1F000000 == 0x10000000 or w & 0x3B000000 == 0x18000000  # ADR(P), literal
-        if (not system and not pcrel and flow == a64.Flow.NONE
+        # a logical immediate is a bit pattern, not a number one step from another
+        bitmask = w & 0x1F800000 == 0x12000000 or w & 0xFF3C0000 == 0x05000000
+        if (not system and not pcrel and not bitmask and flow == a64.Flow.NONE
                 and any(_numeric(t) is not None for t in split(canonical(text))[3::2])):
             out.append(_Want(insn, "imm", _imm_steps(w), _imm_check))
         if product:
