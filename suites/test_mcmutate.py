@@ -306,3 +306,9 @@ def test_threads_over_n_catch_a_gemv_whose_dst_offset_is_wrong_past_column_0(
     assert res.returncode == 1, res.stdout[-3000:]
     failed = _failed(out)
     assert failed and {r["case"] for r in failed} == {"threads_gemv"}, failed
+
+
+def test_the_eta_follows_the_campaigns_own_pace() -> None:
+    assert mc.pace_eta(60.0, 3, 6) == 120.0  # 20 s a mutant (two lanes included), 6 left
+    assert mc.pace_eta(60.0, 3, 0) == 0.0
+    assert mc.pace_eta(0.0, 0, 10) == 0.0  # nothing finished yet: the baseline's estimate

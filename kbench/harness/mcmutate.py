@@ -160,6 +160,13 @@ def external_command(template: str, library: Path, spec: str) -> str:
         "{target}", qemu_prefix(spec))
 
 
+def pace_eta(elapsed: float, finished: int, left: int) -> float:
+    """Seconds until the campaign ends at its own pace so far: the wall time
+    since this invocation's first mutant started (every lane at once) per
+    mutant it finished, times the mutants left."""
+    return elapsed / finished * left if finished else 0.0
+
+
 def _fmt(seconds: float) -> str:
     s = int(max(0, seconds))
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
@@ -561,8 +568,7 @@ class Campaign:
     def _progress(self, r: Result, done: int, total: int, before: int, stamps: list[float],
                   first: float) -> None:
         elapsed = time.monotonic() - first
-        left = total - done
-        eta = elapsed / len(stamps) * left if stamps else 0.0
+        eta = pace_eta(elapsed, len(stamps), total - done)
         width = 24
         bar = "#" * round(width * done / total) + "-" * (width - round(width * done / total))
         ext = f"; external: {r.external}" if r.external else ""
