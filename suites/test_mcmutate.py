@@ -312,3 +312,27 @@ def test_the_eta_follows_the_campaigns_own_pace() -> None:
     assert mc.pace_eta(60.0, 3, 6) == 120.0  # 20 s a mutant (two lanes included), 6 left
     assert mc.pace_eta(60.0, 3, 0) == 0.0
     assert mc.pace_eta(0.0, 0, 10) == 0.0  # nothing finished yet: the baseline's estimate
+
+
+def test_the_probe_says_how_outputs_differ() -> None:
+    import numpy as np
+
+    from kbench.harness import mcprobe
+    base = np.array([0x0000, 0x3C00, 0x7E00, 0x3C00], np.uint16)  # +0, 1.0, NaN, 1.0
+    mut = np.array([0x8000, 0x3C01, 0x7E01, 0x3C00], np.uint16)  # -0, 1.0 + 1 ulp, NaN
+    text = mcprobe.how_outputs_differ([base], [mut])
+    assert "1 value(s) by at most 1 ulp" in text and "1 zero(s) in their sign only" in text
+    assert "1 NaN(s) in their payload only" in text
+    near_zero = mcprobe.how_outputs_differ([np.array([0x0001], np.uint16)],
+                                           [np.array([0x8001], np.uint16)])
+    assert "by at most 2 ulp" in near_zero  # the smallest subnormals of both signs
+    a = mcprobe.Probe(["c1", "c2"], ["x", "y"], [10, 20], "", [base, base])
+    b = mcprobe.Probe(["c1", "c2"], ["x", "z"], [10, 20], "", [base, mut])
+    same, why = mcprobe.compare(a, a)
+    assert same and "same instruction trace (30 instructions)" in why
+    same, why = mcprobe.compare(a, b)
+    assert not same and why.startswith("outputs differ on 1 of 2 probe cases, 1 value(s)")
+    c = mcprobe.Probe(["c1", "c2"], ["x", "y"], [10, 21], "", [base, base])
+    same, why = mcprobe.compare(a, c)
+    assert not same and "instruction trace 31 instead of 30" in why
+    assert not mcprobe.compare(a, mcprobe.Probe(error="boom"))[0]

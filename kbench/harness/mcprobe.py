@@ -17,6 +17,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kbench.errors import KbenchError
 from kbench.harness.counting import Counter
 from kbench.harness.runner import InputCache, Job, jobs_for
@@ -34,6 +36,7 @@ class Probe:
     digests: list[str] = field(default_factory=list)  # per job: output digest or the error
     windows: list[int] = field(default_factory=list)  # instructions of every counted window
     error: str = ""
+    bits: list[np.ndarray] = field(default_factory=list)  # per job: every output, as uint16
 
     @property
     def instructions(self) -> int:
@@ -83,6 +86,9 @@ def probe(library: str, spec: str, shapes: Sequence[str], realizations: Sequence
                      else target.run_conv(j.case, inp, j.realization.name, sel))  # type: ignore[arg-type]
                 out.cases.append(j.id)
                 out.digests.append(_digest(o.outputs, o.error))
+                out.bits.append(np.concatenate([np.asarray(a).view(np.uint16).ravel()
+                                                for a in o.outputs]) if o.outputs
+                                else np.zeros(0, np.uint16))
             s.close()  # the log ends with the process: every window is counted
             if s.counter.error:
                 out.error = str(s.counter.error)
@@ -92,16 +98,53 @@ def probe(library: str, spec: str, shapes: Sequence[str], realizations: Sequence
     return out
 
 
+def _ordered(bits: np.ndarray) -> np.ndarray:
+    """FP16 bit patterns as integers in the order of their values (both zeros
+    0), so that a difference is a count of ulps."""
+    b = bits.astype(np.int64)
+    return np.where(b & 0x8000, -(b & 0x7FFF), b)
+
+
+def how_outputs_differ(base: Sequence[np.ndarray], mutant: Sequence[np.ndarray]) -> str:
+    """What the differing outputs differ in: the sign of zeros only, NaN
+    payloads, or values by at most N ulp (every suite passed, so within the
+    error bound and the NaN rules)."""
+    zeros = nans = values = 0
+    ulps = 0
+    for a, b in zip(base, mutant, strict=True):
+        if a.size != b.size:
+            return "in their number (every suite passed)"
+        d = a != b
+        za, zb = (a & 0x7FFF) == 0, (b & 0x7FFF) == 0
+        na, nb = (a & 0x7FFF) > 0x7C00, (b & 0x7FFF) > 0x7C00
+        zeros += int((d & za & zb).sum())
+        nans += int((d & na & nb).sum())
+        v = d & ~(za & zb) & ~(na & nb)
+        values += int(v.sum())
+        if v.any():
+            ulps = max(ulps, int(np.abs(_ordered(a[v]) - _ordered(b[v])).max()))
+    parts = []
+    if values:
+        parts.append(f"{values} value(s) by at most {ulps} ulp")
+    if zeros:
+        parts.append(f"{zeros} zero(s) in their sign only")
+    if nans:
+        parts.append(f"{nans} NaN(s) in their payload only")
+    return "; ".join(parts) + " (every suite passed: within the error bound)"
+
+
 def compare(base: Probe, mutant: Probe) -> tuple[bool, str]:
     """(likely equivalent, what differs)."""
     if base.error or mutant.error:
         return False, f"probe failed: {mutant.error or base.error}"
     if base.cases != mutant.cases:
         return False, "the probe ran other cases (the plugin's table changed)"
-    differ = sum(a != b for a, b in zip(base.digests, mutant.digests, strict=True))
+    differ = [i for i, (a, b) in enumerate(zip(base.digests, mutant.digests, strict=True))
+              if a != b]
     if differ:
-        return False, (f"outputs differ on {differ} of {len(base.digests)} probe cases "
-                       "(every suite passed: within the error bound)")
+        return False, (f"outputs differ on {len(differ)} of {len(base.digests)} probe cases, "
+                       + how_outputs_differ([base.bits[i] for i in differ],
+                                            [mutant.bits[i] for i in differ]))
     if base.windows != mutant.windows:
         return False, (f"outputs bit-identical on all {len(base.digests)} probe cases, "
                        f"instruction trace {mutant.instructions:,} instead of "
