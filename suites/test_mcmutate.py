@@ -336,3 +336,23 @@ def test_the_probe_says_how_outputs_differ() -> None:
     same, why = mcprobe.compare(a, c)
     assert not same and "instruction trace 31 instead of 30" in why
     assert not mcprobe.compare(a, mcprobe.Probe(error="boom"))[0]
+
+
+@needs_llvm
+def test_a_stripped_library_is_planned_as_one_text_function(tmp_path: Path) -> None:
+    from kbench.harness import mcsites
+    from kbench.targets.a64asm import Disassembler
+    from kbench.targets.elf import Elf
+    src = plugin_builds.build("aarch64") / "libexukref.so"
+    lib = tmp_path / "libstripped.so"
+    import shutil
+    tool = shutil.which("llvm-objcopy-19") or shutil.which("llvm-objcopy")
+    if tool is None:
+        pytest.skip("no llvm-objcopy")
+    subprocess.run([tool, "--strip-all", str(src), str(lib)], check=True)
+    text = Elf(lib).section(".text")
+    ran = {text.addr + 4 * i for i in range(16)}
+    plan = mcsites.plan(lib, ran, Disassembler())
+    assert plan.functions == {".text": (16, text.size // 4)}
+    assert plan.mutants and all(m.id.startswith(".text+0x") for m in plan.mutants)
+    assert {m.addr for m in plan.mutants} <= ran

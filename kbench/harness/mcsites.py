@@ -73,18 +73,21 @@ def plan(library: Path, executed: set[int], disasm: Disassembler,
          functions: Iterable[str] = (), operators: Iterable[str] = ()) -> Plan:
     """Every mutation of the executed instructions of each function of the
     library (functions: fnmatch patterns of the names to keep; operators:
-    the families to keep)."""
+    the families to keep). A library without function symbols (stripped)
+    is one function, ".text"."""
     try:
         elf = Elf(library)
-        units = coverage.plugin_units(library)
+        units = [u.functions[0] for u in coverage.plugin_units(library)]
+        if not units:  # stripped: no function symbols, the whole .text as one
+            text = elf.section(".text")
+            units = [(".text", text.addr, text.addr + text.size)]
     except (ElfError, coverage.CoverageError) as exc:
         raise SiteError(f"mutate: cannot read {library}: {exc}", "plugin") from exc
     pats, ops = list(functions), set(operators)
     gen = a64patch.Generator(disasm.texts)
     counts: dict[str, tuple[int, int]] = {}
     code: list[tuple[str, int, int, list[int]]] = []
-    for unit in units:
-        name, start, end = unit.functions[0]
+    for name, start, end in units:
         if pats and not any(fnmatch.fnmatch(name, p) for p in pats):
             continue
         raw = elf.read(start, end - start)
