@@ -13,7 +13,8 @@ beside them, by another test suite (--external-test).
    offset; `kbench run` of the chosen suites on it (each plugin call in the
    target's worker: a crash, exit or hang is a verdict), stopping at the
    first failure; the external test on the same file. kbench's status:
-   killed (a suite failed, or the run hung past its bound), not-reached (it
+   killed (a verdict failed, the run hung past its bound, or kbench refused
+   to load the library: `kbench info` gives the reason), not-reached (it
    passed and the mutated instruction never ran: its coverage says so),
    likely-equivalent (it passed, and the equivalence probe,
    kbench.harness.mcprobe, saw bit-identical outputs and the same instruction
@@ -180,14 +181,13 @@ class _Procs:
         self.running: set[subprocess.Popen[bytes]] = set()
         self.stopping = threading.Event()
 
-    def run(self, cmd: list[str], log: Path, timeout: float, cwd: Path | None = None
-            ) -> tuple[int | None, float]:
+    def run(self, cmd: list[str], log: Path, timeout: float) -> tuple[int | None, float]:
         """(exit code, or None when it ran past timeout and was killed; seconds)."""
         start = time.monotonic()
         with open(log, "ab") as fh:
             fh.write(("$ " + shlex.join(cmd) + "\n").encode())
             fh.flush()
-            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd,
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
                                     start_new_session=True)
             with self.lock:
                 self.running.add(proc)
@@ -471,15 +471,20 @@ class Campaign:
 
     # ---- the campaign --------------------------------------------------------------------
 
-    def plan_only(self) -> list[mcsites.Planned]:
-        """The baseline and the plan (or the plan of the folder being resumed),
-        without running a mutant: what `--list` shows."""
+    def _prepared(self) -> list[mcsites.Planned]:
+        """This invocation's mutants, after the baseline and the plan (or from
+        the folder being resumed); an interrupt meanwhile finalises the folder."""
         try:
-            chosen = self._load_or_start(sha256(self.lib))
+            return self._load_or_start(sha256(self.lib))
         except KeyboardInterrupt:
             self.procs.stop()
             self._finish([], interrupted=True)
             raise Interrupted("interrupted during the baseline", "interrupt") from None
+
+    def plan_only(self) -> list[mcsites.Planned]:
+        """The baseline and the plan (or the plan of the folder being resumed),
+        without running a mutant: what `--list` shows."""
+        chosen = self._prepared()
         self._write(chosen)
         self._write_meta()  # complete: false, nothing run yet
         return chosen
@@ -488,12 +493,7 @@ class Campaign:
         """Runs (or resumes) the campaign; returns mcmutation.json's content.
         Raises Interrupted after finalising the folder on Ctrl-C/SIGTERM."""
         started = time.monotonic()
-        try:
-            chosen = self._load_or_start(sha256(self.lib))
-        except KeyboardInterrupt:
-            self.procs.stop()
-            self._finish([], interrupted=True)
-            raise Interrupted("interrupted during the baseline", "interrupt") from None
+        chosen = self._prepared()
         index = {m.id: i for i, m in enumerate(chosen)}
         todo = [m for m in chosen if m.id not in self.results]
         total, done_before = len(chosen), len(chosen) - len(todo)
