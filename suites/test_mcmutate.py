@@ -356,3 +356,21 @@ def test_a_stripped_library_is_planned_as_one_text_function(tmp_path: Path) -> N
     assert plan.functions == {".text": (16, text.size // 4)}
     assert plan.mutants and all(m.id.startswith(".text+0x") for m in plan.mutants)
     assert {m.addr for m in plan.mutants} <= ran
+
+
+def test_static_functions_of_the_same_name_are_told_apart_by_their_file(tmp_path: Path) -> None:
+    import shutil
+
+    from kbench.targets import coverage
+    if not shutil.which("clang-19"):
+        pytest.skip("clang-19 is not installed (bash ci/install-toolchain.sh)")
+    for stem in ("one", "two"):
+        (tmp_path / f"{stem}.c").write_text(
+            f"__attribute__((noinline)) static int run(int x) {{ return x + {len(stem)}; }}\n"
+            f"int {stem}(int x) {{ return run(x) * 3; }}\n")
+    lib = tmp_path / "libtwo.so"
+    subprocess.run(["clang-19", "--target=aarch64-linux-gnu", "-O1", "-fPIC", "-shared",
+                    "-nostdlib", "-fuse-ld=lld", str(tmp_path / "one.c"), str(tmp_path / "two.c"),
+                    "-o", str(lib)], check=True)
+    names = sorted(u.name for u in coverage.plugin_units(lib))
+    assert names == ["one", "one.c:run", "two", "two.c:run"]

@@ -74,7 +74,8 @@ def plan(library: Path, executed: set[int], disasm: Disassembler,
     """Every mutation of the executed instructions of each function of the
     library (functions: fnmatch patterns of the names to keep; operators:
     the families to keep). A library without function symbols (stripped)
-    is one function, ".text"."""
+    is one function, ".text"; a name several static functions share is
+    qualified by its file (FILE:NAME, kbench.targets.coverage.plugin_units)."""
     try:
         elf = Elf(library)
         units = [u.functions[0] for u in coverage.plugin_units(library)]

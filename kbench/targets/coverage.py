@@ -227,18 +227,26 @@ def our_units(binary: Path) -> list[Unit]:
 
 
 def plugin_units(path: Path) -> list[Unit]:
-    """One unit per function of a plugin's .so."""
+    """One unit per function of a plugin's .so (named FILE:NAME where static
+    functions of several files share a name)."""
     try:
         elf = Elf(path)
         text = elf.section(".text")
     except ElfError as exc:
         raise CoverageError(f"coverage: cannot read plugin {path}: {exc}", "coverage") from exc
     seen: dict[int, Unit] = {}
-    for name, a, b in _functions_in(elf, text.addr, text.addr + text.size):
-        if a in seen:  # an alias of a function already listed
+    funcs = [f for f in elf.functions() if f.size and text.addr <= f.addr < text.addr + text.size]
+    names: dict[str, set[int]] = {}
+    for f in funcs:
+        names.setdefault(f.name, set()).add(f.addr)
+    for f in funcs:
+        if f.addr in seen:  # an alias of a function already listed
             continue
-        seen[a] = Unit(str(path), name, "function", "plugin", [(name, a, b)],
-                       binary=str(path))
+        # a name static functions of several files share: FILE:NAME (or NAME@ADDRESS)
+        name = f.name if len(names[f.name]) == 1 else (
+            f.qualified if f.local and f.file else f"{f.name}@{f.addr:#x}")
+        seen[f.addr] = Unit(str(path), name, "function", "plugin", [(name, f.addr, f.end)],
+                            binary=str(path))
     return sorted(seen.values(), key=lambda u: u.functions[0][1])
 
 
