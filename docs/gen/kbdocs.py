@@ -1220,8 +1220,16 @@ def mc_campaign(name: str) -> str:
     parts = [text + ".\n"]
     cols = ["mutants", "killed", "survived", "likely equivalent", "not reached", "kbench"]
     cols += ["external test"] if ext else []
-    parts.append(table(["function", *cols], _mc_rows(rec["function"], "function", ext),
-                       "l" + "r" * len(cols)))
+    big = [g for g in rec["function"] if g["mutants"] >= 3]
+    small = [g for g in rec["function"] if g["mutants"] < 3]
+    rows = _mc_rows(big, "function", ext)
+    if small:  # queries, adapters and other short functions, one row together
+        keys = ("mutants", "killed", "survived", "equivalent", "not_reached", "external_killed")
+        folded = {"function": "", **{k: sum(g[k] for g in small) for k in keys}}
+        row = _mc_rows([folded], "function", ext)[0]
+        row[0] = f"{len(small)} other functions (2 mutants or fewer each)"
+        rows.append(row)
+    parts.append(table(["function", *cols], rows, "l" + "r" * len(cols)))
     parts.append(table(["operator", *cols], _mc_rows(rec["operator"], "operator", ext),
                        "l" + "r" * len(cols)))
     for title, key in (("Survivors" + (" of both" if ext else ""), "survivor"),
@@ -1238,6 +1246,11 @@ def mc_campaign(name: str) -> str:
                 lines.append("\n  ```\n" + "".join(f"  {x}\n" for x in m["listing"])
                              + "  ```\n")
         parts.append("".join(lines))
+    eq = rec.get("equivalent_mutant", [])
+    if eq:
+        parts.append("Likely equivalent (bit-identical outputs, the same instruction trace):\n"
+                     + "".join(f"- `{m['id']}`: `{m['old']}` becomes `{m['new']}`\n"
+                               for m in eq))
     if rec.get("notes"):
         parts.append("".join(f"- {' '.join(n.split())}\n" for n in rec["notes"]))
     parts.append(provenance(rec))
@@ -1251,7 +1264,7 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(_toml_str(x) for x in items) + "]"
 
 
-def record_mc_campaign(folder: Path, name: str, note: str) -> None:
+def record_mc_campaign(folder: Path, name: str, note: str, command: str = "") -> None:
     """docs/records/NAME.toml from a finished machine-code campaign's folder."""
     import json
 
@@ -1261,7 +1274,11 @@ def record_mc_campaign(folder: Path, name: str, note: str) -> None:
         sys.exit(f"{folder}: the campaign is not complete")
     s, st = data["summary"], data["settings"]
     by = {m["id"]: m for m in data["mutants"]}
-    seconds = sum(m["seconds"] for m in data["mutants"])
+    seconds = data.get("seconds")
+    if seconds is None:  # the wall time from the campaign's start to its last result
+        from datetime import datetime
+        start = datetime.fromisoformat(meta["started"]).timestamp()
+        seconds = (folder / "mcmutation.json").stat().st_mtime - start
     lines = [HEADER.format(name=name).replace(f"record {name}", f"record-mc FOLDER {name}"),
              "[campaign]", f"library = {_toml_str(Path(st['library']).name)}",
              f"target = {_toml_str(st['target'])}",
@@ -1280,15 +1297,15 @@ def record_mc_campaign(folder: Path, name: str, note: str) -> None:
                       f"equivalent = {g['likely-equivalent']}",
                       f"not_reached = {g['not-reached']}",
                       f"external_killed = {g['external_killed']}", ""]
-    for key, label in (("survivors", "survivor"), ("only_external", "only_external_mutant")):
+    for key, label in (("survivors", "survivor"), ("only_external", "only_external_mutant"),
+                       ("equivalent", "equivalent_mutant")):
         for i in s[key]:
             m = by[i]
             lines += [f"[[{label}]]", f"id = {_toml_str(i)}", f"old = {_toml_str(m['old_text'])}",
                       f"new = {_toml_str(m['new_text'])}", f"source = {_toml_str(m['source'])}",
                       f"detail = {_toml_str(m['detail'])}",
                       f"listing = {_toml_list(m['listing'])}", ""]
-    command = meta.get("command_line", "kbench mutate --plugin ...")
-    rec_meta = _meta_lines(command, note)
+    rec_meta = _meta_lines(command or meta.get("command_line", "kbench mutate --plugin"), note)
     rec_meta[2] = f'commit = "{meta.get("git_commit", "")[:7]}"'
     rec_meta[1] = f'date = "{str(meta.get("date", ""))[:10]}"'
     (REPO / f"docs/records/{name}.toml").write_text("\n".join(lines + rec_meta))
@@ -1306,6 +1323,8 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("folder", type=Path)
     m.add_argument("name")
     m.add_argument("--note", default="")
+    m.add_argument("--command", default="", help="the campaign's command as typed "
+                   "(default: run.json's, whose quoting is lost)")
     c = sub.add_parser("check-counts", help="the count tables against runs' counts")
     c.add_argument("runs", nargs="+", type=Path)
     args = p.parse_args(argv)
@@ -1327,7 +1346,7 @@ def main(argv: list[str] | None = None) -> int:
             record_output(args.name)
         return 0
     if args.cmd == "record-mc":
-        record_mc_campaign(args.folder, args.name, args.note)
+        record_mc_campaign(args.folder, args.name, args.note, args.command)
         return 0
     return check_counts(args.runs)
 

@@ -233,6 +233,8 @@ class Campaign:
         self.meta: dict[str, Any] = {}
         self.not_run: list[str] = []
         self.planned: dict[str, int] = {}  # planned mutants per operator
+        self.started = time.monotonic()
+        self.seconds = 0.0  # wall time of the earlier invocations (run.json)
 
     # ---- kbench runs -------------------------------------------------------------------
 
@@ -292,6 +294,7 @@ class Campaign:
                                 for k in differ[:3]) + "); use another --out", "out")
             if (self.out / PLAN).exists():
                 self.meta = meta
+                self.seconds = float(meta.get("seconds", 0.0))
                 return self._choose(self._resume())
         elif self.out.exists() and any(self.out.iterdir()):
             raise CampaignError(f"mutate: {self.out} exists and is not a campaign's folder; "
@@ -591,6 +594,7 @@ class Campaign:
                 "baseline": asdict(self.baseline) if self.baseline else {},
                 "planned": sum(self.planned.values()), "planned_by_operator": self.planned,
                 "sampled": len(chosen), "not_run": self.not_run,
+                "seconds": self.elapsed(),
                 "summary": mcm.summarize(rows, bool(self.opts.external)), "mutants": rows}
         tmp = self.out / (mcm.DATA + ".tmp")
         tmp.write_text(json.dumps(data, indent=1))
@@ -611,10 +615,15 @@ class Campaign:
         data = self._write(chosen, complete) if self.meta else {}
         if self.meta:
             self.meta.update(complete=complete, interrupted=interrupted,
-                             summary=data.get("summary", {}), not_run=self.not_run)
+                             summary=data.get("summary", {}), not_run=self.not_run,
+                             seconds=self.elapsed())
             self._write_meta()
         shutil.rmtree(self.out / "work", ignore_errors=True)
         return data
+
+    def elapsed(self) -> float:
+        """Wall seconds of every invocation of this campaign so far."""
+        return round(self.seconds + time.monotonic() - self.started, 1)
 
     def _write_meta(self) -> None:
         tmp = self.out / "run.json.tmp"
