@@ -374,3 +374,13 @@ def test_static_functions_of_the_same_name_are_told_apart_by_their_file(tmp_path
                     "-o", str(lib)], check=True)
     names = sorted(u.name for u in coverage.plugin_units(lib))
     assert names == ["one", "one.c:run", "two", "two.c:run"]
+
+
+def test_without_llvm_mc_the_campaign_stops_before_its_baseline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbench.targets import a64asm
+    monkeypatch.setattr(a64asm, "find_llvm_mc", lambda: None)
+    opts = _opts(tmp_path)
+    with pytest.raises(a64asm.DisassemblerError, match="install llvm-19"):
+        mc.Campaign(opts, print).run()
+    assert not (opts.out / "baseline").exists()

@@ -337,6 +337,7 @@ class Campaign:
         return [mcsites.Planned.from_json(d) for d in plan["planned"]]
 
     def _start(self) -> list[mcsites.Planned]:
+        disasm = Disassembler()  # before the baseline: without llvm-mc no plan can be made
         base_dir = self.out / "baseline"
         self.say(f"baseline: kbench run on the unmutated library with coverage -> {base_dir}")
         code, secs = self.procs.run(self.kbench_cmd(self.lib, base_dir, False),
@@ -363,7 +364,7 @@ class Campaign:
                     f"{cmd}; see {self.out / 'baseline.log'}): it cannot judge mutants",
                     "external-test")
         self.baseline.external_seconds = round(ext_s, 2)
-        plan = mcsites.plan(self.lib, executed, Disassembler(), self.opts.functions,
+        plan = mcsites.plan(self.lib, executed, disasm, self.opts.functions,
                             self.opts.operators)
         self.baseline.executed = len(executed)
         self.baseline.instructions = sum(n for _, n in plan.functions.values())
