@@ -229,6 +229,21 @@ def test_summary_counts_kill_rates_over_reached_non_equivalent_mutants() -> None
     assert alone["only_kbench"] == [] and alone["survivors"] == ["d"]
 
 
+def test_survivors_are_told_apart_by_what_the_probe_saw() -> None:
+    import numpy as np
+
+    from kbench.harness import mcprobe
+    one, two = [np.array([0x3C00], np.uint16)], [np.array([0x3C01], np.uint16)]
+    base = mcprobe.Probe(["c"], ["x"], [10], "", one)
+    _, trace = mcprobe.compare(base, mcprobe.Probe(["c"], ["x"], [11], "", one))
+    _, outputs = mcprobe.compare(base, mcprobe.Probe(["c"], ["y"], [10], "", two))
+    rows = [{**_row(i, mcm.SURVIVED, ""), "detail": f"every suite passed; {d}"}
+            for i, d in (("t", trace), ("o", outputs), ("n", "the probe ran other cases"))]
+    assert [mcm.survivor_kind(r["detail"]) for r in rows] == ["trace", "outputs", ""]
+    s = mcm.summarize(rows, False)
+    assert (s["survived_trace"], s["survived_outputs"]) == (1, 1)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--plugin", "x.so", "--area", "kernels", "--target", TARGET], "--area applies to the "
      "catalog mode"),

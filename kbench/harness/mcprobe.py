@@ -27,6 +27,7 @@ from kbench.native import api
 from kbench.problems import catalog as catalogs
 from kbench.problems import tails
 from kbench.problems.cases import Case, GemmCase
+from kbench.results import mcmutation as mcm
 from kbench.targets.spec import Target, parse_qemu
 
 
@@ -142,12 +143,12 @@ def compare(base: Probe, mutant: Probe) -> tuple[bool, str]:
     differ = [i for i, (a, b) in enumerate(zip(base.digests, mutant.digests, strict=True))
               if a != b]
     if differ:
-        return False, (f"outputs differ on {len(differ)} of {len(base.digests)} probe cases, "
+        return False, (f"{mcm.OUTPUTS_DIFFER} {len(differ)} of {len(base.digests)} probe cases, "
                        + how_outputs_differ([base.bits[i] for i in differ],
                                             [mutant.bits[i] for i in differ]))
     if base.windows != mutant.windows:
-        return False, (f"outputs bit-identical on all {len(base.digests)} probe cases, "
+        return False, (f"{mcm.SAME_OUTPUTS} {len(base.digests)} probe cases, "
                        f"instruction trace {mutant.instructions:,} instead of "
                        f"{base.instructions:,} ({len(mutant.windows)} windows)")
-    return True, (f"outputs bit-identical on all {len(base.digests)} probe cases, same "
+    return True, (f"{mcm.SAME_OUTPUTS} {len(base.digests)} probe cases, same "
                   f"instruction trace ({base.instructions:,} instructions)")

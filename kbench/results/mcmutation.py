@@ -32,6 +32,9 @@ KILLED, SURVIVED, EQUIVALENT, NOT_REACHED, ERROR = (
     "killed", "survived", "likely-equivalent", "not-reached", "error")
 STATUSES = (KILLED, SURVIVED, EQUIVALENT, NOT_REACHED, ERROR)
 LIVE = (KILLED, SURVIVED)
+# the equivalence probe's words for what it saw (kbench.harness.mcprobe.compare)
+SAME_OUTPUTS = "outputs bit-identical on all"
+OUTPUTS_DIFFER = "outputs differ on"
 GROUP_COLUMNS = ["mutants", *STATUSES, "kbench_kill_rate", "external_killed",
                  "external_kill_rate"]
 MUTANT_COLUMNS = ["id", "function", "operator", "status", "external", "detail",
@@ -51,6 +54,16 @@ def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "external_killed": ext, "external_kill_rate": _rate(ext, len(live))}
 
 
+def survivor_kind(detail: str) -> str:
+    """What the equivalence probe saw of a survivor: "trace" (bit-identical
+    outputs on every probe case, another instruction count: no result the
+    suites judge can differ), "outputs" (outputs that differ, within the
+    error bound), "" (not probed, the probe failed or ran other cases)."""
+    if f"; {SAME_OUTPUTS} " in detail:
+        return "trace"
+    return "outputs" if f"; {OUTPUTS_DIFFER} " in detail else ""
+
+
 def summarize(results: list[dict[str, Any]], external: bool) -> dict[str, Any]:
     """Counts, both kill rates, per function and per operator, and the ids of
     the mutants only kbench kills, only the external test kills, and that
@@ -65,6 +78,12 @@ def summarize(results: list[dict[str, Any]], external: bool) -> dict[str, Any]:
     return {
         "mutants": len(results), **_group(results), "live": len(live),
         "external": external,
+        "survived_trace": sum(r.get("status") == SURVIVED
+                              and survivor_kind(str(r.get("detail", ""))) == "trace"
+                              for r in results),
+        "survived_outputs": sum(r.get("status") == SURVIVED
+                                and survivor_kind(str(r.get("detail", ""))) == "outputs"
+                                for r in results),
         "functions": {k: _group(v) for k, v in sorted(by_fn.items())},
         "operators": {k: _group(v) for k, v in sorted(by_op.items())},
         "only_kbench": [r["id"] for r in live if r["status"] == KILLED
@@ -113,6 +132,11 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
     rate = s["kbench_kill_rate"]
     lines.append(f"kbench's suites kill {s[KILLED]} of {s['live']} reached, non-equivalent "
                  f"mutants ({_pct(rate)})")
+    if s[SURVIVED]:
+        lines.append(f"of the {s[SURVIVED]} survivors, {s.get('survived_trace', 0)} give "
+                     "bit-identical outputs on every probe case (only their instruction count "
+                     f"differs) and {s.get('survived_outputs', 0)} outputs that differ within "
+                     "the error bound")
     if ext:
         lines.append(f"the external test kills {s['external_killed']} of {s['live']} "
                      f"({_pct(s['external_kill_rate'])}); only kbench: "
