@@ -1217,6 +1217,10 @@ def mc_campaign(name: str) -> str:
                  f"{live} ({_pct(c['external_killed'], live)})**: {c['only_kbench']} only "
                  f"kbench kills, {c['only_external']} only the external test, "
                  f"{len(rec.get('survivor', []))} neither")
+    if c["survived"]:
+        text += (f". Of the {c['survived']} survivors, {c['survived_trace']} give bit-identical "
+                 "outputs on every probe case (only their instruction count differs) and "
+                 f"{c['survived_outputs']} outputs that differ within the error bound")
     parts = [text + ".\n"]
     cols = ["mutants", "killed", "survived", "likely equivalent", "not reached", "kbench"]
     cols += ["external test"] if ext else []
@@ -1240,7 +1244,7 @@ def mc_campaign(name: str) -> str:
         lines = [f"{title}:\n"]
         for m in items:
             lines.append(f"- `{m['id']}`: `{m['old']}` becomes `{m['new']}`"
-                         + (f" (`{m['source']}`)" if m.get("source") else "") + ". "
+                         + (f" (`{m['source']}`)" if m.get("source") else "") + ": "
                          + " ".join(m["detail"].split()) + "\n")
             if m.get("listing"):
                 lines.append("\n  ```\n" + "".join(f"  {x}\n" for x in m["listing"])
@@ -1272,7 +1276,10 @@ def record_mc_campaign(folder: Path, name: str, note: str, command: str = "") ->
     meta = json.loads((folder / "run.json").read_text())
     if not data.get("complete"):
         sys.exit(f"{folder}: the campaign is not complete")
-    s, st = data["summary"], data["settings"]
+    from kbench.results import mcmutation as mcm
+
+    st = data["settings"]
+    s = mcm.summarize(data["mutants"], bool(st.get("external")))
     by = {m["id"]: m for m in data["mutants"]}
     seconds = data.get("seconds")
     if seconds is None:  # the wall time from the campaign's start to its last result
@@ -1289,7 +1296,9 @@ def record_mc_campaign(folder: Path, name: str, note: str, command: str = "") ->
              f"not_reached = {s['not-reached']}", f"errors = {s['error']}",
              f"external_killed = {s['external_killed']}",
              f"only_kbench = {len(s['only_kbench'])}",
-             f"only_external = {len(s['only_external'])}", f"seconds = {round(seconds)}", ""]
+             f"only_external = {len(s['only_external'])}", f"seconds = {round(seconds)}",
+             f"survived_trace = {s['survived_trace']}",
+             f"survived_outputs = {s['survived_outputs']}", ""]
     for key, label in (("functions", "function"), ("operators", "operator")):
         for k, g in s[key].items():
             lines += [f"[[{label}]]", f"{label} = {_toml_str(k)}", f"mutants = {g['mutants']}",
@@ -1304,7 +1313,10 @@ def record_mc_campaign(folder: Path, name: str, note: str, command: str = "") ->
             lines += [f"[[{label}]]", f"id = {_toml_str(i)}", f"old = {_toml_str(m['old_text'])}",
                       f"new = {_toml_str(m['new_text'])}", f"source = {_toml_str(m['source'])}",
                       f"detail = {_toml_str(m['detail'])}",
-                      f"listing = {_toml_list(m['listing'])}", ""]
+                      # "+-0x4": an offset before the function, as folders written before
+                      # mcsites.annotate signed its offsets spelled it
+                      f"listing = {_toml_list([x.replace('+-0x', '-0x') for x in m['listing']])}",
+                      ""]
     rec_meta = _meta_lines(command or meta.get("command_line", "kbench mutate --plugin"), note)
     rec_meta[2] = f'commit = "{meta.get("git_commit", "")[:7]}"'
     rec_meta[1] = f'date = "{str(meta.get("date", ""))[:10]}"'

@@ -124,7 +124,7 @@ def annotate(library: Path, mutants: list[Planned], tool: str | None = None) -> 
         for a in range(m.addr - 4 * CONTEXT, m.addr + 4 * (CONTEXT + 1), 4):
             if a not in code:
                 continue
-            line = f"{'>' if a == m.addr else ' '} +{m.offset + a - m.addr:#x}  {code[a][0]}"
+            line = f"{'>' if a == m.addr else ' '} {m.offset + a - m.addr:+#x}  {code[a][0]}"
             m.listing.append(line + (f"   => {m.new_text}" if a == m.addr else ""))
     return True
 
