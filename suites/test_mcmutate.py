@@ -195,8 +195,10 @@ def test_a_survivor_whose_instruction_never_ran_is_not_reached(tmp_path: Path) -
     ran = mc.mcsites.Planned("f+0x4/nop", "f", 4, 0x1004, 0x1004, "nop", "nop", 0, 0, "x", "nop")
     never = mc.mcsites.Planned("f+0x8/nop", "f", 8, 0x1008, 0x1008, "nop", "nop", 0, 0, "x",
                                "nop")
-    assert camp._judge(0, 1.0, run_dir, lib, ran, log)[0] == mcm.SURVIVED
-    assert camp._judge(0, 1.0, run_dir, lib, never, log)[0] == mcm.NOT_REACHED
+    assert camp._judge(0, 1.0, run_dir, lib, ran, log, reach=True)[0] == mcm.SURVIVED
+    assert camp._judge(0, 1.0, run_dir, lib, never, log, reach=True)[0] == mcm.NOT_REACHED
+    # a run without coverage says nothing about reach: passing is surviving it
+    assert camp._judge(0, 1.0, run_dir, lib, never, log)[0] == mcm.SURVIVED
     assert camp._judge(1, 1.0, run_dir, lib, never, log)[0] == mcm.KILLED
     status, detail = camp._judge(None, 99.0, run_dir, lib, never, log)
     assert status == mcm.KILLED and "did not finish within 99 s" in detail

@@ -3,10 +3,12 @@ T`): mutants of a user's shared library, one instruction word each, in the
 code kbench's suites executed on the target, judged by kbench's suites and,
 beside them, by another test suite (--external-test).
 
-1. Baseline: `kbench run` on the unmutated library with machine-code
-   coverage (kbench.targets.coverage): it must pass, and its QEMU logs say
-   which instructions of the library ran. The external test must pass on it
-   too.
+1. Baseline: `kbench run` of the chosen suites on the unmutated library as
+   the mutants run (on a qemu: target with plugins what ran in each call is
+   traced and checked, kbench.targets.whatran), and again with machine-code
+   coverage (kbench.targets.coverage), whose QEMU logs say which
+   instructions of the library ran: both must pass. The external test must
+   pass on it too.
 2. Plan: every mutation of the executed instructions (kbench.harness.mcsites,
    kbench.targets.a64patch), and the sample (stratified by function).
 3. Each mutant: a copy of the library with the word patched at its file
@@ -14,14 +16,16 @@ beside them, by another test suite (--external-test).
    target's worker: a crash, exit or hang is a verdict), stopping at the
    first failure; the external test on the same file. kbench's status:
    killed (a verdict failed, the run hung past its bound, or kbench refused
-   to load the library: `kbench info` gives the reason), not-reached (it
-   passed and the mutated instruction never ran: its coverage says so),
-   likely-equivalent (it passed, and the equivalence probe,
-   kbench.harness.mcprobe, saw bit-identical outputs and the same instruction
-   trace), survived (it passed otherwise), error (the run could not judge).
+   to load the library: `kbench info` gives the reason); a mutant every
+   suite passes runs them again with coverage: not-reached when the mutated
+   instruction never ran there, else likely-equivalent when the
+   equivalence probe (kbench.harness.mcprobe) saw bit-identical outputs and
+   the same instruction trace, else survived; error when a run could not
+   judge it.
 
 The run folder: run.json (kind "mc-mutation-campaign", the settings,
-complete or not), baseline/ (the baseline run), plan.json (every planned
+complete or not), baseline-run/ and baseline/ (the baseline runs, the second
+with coverage), plan.json (every planned
 mutant and the sample), journal.jsonl (one line per finished mutant,
 appended as it finishes), mcmutation.json and mutants.csv (rewritten after
 each mutant), logs/ (each mutant's kbench run and external test output) and
@@ -238,19 +242,26 @@ class Campaign:
 
     # ---- kbench runs -------------------------------------------------------------------
 
-    def kbench_cmd(self, library: Path, run_dir: Path, mutant: bool) -> list[str]:
+    def kbench_cmd(self, library: Path, run_dir: Path, mutant: bool, with_coverage: bool
+                   ) -> list[str]:
+        """`kbench run` of the campaign's suites on a library. Without coverage
+        it runs as a user's run does (on a qemu: target with plugins, what ran
+        in each call is traced and checked: kbench.targets.whatran); with it,
+        QEMU logs the blocks it runs instead, which say what code ran."""
         o = self.opts
         cmd = [sys.executable, "-m", "kbench.cli", "run", "--suite", o.suite, "--target",
-               o.target, "--plugin", str(library), "--coverage", "--no-history", "--no-report",
+               o.target, "--plugin", str(library), "--no-history", "--no-report",
                "--out", str(run_dir), "--force", "-n", "1",
                # a plugin probe's or packer check's finding fails the run, as any verdict
                "--strict-plugins"]
+        cmd += ["--coverage"] if with_coverage else []
         cmd += [a for r in o.realizations for a in ("--realization", r)] or ["--backend",
                                                                             "plugin"]
         cmd += [a for s in o.shapes for a in ("--shapes", s)]
         if mutant:
             assert self.baseline is not None
-            cmd += ["-x", "--call-timeout", f"{self.call_timeout():.0f}"]
+            cmd += ["--call-timeout", f"{self.call_timeout():.0f}"]
+            cmd += [] if with_coverage else ["-x"]
         return cmd
 
     def call_timeout(self) -> float:
@@ -339,14 +350,19 @@ class Campaign:
     def _start(self) -> list[mcsites.Planned]:
         disasm = Disassembler()  # before the baseline: without llvm-mc no plan can be made
         base_dir = self.out / "baseline"
-        self.say(f"baseline: kbench run on the unmutated library with coverage -> {base_dir}")
-        code, secs = self.procs.run(self.kbench_cmd(self.lib, base_dir, False),
-                                    self.out / "baseline.log", 7200)
-        self._check_interrupt()
-        if code != 0:
-            raise CampaignError(
-                f"mutate: the suites do not pass on the unmutated library (exit {code}; see "
-                f"{self.out / 'baseline.log'}): a mutant's failure would prove nothing", "plugin")
+        secs = 0.0
+        for with_coverage, run_dir in ((False, self.out / "baseline-run"), (True, base_dir)):
+            how = "with coverage" if with_coverage else "as the mutants run"
+            self.say(f"baseline: kbench run on the unmutated library {how} -> {run_dir}")
+            code, took = self.procs.run(self.kbench_cmd(self.lib, run_dir, False, with_coverage),
+                                        self.out / "baseline.log", 7200)
+            self._check_interrupt()
+            if code != 0 or _first_failure(run_dir / "results.csv"):
+                raise CampaignError(
+                    f"mutate: the suites do not pass on the unmutated library {how} (exit "
+                    f"{code}; see {self.out / 'baseline.log'}): a mutant's failure would prove "
+                    "nothing", "plugin")
+            secs = max(secs, took)
         logs = coverage_run.log_dir(base_dir, self.opts.target)
         executed = coverage.executed_offsets(logs, self.lib)
         if not executed:
@@ -401,10 +417,18 @@ class Campaign:
         log.write_text(f"{m.id}: {m.old_text} -> {m.new_text}\n")
         r.log = str(log.relative_to(self.out))
         run_dir = work / "run"
-        code, secs = self.procs.run(self.kbench_cmd(lib, run_dir, True), log, self.run_timeout())
+        code, secs = self.procs.run(self.kbench_cmd(lib, run_dir, True, False), log,
+                                    self.run_timeout())
         if self.procs.stopping.is_set():
             return None
         r.status, r.detail = self._judge(code, secs, run_dir, lib, m, log)
+        if r.status == mcm.SURVIVED:  # did the mutated instruction run? The coverage says
+            cov_dir = work / "coverage-run"
+            code, secs = self.procs.run(self.kbench_cmd(lib, cov_dir, True, True), log,
+                                        self.run_timeout())
+            if self.procs.stopping.is_set():
+                return None
+            r.status, r.detail = self._judge(code, secs, cov_dir, lib, m, log, reach=True)
         if self.opts.external:
             cmd = external_command(self.opts.external, lib, self.opts.target)
             ecode, esecs = self.procs.run(["/bin/sh", "-c", cmd], log, self.external_timeout())
@@ -428,15 +452,17 @@ class Campaign:
         return r
 
     def _judge(self, code: int | None, secs: float, run_dir: Path, lib: Path,
-               m: mcsites.Planned, log: Path) -> tuple[str, str]:
+               m: mcsites.Planned, log: Path, reach: bool = False) -> tuple[str, str]:
+        """kbench's status from a run; reach: the run had coverage, and a pass
+        is a survivor only if the mutated instruction ran in it."""
         if code is None:
             return mcm.KILLED, f"the suites did not finish within {secs:.0f} s (a hang)"
         failure = _first_failure(run_dir / "results.csv")
         if code == 1 or (code == 0 and failure):
             return mcm.KILLED, failure or "a suite failed"
         if code == 0:
-            ran = coverage.executed_offsets(coverage_run.log_dir(run_dir, self.opts.target), lib)
-            if m.addr not in ran:
+            if reach and m.addr not in coverage.executed_offsets(
+                    coverage_run.log_dir(run_dir, self.opts.target), lib):
                 return mcm.NOT_REACHED, "every suite passed; the mutated instruction never ran"
             return mcm.SURVIVED, "every suite passed"
         refused = self._refusal(lib, log)
