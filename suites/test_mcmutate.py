@@ -401,3 +401,36 @@ def test_without_llvm_mc_the_campaign_stops_before_its_baseline(
     with pytest.raises(a64asm.DisassemblerError, match="install llvm-19"):
         mc.Campaign(opts, print).run()
     assert not (opts.out / "baseline").exists()
+
+
+def test_what_ran_decides_only_where_a_realization_declares_its_functions(
+        tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+
+    def declares(realizations: list[dict[str, Any]], chosen: tuple[str, ...] = ()) -> bool:
+        (run / "run.json").write_text(json.dumps({"targets": {TARGET: {
+            "realizations": realizations}, "bad": "x"}}))
+        return mc.Campaign(_opts(tmp_path, realizations=chosen), print)._declares_symbols(run)
+
+    ours = {"name": "gemm_x", "plugin": "", "expect_symbols": ["kb_*"]}
+    plain = {"name": "p.gemm", "plugin": "p 1.0", "expect_symbols": []}
+    declared = {"name": "p.fast", "plugin": "p 1.0", "expect_symbols": ["p_fast_*"]}
+    assert not declares([ours, plain])  # kbench's own realizations are not mutated
+    assert declares([ours, plain, declared])
+    assert not declares([plain, declared], ("p.gemm",))  # not a chosen realization
+    (run / "run.json").write_text("{")
+    assert mc.Campaign(_opts(tmp_path), print)._declares_symbols(run)  # unknown: be sure
+
+
+def test_a_traced_campaign_runs_mutants_as_a_user_run_and_coverage_only_for_reach(
+        tmp_path: Path) -> None:
+    camp = mc.Campaign(_opts(tmp_path), print)
+    camp.baseline = mc.Baseline(10.0, traced=True)
+    lib, out = tmp_path / "l.so", tmp_path / "r"
+    user = camp.kbench_cmd(lib, out, True, False)
+    reach = camp.kbench_cmd(lib, out, True, True)
+    assert "--coverage" not in user and "--coverage" in reach
+    assert "-x" in user and "--strict-plugins" in user
+    assert user[user.index("--call-timeout") + 1] == "20"  # twice the baseline, at least 20 s
+    assert user[user.index("--backend") + 1] == "plugin"

@@ -3,29 +3,31 @@ T`): mutants of a user's shared library, one instruction word each, in the
 code kbench's suites executed on the target, judged by kbench's suites and,
 beside them, by another test suite (--external-test).
 
-1. Baseline: `kbench run` of the chosen suites on the unmutated library as
-   the mutants run (on a qemu: target with plugins what ran in each call is
-   traced and checked, kbench.targets.whatran), and again with machine-code
-   coverage (kbench.targets.coverage), whose QEMU logs say which
-   instructions of the library ran: both must pass. The external test must
-   pass on it too.
+1. Baseline: `kbench run` of the chosen suites on the unmutated library with
+   machine-code coverage (kbench.targets.coverage), whose QEMU logs say which
+   instructions of the library ran. Where a chosen realization declares the
+   functions its calls must run in (expect_symbols), what ran in each call
+   decides verdicts too (kbench.targets.whatran), which a run with coverage
+   does not trace: the suites then also run as a user's run does. Each run
+   must pass, and so must the external test.
 2. Plan: every mutation of the executed instructions (kbench.harness.mcsites,
    kbench.targets.a64patch), and the sample (stratified by function).
 3. Each mutant: a copy of the library with the word patched at its file
    offset; `kbench run` of the chosen suites on it (each plugin call in the
    target's worker: a crash, exit or hang is a verdict), stopping at the
-   first failure; the external test on the same file. kbench's status:
-   killed (a verdict failed, the run hung past its bound, or kbench refused
-   to load the library: `kbench info` gives the reason); a mutant every
-   suite passes runs them again with coverage: not-reached when the mutated
-   instruction never ran there, else likely-equivalent when the
-   equivalence probe (kbench.harness.mcprobe) saw bit-identical outputs and
-   the same instruction trace, else survived; error when a run could not
-   judge it.
+   first failure, with coverage (or, where what ran decides verdicts, as a
+   user's run, and with coverage again only if every suite passed); the
+   external test on the same file. kbench's status: killed (a verdict
+   failed, the run hung past its bound, or kbench refused to load the
+   library: `kbench info` gives the reason); not-reached (every suite passed
+   and the mutated instruction never ran); likely-equivalent (every suite
+   passed and the equivalence probe, kbench.harness.mcprobe, saw
+   bit-identical outputs and the same instruction trace); survived (every
+   suite passed otherwise); error (a run could not judge it).
 
 The run folder: run.json (kind "mc-mutation-campaign", the settings,
-complete or not), baseline-run/ and baseline/ (the baseline runs, the second
-with coverage), plan.json (every planned
+complete or not), baseline/ (the baseline run with coverage; baseline-run/
+the one as a user's run, where that is needed), plan.json (every planned
 mutant and the sample), journal.jsonl (one line per finished mutant,
 appended as it finishes), mcmutation.json and mutants.csv (rewritten after
 each mutant), logs/ (each mutant's kbench run and external test output) and
@@ -58,7 +60,7 @@ from kbench.errors import KbenchError
 from kbench.harness import coverage_run, mcprobe, mcsites
 from kbench.results import mcmutation as mcm
 from kbench.results.store import COLUMNS, machine_metadata
-from kbench.targets import coverage
+from kbench.targets import coverage, whatran
 from kbench.targets.a64asm import Disassembler
 from kbench.targets.a64patch import patch
 from kbench.targets.crossbuild import SYSROOT_AARCH64
@@ -143,6 +145,9 @@ class Baseline:
     executed: int = 0  # instructions of the library that ran
     instructions: int = 0
     functions: dict[str, list[int]] = field(default_factory=dict)  # executed, all
+    # a chosen realization declares the functions its calls must run in (expect_symbols):
+    # what ran, traced in a run without coverage, decides verdicts
+    traced: bool = False
 
 
 def sha256(path: Path) -> str:
@@ -260,8 +265,7 @@ class Campaign:
         cmd += [a for s in o.shapes for a in ("--shapes", s)]
         if mutant:
             assert self.baseline is not None
-            cmd += ["--call-timeout", f"{self.call_timeout():.0f}"]
-            cmd += [] if with_coverage else ["-x"]
+            cmd += ["--call-timeout", f"{self.call_timeout():.0f}", "-x"]
         return cmd
 
     def call_timeout(self) -> float:
@@ -350,25 +354,17 @@ class Campaign:
     def _start(self) -> list[mcsites.Planned]:
         disasm = Disassembler()  # before the baseline: without llvm-mc no plan can be made
         base_dir = self.out / "baseline"
-        secs = 0.0
-        for with_coverage, run_dir in ((False, self.out / "baseline-run"), (True, base_dir)):
-            how = "with coverage" if with_coverage else "as the mutants run"
-            self.say(f"baseline: kbench run on the unmutated library {how} -> {run_dir}")
-            code, took = self.procs.run(self.kbench_cmd(self.lib, run_dir, False, with_coverage),
-                                        self.out / "baseline.log", 7200)
-            self._check_interrupt()
-            if code != 0 or _first_failure(run_dir / "results.csv"):
-                raise CampaignError(
-                    f"mutate: the suites do not pass on the unmutated library {how} (exit "
-                    f"{code}; see {self.out / 'baseline.log'}): a mutant's failure would prove "
-                    "nothing", "plugin")
-            secs = max(secs, took)
+        secs = self._baseline_run(base_dir, True)
+        traced = whatran.enabled() and self._declares_symbols(base_dir)
+        if traced:  # the mutants run without coverage, as a user's run: so must this one
+            secs = max(secs, self._baseline_run(self.out / "baseline-run", False))
         logs = coverage_run.log_dir(base_dir, self.opts.target)
         executed = coverage.executed_offsets(logs, self.lib)
         if not executed:
             raise CampaignError(f"mutate: no instruction of {self.lib} ran in the baseline (see "
                                 f"{self.out / 'baseline.log'})", "plugin")
-        self.baseline = Baseline(round(secs, 1), cases=_rows(base_dir / "results.csv"))
+        self.baseline = Baseline(round(secs, 1), cases=_rows(base_dir / "results.csv"),
+                                 traced=traced)
         ext_s = 0.0
         if self.opts.external:
             cmd = external_command(self.opts.external, self.lib, self.opts.target)
@@ -395,6 +391,33 @@ class Campaign:
         tmp.replace(self.out / PLAN)
         return plan.mutants
 
+    def _baseline_run(self, run_dir: Path, with_coverage: bool) -> float:
+        """A baseline `kbench run` (it must pass); its seconds."""
+        how = "with coverage" if with_coverage else "as the mutants run (what ran traced)"
+        self.say(f"baseline: kbench run on the unmutated library {how} -> {run_dir}")
+        code, took = self.procs.run(self.kbench_cmd(self.lib, run_dir, False, with_coverage),
+                                    self.out / "baseline.log", 7200)
+        self._check_interrupt()
+        if code != 0 or _first_failure(run_dir / "results.csv"):
+            raise CampaignError(
+                f"mutate: the suites do not pass on the unmutated library {how} (exit {code}; "
+                f"see {self.out / 'baseline.log'}): a mutant's failure would prove nothing",
+                "plugin")
+        return took
+
+    def _declares_symbols(self, run_dir: Path) -> bool:
+        """Does a chosen realization of the library declare the functions its
+        calls must run in? Only then does what ran (kbench.targets.whatran,
+        off in a run with coverage) decide a verdict."""
+        try:
+            meta = json.loads((run_dir / "run.json").read_text())
+        except (OSError, ValueError):
+            return True  # unknown: run the mutants as a user's run, to be sure
+        return any(r.get("plugin") and r.get("expect_symbols")
+                   and (not self.opts.realizations or r.get("name") in self.opts.realizations)
+                   for t in (meta.get("targets") or {}).values() if isinstance(t, dict)
+                   for r in t.get("realizations") or [] if isinstance(r, dict))
+
     def _check_interrupt(self) -> None:
         if self.procs.stopping.is_set():
             raise Interrupted("interrupted", "interrupt")
@@ -417,12 +440,15 @@ class Campaign:
         log.write_text(f"{m.id}: {m.old_text} -> {m.new_text}\n")
         r.log = str(log.relative_to(self.out))
         run_dir = work / "run"
-        code, secs = self.procs.run(self.kbench_cmd(lib, run_dir, True, False), log,
+        # traced: as a user's run (what ran decides verdicts), then, if it passes, again with
+        # coverage for the reach; else one run with coverage does both
+        traced = self.baseline is not None and self.baseline.traced
+        code, secs = self.procs.run(self.kbench_cmd(lib, run_dir, True, not traced), log,
                                     self.run_timeout())
         if self.procs.stopping.is_set():
             return None
-        r.status, r.detail = self._judge(code, secs, run_dir, lib, m, log)
-        if r.status == mcm.SURVIVED:  # did the mutated instruction run? The coverage says
+        r.status, r.detail = self._judge(code, secs, run_dir, lib, m, log, reach=not traced)
+        if traced and r.status == mcm.SURVIVED:  # did the mutated instruction run?
             cov_dir = work / "coverage-run"
             code, secs = self.procs.run(self.kbench_cmd(lib, cov_dir, True, True), log,
                                         self.run_timeout())
