@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "extest: %s\n", dlerror());
         return 2;
     }
-    kb_plugin_entry_fn entry = (kb_plugin_entry_fn)dlsym(lib, "kb_plugin_entry");
+    kb_plugin_entry_fn entry = (kb_plugin_entry_fn)dlsym(lib, KB_PLUGIN_ENTRY_SYMBOL);
     const kb_plugin *p = entry ? entry(KB_PLUGIN_ABI_VERSION) : NULL;
     const kb_plugin_realization *r = p ? pick(p, argc == 3 ? argv[2] : NULL) : NULL;
     if (!r) {
