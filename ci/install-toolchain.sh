@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the kbench cross toolchain, idempotently, from Debian's archive only:
-#   - clang-19, lld-19, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
+#   - clang-19, lld-19, llvm-19 (llvm-mc and llvm-objdump: SME2 disassembly),
+#     gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
 #     (bookworm, system apt)
 #   - qemu-user 1:11.1.3 from trixie-backports, fetched with a *private* apt
 #     config (own sources list, lists, cache and status) and unpacked into the
@@ -18,7 +19,7 @@ QEMU_SUITE="trixie-backports"
 # libc6-dev-arm64-cross is only a Recommends of gcc-aarch64-linux-gnu, so
 # --no-install-recommends would leave out the aarch64 libc headers/static libs
 # (and linux-libc-dev-arm64-cross: asm/hwcap.h) that clang needs.
-APT_PKGS=(clang-19 lld-19 gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+APT_PKGS=(clang-19 lld-19 llvm-19 gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
 log() { echo "[install-toolchain] $*"; }

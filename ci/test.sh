@@ -19,7 +19,8 @@
 # emulated aarch64 box, a stand-in adb) and the history on a throwaway
 # PostgreSQL server; the emulated targets run through `kbench run --jobs`.
 # The libFuzzer targets (ci/fuzz.sh) run 7 s each under ASan + UBSan; and a
-# the whole mutation catalog (ci/mutants/) runs, two at a time. The
+# the whole mutation catalog (ci/mutants/) runs, two at a time, and a sample of
+# machine-code mutants of the SME and portable example plugins. The
 # documentation site (mkdocs.yml, docs/) is built with `mkdocs build --strict`;
 # suites/test_docs.py (a host suite) regenerates every generated figure of README.md
 # and docs/ and compares, and the count step checks the count tables against the
@@ -289,5 +290,16 @@ mut="$(mktemp -d)"
 # --timeout: a kill run took at most 24 s in CI's own runs; a mutant that corrupts memory can
 # hang its test process instead of crashing it, and a hang (a kill) should not hold CI 20 minutes
 kbench mutate --budget 8 --lanes 2 --quick --no-baseline --timeout 180 --out "$mut/run" | tail -n 18
+
+step "machine-code mutants: a sample of the SME and portable examples, kbench's suites beside the examples' test program"
+# kbench mutate --plugin (docs/mutation.md): mutants of the example libraries' machine code in
+# the instructions the suites ran, each judged by kbench's suites and by the small test program
+# examples/plugins/extest (four outputs of one GEMM); a mutant that cannot be judged fails
+mcm="$(mktemp -d)"
+X=examples/plugins/build/aarch64
+for lib in exsme exukref; do
+  kbench mutate --plugin "$X/lib$lib.so" --target qemu:svl=512 --sample 6 --lanes 2 \
+    --external-test "{target} $X/extest {lib}" --out "$mcm/$lib" | tail -n 7
+done
 
 step "done"

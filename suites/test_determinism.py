@@ -1,6 +1,7 @@
 """Determinism: the same inputs twice give bit-identical outputs, and 3
 threads give the bits of 1 thread, for every realization of every chosen
-target (plugins included; threads only where a realization takes them);
+target (plugins included; threads only where a realization takes them),
+threads splitting M and, on a GEMV and a narrow convolution, N;
 and every cache-blocked realization gives the same bits with threads = 4 as
 with threads = 1, on shapes spanning several K blocks and enough output
 blocks for four threads to run at once (a thread that shares another's
@@ -115,9 +116,14 @@ def test_conv_bit_identical(kb_session, kb_spec, case):
     found.check()
 
 
+# M = 1 and a convolution of 9 output pixels: one band of rows, so threads split N into
+# ranges of whole n_step blocks (a micro-kernel's get_rhs_packed_offset and
+# get_dst_offset are then asked for columns past 0; one thread never asks)
 THREADS = [GemmCase("threads_gemm", 37, 45, 70, clamp=True, bias=True, ldc_pad=1),
-           GemmCase("threads_native", 37, 45, 70, b_form="native", bias=True)]
-THREADS_CONV = [ConvCase("threads_conv", 3, 9, 9, 8, 20, 3, 3, pad=(1, 1, 1, 1))]
+           GemmCase("threads_native", 37, 45, 70, b_form="native", bias=True),
+           GemmCase("threads_gemv", 1, 261, 70, clamp=True, bias=True)]
+THREADS_CONV = [ConvCase("threads_conv", 3, 9, 9, 8, 20, 3, 3, pad=(1, 1, 1, 1)),
+                ConvCase("threads_conv_wide", 1, 5, 5, 8, 80, 3, 3)]
 
 
 def _threaded(found, r, case, run):

@@ -203,6 +203,7 @@ def test_the_context_word_for_word(context, tmp_path: Path) -> None:
         "gate_failures": ("table", "gate_failures", 1, None, None, None),
         "gate_cases": ("table", "gate_cases", 2, None, None, None),
         "trends_note": "12 run(s) of this machine",
+        "sections": "",  # no section of its own module (a machine-code campaign's) by default
         "fastest_table": ("table", "fastest", 2, [
             "target", "catalog", "shape", "kernels", "winner", "fastest_ours", "ours_time_ns",
             "ours_gflops", "fastest_peer", "peer_time_ns", "peer_vs_ours", "noisy", "why"],

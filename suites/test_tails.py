@@ -334,7 +334,8 @@ def test_plugin_with_a_tail_bug_fails_smoke(tmp_path, variant, only_tails):
     assert any(r["catalog"] == tails.CATALOG and r["realization"] == "extail.gemm_4x8"
                for r in failed)
     if only_tails:
-        assert {r["catalog"] for r in failed} == {tails.CATALOG}
+        # of the catalogs (the determinism suite's own shapes may hit the residue too)
+        assert {r["catalog"] for r in failed if r["suite"] != "determinism"} == {tails.CATALOG}
         # the reproducer the run printed for a derived case fails on that case again
         line = next(ln for ln in (out / "verdicts.txt").read_text().splitlines()
                     if ln.strip().startswith("reproduce:") and "--shapes tails" in ln)

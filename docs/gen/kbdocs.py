@@ -17,6 +17,7 @@ Commands (run from the repository root)::
     python docs/gen/kbdocs.py check                # exit 1 if a block differs (suites/test_docs.py)
     python docs/gen/kbdocs.py record count_example # re-measure a record (anchor_counts: minutes)
     python docs/gen/kbdocs.py check-counts RUN...  # the count tables against a run's counts
+    python docs/gen/kbdocs.py record-mc FOLDER NAME # a machine-code campaign's folder as a record
 
 KBENCH_DOCS_ROOT points the generator at another tree (a copy with a changed
 baseline, in the tests)."""
@@ -1177,6 +1178,151 @@ def check_counts(runs: list[Path]) -> int:
 GENERATORS.update(command_times=command_times, eta_accuracy=eta_accuracy)
 
 
+# ----------------------------------------------------------------------------- machine-code mutants
+
+def _pct(k: int, n: int) -> str:
+    return f"{100 * k / n:.1f}%" if n else "-"
+
+
+def _mc_rows(groups: list[dict[str, Any]], key: str, external: bool) -> list[list[str]]:
+    rows = []
+    for g in groups:
+        live = g["killed"] + g["survived"]
+        row = [f"`{g[key]}`" if key == "function" else g[key], str(g["mutants"]),
+               str(g["killed"]), str(g["survived"]), str(g["equivalent"]),
+               str(g["not_reached"]), _pct(g["killed"], live)]
+        if external:
+            row.append(_pct(g["external_killed"], live))
+        rows.append(row)
+    return rows
+
+
+def mc_campaign(name: str) -> str:
+    """A machine-code campaign (kbench mutate --plugin) as recorded: figures,
+    kill rates per function and per operator, and every survivor with its
+    disassembly."""
+    rec = record(name)
+    c = rec["campaign"]
+    ext = bool(c.get("external"))
+    live = c["killed"] + c["survived"]
+    text = (f"**{c['mutants']} mutants** (a sample stratified by function of the "
+            f"{num(c['planned'])} planned in the {num(c['executed'])} instructions of "
+            f"`{c['library']}` the suites executed on `{c['target']}`): **{c['killed']} killed, "
+            f"{c['survived']} survived**, {c['equivalent']} likely equivalent, "
+            f"{c['not_reached']} not reached, {c['errors']} not judged, in "
+            f"{duration(c['seconds'])}. kbench's suites kill **{c['killed']} of {live} "
+            f"({_pct(c['killed'], live)})** of the reached, non-equivalent mutants")
+    if ext:
+        text += (f"; the external test (`{c['external']}`) kills **{c['external_killed']} of "
+                 f"{live} ({_pct(c['external_killed'], live)})**: {c['only_kbench']} only "
+                 f"kbench kills, {c['only_external']} only the external test, "
+                 f"{len(rec.get('survivor', []))} neither")
+    if c["survived"]:
+        text += (f". Of the {c['survived']} survivors, {c['survived_trace']} give bit-identical "
+                 "outputs on every probe case (only their instruction count differs) and "
+                 f"{c['survived_outputs']} outputs that differ within the error bound")
+    parts = [text + ".\n"]
+    cols = ["mutants", "killed", "survived", "likely equivalent", "not reached", "kbench"]
+    cols += ["external test"] if ext else []
+    big = [g for g in rec["function"] if g["mutants"] >= 3]
+    small = [g for g in rec["function"] if g["mutants"] < 3]
+    rows = _mc_rows(big, "function", ext)
+    if small:  # queries, adapters and other short functions, one row together
+        keys = ("mutants", "killed", "survived", "equivalent", "not_reached", "external_killed")
+        folded = {"function": "", **{k: sum(g[k] for g in small) for k in keys}}
+        row = _mc_rows([folded], "function", ext)[0]
+        row[0] = f"{len(small)} other functions (2 mutants or fewer each)"
+        rows.append(row)
+    parts.append(table(["function", *cols], rows, "l" + "r" * len(cols)))
+    parts.append(table(["operator", *cols], _mc_rows(rec["operator"], "operator", ext),
+                       "l" + "r" * len(cols)))
+    for title, key in (("Survivors" + (" of both" if ext else ""), "survivor"),
+                       ("Killed only by the external test", "only_external_mutant")):
+        items = rec.get(key, [])
+        if not items:
+            continue
+        lines = [f"{title}:\n"]
+        for m in items:
+            lines.append(f"- `{m['id']}`: `{m['old']}` becomes `{m['new']}`"
+                         + (f" (`{m['source']}`)" if m.get("source") else "") + ": "
+                         + " ".join(m["detail"].split()) + "\n")
+            if m.get("listing"):
+                lines.append("\n  ```\n" + "".join(f"  {x}\n" for x in m["listing"])
+                             + "  ```\n")
+        parts.append("".join(lines))
+    eq = rec.get("equivalent_mutant", [])
+    if eq:
+        parts.append("Likely equivalent (bit-identical outputs, the same instruction trace):\n"
+                     + "".join(f"- `{m['id']}`: `{m['old']}` becomes `{m['new']}`\n"
+                               for m in eq))
+    if rec.get("notes"):
+        parts.append("".join(f"- {' '.join(n.split())}\n" for n in rec["notes"]))
+    parts.append(provenance(rec))
+    return "\n".join(parts)
+
+
+GENERATORS.update(mc_campaign=mc_campaign)
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(_toml_str(x) for x in items) + "]"
+
+
+def record_mc_campaign(folder: Path, name: str, note: str, command: str = "") -> None:
+    """docs/records/NAME.toml from a finished machine-code campaign's folder."""
+    import json
+
+    data = json.loads((folder / "mcmutation.json").read_text())
+    meta = json.loads((folder / "run.json").read_text())
+    if not data.get("complete"):
+        sys.exit(f"{folder}: the campaign is not complete")
+    from kbench.results import mcmutation as mcm
+
+    st = data["settings"]
+    s = mcm.summarize(data["mutants"], bool(st.get("external")))
+    by = {m["id"]: m for m in data["mutants"]}
+    seconds = data.get("seconds")
+    if seconds is None:  # the wall time from the campaign's start to its last result
+        from datetime import datetime
+        start = datetime.fromisoformat(meta["started"]).timestamp()
+        seconds = (folder / "mcmutation.json").stat().st_mtime - start
+    lines = [HEADER.format(name=name).replace(f"record {name}", f"record-mc FOLDER {name}"),
+             "[campaign]", f"library = {_toml_str(Path(st['library']).name)}",
+             f"target = {_toml_str(st['target'])}",
+             f"external = {_toml_str(data['settings']['external'])}",
+             f"planned = {data['planned']}", f"executed = {data['baseline']['executed']}",
+             f"mutants = {s['mutants']}", f"killed = {s['killed']}",
+             f"survived = {s['survived']}", f"equivalent = {s['likely-equivalent']}",
+             f"not_reached = {s['not-reached']}", f"errors = {s['error']}",
+             f"external_killed = {s['external_killed']}",
+             f"only_kbench = {len(s['only_kbench'])}",
+             f"only_external = {len(s['only_external'])}", f"seconds = {round(seconds)}",
+             f"survived_trace = {s['survived_trace']}",
+             f"survived_outputs = {s['survived_outputs']}", ""]
+    for key, label in (("functions", "function"), ("operators", "operator")):
+        for k, g in s[key].items():
+            lines += [f"[[{label}]]", f"{label} = {_toml_str(k)}", f"mutants = {g['mutants']}",
+                      f"killed = {g['killed']}", f"survived = {g['survived']}",
+                      f"equivalent = {g['likely-equivalent']}",
+                      f"not_reached = {g['not-reached']}",
+                      f"external_killed = {g['external_killed']}", ""]
+    for key, label in (("survivors", "survivor"), ("only_external", "only_external_mutant"),
+                       ("equivalent", "equivalent_mutant")):
+        for i in s[key]:
+            m = by[i]
+            lines += [f"[[{label}]]", f"id = {_toml_str(i)}", f"old = {_toml_str(m['old_text'])}",
+                      f"new = {_toml_str(m['new_text'])}", f"source = {_toml_str(m['source'])}",
+                      f"detail = {_toml_str(m['detail'])}",
+                      # "+-0x4": an offset before the function, as folders written before
+                      # mcsites.annotate signed its offsets spelled it
+                      f"listing = {_toml_list([x.replace('+-0x', '-0x') for x in m['listing']])}",
+                      ""]
+    rec_meta = _meta_lines(command or meta.get("command_line", "kbench mutate --plugin"), note)
+    rec_meta[2] = f'commit = "{meta.get("git_commit", "")[:7]}"'
+    rec_meta[1] = f'date = "{str(meta.get("date", ""))[:10]}"'
+    (REPO / f"docs/records/{name}.toml").write_text("\n".join(lines + rec_meta))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kbdocs", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -1185,6 +1331,12 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("record", help="re-measure a record")
     r.add_argument("name", choices=(*OUTPUT_RECORDS, "anchor_counts", "command_times",
                                     "eta_accuracy", "kleidiai_recipe"))
+    m = sub.add_parser("record-mc", help="a machine-code campaign's folder as a record")
+    m.add_argument("folder", type=Path)
+    m.add_argument("name")
+    m.add_argument("--note", default="")
+    m.add_argument("--command", default="", help="the campaign's command as typed "
+                   "(default: run.json's, whose quoting is lost)")
     c = sub.add_parser("check-counts", help="the count tables against runs' counts")
     c.add_argument("runs", nargs="+", type=Path)
     args = p.parse_args(argv)
@@ -1204,6 +1356,9 @@ def main(argv: list[str] | None = None) -> int:
             record_kleidiai_recipe()
         else:
             record_output(args.name)
+        return 0
+    if args.cmd == "record-mc":
+        record_mc_campaign(args.folder, args.name, args.note, args.command)
         return 0
     return check_counts(args.runs)
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from kbench.cli import mcmutate
+from kbench.cli.mcmutate import mc_options
 from kbench.errors import KbenchError
 from kbench.harness import mutants as mut
 from kbench.harness.mutation import (
@@ -75,16 +77,31 @@ def _table(summary: dict) -> str:
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Run folder  [default: runs/<date>-<time>-<host>-mutation]")
 @click.option("--list", "list_only", is_flag=True,
-              help="List the catalog (and which mutants are stale) and exit.")
-def mutate(catalog: Path, patterns: tuple[str, ...], areas: tuple[str, ...], sample: int | None,
-           rotate: str, budget: float | None, quick: bool, no_baseline: bool, timeout: float,
-           jobs: int, lanes: int, out: Path | None, list_only: bool) -> None:
+              help="List the catalog (and which mutants are stale) and exit; with --plugin, "
+              "run the baseline and list the planned sample.")
+@mc_options
+@click.pass_context
+def mutate(ctx: click.Context, catalog: Path, patterns: tuple[str, ...], areas: tuple[str, ...],
+           sample: int | None, rotate: str, budget: float | None, quick: bool,
+           no_baseline: bool, timeout: float, jobs: int, lanes: int, out: Path | None,
+           list_only: bool, **mc: object) -> None:
     """Apply each mutant of the catalog in a scratch copy of the repository,
     rebuild exactly what it touches (host module, host and aarch64 workers,
     the aarch64 module of the emulated Python), run the suites and targets it
     declares, and record whether they killed it. Writes a run folder
     (mutation.json, mutants.csv, logs/; `kbench report` shows it) and exits
-    non-zero if a mutant survived unexplained or could not be run."""
+    non-zero if a mutant survived unexplained or could not be run.
+
+    With --plugin LIB --target T (machine-code mode): mutants of a shared
+    library's machine code, one instruction word each, in the code the suites
+    executed on T; each judged by kbench's suites and by --external-test
+    beside them (docs/mutation.md, "Machine-code mutants")."""
+    mcmutate.check_mode(ctx, mc["plugin"])  # type: ignore[arg-type]
+    if mc["plugin"]:
+        mcmutate.run(ctx, patterns=patterns, sample=sample, rotate=rotate, budget=budget,
+                     timeout=timeout, lanes=lanes, out=out, list_only=list_only,
+                     **mc)  # type: ignore[arg-type]
+        return
     try:
         cat = mut.load_catalog(catalog)
     except mut.MutantError as exc:

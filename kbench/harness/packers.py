@@ -133,7 +133,8 @@ def check_rhs(target: Target, info: PluginRealizationInfo, svl_bits: int) -> lis
                     ("every byte but its padding written" if loose else "every byte written")
                     + declared)]
     if layout is not None:
-        checks.append(Check("rhs", "layout", lay, len(SHAPES), f"conforms to {info.rhs_layout}"
+        checks.append(Check("rhs", "layout", lay or _queries(info, layout, info.nr, "nr"),
+                            len(SHAPES), f"conforms to {info.rhs_layout}"
                             + (", its padding aside" + declared if loose else "")))
     if loose:
         checks.append(check_padding(target, info))
@@ -208,8 +209,23 @@ def check_lhs(target: Target, info: PluginRealizationInfo, svl_bits: int) -> lis
                 lay = _mismatch("LHS", info.lhs_layout, layout, first, want, at, m, k)
     checks = [Check("lhs", "determinism", det, len(SHAPES), "every byte written")]
     if layout is not None:
-        checks.append(Check("lhs", "layout", lay, len(SHAPES), f"conforms to {info.lhs_layout}"))
+        checks.append(Check("lhs", "layout", lay or _queries(info, layout, info.mr, "mr"),
+                            len(SHAPES), f"conforms to {info.lhs_layout}"))
     return checks
+
+
+def _queries(info: PluginRealizationInfo, layout: Layout, block: int, name: str) -> str:
+    """'' when the micro-kernel's own queries (get_nr or get_mr, and get_kr)
+    give the declared layout's block and KR; else the disagreement: a caller
+    following the queries would call the packer with other nr, mr or kr than
+    its layout has (kbench reads them only from a micro-kernel GEMM)."""
+    if info.form != "micro-kernel" or not info.kr:
+        return ""
+    if block and block != layout.block or info.kr != layout.kr:
+        return (f"its micro-kernel's get_{name}() is {block} and get_kr() is {info.kr}, its "
+                f"declared layout {layout.name} has {name.upper()} = {layout.block} and "
+                f"KR = {layout.kr} at this vector length")
+    return ""
 
 
 def _mismatch(what: str, name: str, layout: Layout, got: np.ndarray, want: np.ndarray,

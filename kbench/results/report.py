@@ -18,7 +18,7 @@ import pandas as pd
 
 from kbench.judge import fingerprint as fprint
 from kbench.resources import resource_dir
-from kbench.results import integrity, mutation, plugin_report, report_scratch
+from kbench.results import integrity, mcmutation, mutation, plugin_report, report_scratch
 from kbench.results import report_counts as rcount
 from kbench.results import report_views as views
 from kbench.results.columns import COLUMN_HELP
@@ -270,7 +270,8 @@ def _trend_runs(note: str) -> int:
 
 def render_html(run: Run, baseline: Run | None, tables: ReportTables,
                 plots: dict[str, list[Plot]], csv_names: dict[str, str],
-                gate: views.GateView | None = None, trends_note: str = "") -> str:
+                gate: views.GateView | None = None, trends_note: str = "",
+                sections: str = "") -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
@@ -371,6 +372,7 @@ def render_html(run: Run, baseline: Run | None, tables: ReportTables,
         "gate_failures": None if gate is None else html_table(gate.failures),
         "gate_cases": None if gate is None else html_table(gate.cases),
         "trends_note": trends_note,
+        "sections": sections,  # sections rendered by their own modules (mcmutation)
         "fastest_table": html_table(t.fastest, ["target", "catalog", "shape", "kernels",
                                                 "winner", "fastest_ours", "ours_time_ns",
                                                 "ours_gflops", "fastest_peer", "peer_time_ns",
@@ -444,7 +446,8 @@ def build_report(run: Run, baseline: Run | None, out_dir: Path, gate: Any = None
                            f"{history_db}")
     gate_view = views.gate_view(gate) if gate is not None else None
     html = render_html(run, baseline, tables, plots,
-                       {name: p.name for name, p in csvs.items()}, gate_view, trends_note)
+                       {name: p.name for name, p in csvs.items()}, gate_view, trends_note,
+                       mcmutation.report_section(run.path, out_dir))
     path = out_dir / "report.html"
     path.write_text(html, encoding="utf-8")
     return ReportFiles(path, csvs)

@@ -227,18 +227,26 @@ def our_units(binary: Path) -> list[Unit]:
 
 
 def plugin_units(path: Path) -> list[Unit]:
-    """One unit per function of a plugin's .so."""
+    """One unit per function of a plugin's .so (named FILE:NAME where static
+    functions of several files share a name)."""
     try:
         elf = Elf(path)
         text = elf.section(".text")
     except ElfError as exc:
         raise CoverageError(f"coverage: cannot read plugin {path}: {exc}", "coverage") from exc
     seen: dict[int, Unit] = {}
-    for name, a, b in _functions_in(elf, text.addr, text.addr + text.size):
-        if a in seen:  # an alias of a function already listed
+    funcs = [f for f in elf.functions() if f.size and text.addr <= f.addr < text.addr + text.size]
+    names: dict[str, set[int]] = {}
+    for f in funcs:
+        names.setdefault(f.name, set()).add(f.addr)
+    for f in funcs:
+        if f.addr in seen:  # an alias of a function already listed
             continue
-        seen[a] = Unit(str(path), name, "function", "plugin", [(name, a, b)],
-                       binary=str(path))
+        # a name static functions of several files share: FILE:NAME (or NAME@ADDRESS)
+        name = f.name if len(names[f.name]) == 1 else (
+            f.qualified if f.local and f.file else f"{f.name}@{f.addr:#x}")
+        seen[f.addr] = Unit(str(path), name, "function", "plugin", [(name, f.addr, f.end)],
+                            binary=str(path))
     return sorted(seen.values(), key=lambda u: u.functions[0][1])
 
 
@@ -272,6 +280,13 @@ def _offsets(log_dir: Path) -> tuple[dict[str, set[int]], dict[str, set[tuple[st
     return by_file, entries
 
 
+def executed_offsets(log_dir: Path, path: str | Path) -> set[int]:
+    """The file addresses of every instruction of the file at `path` that
+    ran in any worker process whose logs are in log_dir."""
+    offsets, _ = _offsets(log_dir)
+    return offsets.get(os.path.realpath(path), set())
+
+
 def measure(target: str, log_dir: Path, plugins: Iterable[str] = ()) -> list[UnitCoverage]:
     """Coverage of our kernel and packer objects and of every function of
     each plugin, from the logs of every worker process of one target."""
@@ -303,7 +318,7 @@ def disassembler() -> str | None:
     return None
 
 
-def _objdump(tool: str, binary: str, lo: int, hi: int) -> dict[int, tuple[str, str]]:
+def objdump(tool: str, binary: str, lo: int, hi: int) -> dict[int, tuple[str, str]]:
     """address -> (instruction, source line) over [lo, hi) of a file."""
     try:
         proc = subprocess.run([tool, "-d", "-l", "--no-show-raw-insn", f"--mattr={MATTR}",
@@ -337,7 +352,7 @@ def disassemble(rows: list[UnitCoverage], tool: str | None = None) -> bool:
             by_file.setdefault(r.unit.binary, []).append(r)
     for binary, group in by_file.items():
         ranges = [rng for r in group for rng in r.uncovered]
-        code = _objdump(tool, binary, min(a for a, _ in ranges), max(b for _, b in ranges))
+        code = objdump(tool, binary, min(a for a, _ in ranges), max(b for _, b in ranges))
         for r in group:
             r.listing = {a: code[a] for lo, hi in r.uncovered for a in range(lo, hi, 4)
                          if a in code}
