@@ -79,6 +79,15 @@ typedef struct kb_sve_matmul_args {
     float clamp_max;
 } kb_sve_matmul_args;
 
+/* the cores load adjacent fields in pairs (LDP) */
+_Static_assert(offsetof(kb_sve_matmul_args, lda) == offsetof(kb_sve_matmul_args, a) + 8 &&
+                   offsetof(kb_sve_matmul_args, m) == offsetof(kb_sve_matmul_args, rhs) + 8 &&
+                   offsetof(kb_sve_matmul_args, k) == offsetof(kb_sve_matmul_args, n) + 8 &&
+                   offsetof(kb_sve_matmul_args, ldc) == offsetof(kb_sve_matmul_args, dst) + 8 &&
+                   offsetof(kb_sve_matmul_args, clamp_max) ==
+                       offsetof(kb_sve_matmul_args, clamp_min) + 4,
+               "kb_sve_matmul_args: the pairs the kernels load together");
+
 typedef void (*kb_sve_core_fn)(const kb_sve_matmul_args *args);
 
 /* ---- micro-kernel interface (KleidiAI-style; A read as it is) -----------

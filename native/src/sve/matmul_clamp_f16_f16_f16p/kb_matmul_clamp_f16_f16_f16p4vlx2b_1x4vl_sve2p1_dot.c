@@ -191,14 +191,12 @@ KB_NOINLINE static void kb_sve_gemv_core(const kb_sve_matmul_args *args) {
         KB_SVE_ASM_BEGIN
         KB_GEMV_MACROS
         "ldr x1, [%x[args], %[o_a]]\n"
-        "ldr x2, [%x[args], %[o_k]]\n"
         "ldr x4, [%x[args], %[o_rhs]]\n"
+        "ldp x6, x2, [%x[args], %[o_n]]\n"        /* N, K (adjacent fields)    */
         "ldr x5, [%x[args], %[o_dst]]\n"
-        "ldr x6, [%x[args], %[o_n]]\n"
-        "ldr s7, [%x[args], %[o_lo]]\n"           /* the bounds rounded to FP16 */
-        "fcvt h7, s7\n"
-        "mov z6.h, h7\n"
-        "ldr s7, [%x[args], %[o_hi]]\n"
+        "ldp s6, s7, [%x[args], %[o_lo]]\n"       /* the bounds rounded to FP16 */
+        "fcvt h6, s6\n"
+        "mov z6.h, h6\n"
         "fcvt h7, s7\n"
         "mov z7.h, h7\n"
         "ptrue p0.h\n"
@@ -252,10 +250,8 @@ KB_NOINLINE static void kb_sve_gemv_core(const kb_sve_matmul_args *args) {
           [o_a] "I"(offsetof(kb_sve_matmul_args, a)),
           [o_rhs] "I"(offsetof(kb_sve_matmul_args, rhs)),
           [o_n] "I"(offsetof(kb_sve_matmul_args, n)),
-          [o_k] "I"(offsetof(kb_sve_matmul_args, k)),
           [o_dst] "I"(offsetof(kb_sve_matmul_args, dst)),
-          [o_lo] "I"(offsetof(kb_sve_matmul_args, clamp_min)),
-          [o_hi] "I"(offsetof(kb_sve_matmul_args, clamp_max))
+          [o_lo] "I"(offsetof(kb_sve_matmul_args, clamp_min))
         : "x1", "x2", "x4", "x5", "x6", "x11", "x12", "x13", "x14", "x16", "x17", "x23", "x25",
           "x26", "x27", "x28", KB_SVE_CLOBBER_VEC);
 }

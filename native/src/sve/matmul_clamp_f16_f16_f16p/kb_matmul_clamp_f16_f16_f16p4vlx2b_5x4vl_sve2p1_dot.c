@@ -16,7 +16,8 @@
  * selected by its index with the pairs of VL32 columns, added to the
  * accumulator: C FDOTs per row and k pair, the floor (R * C * ceil(K / 2)
  * FDOTs per tile), and per four k pairs R + 4 loads. K goes 32 k pairs per
- * step (whole blocks only), then four, then the last one to four pairs
+ * step (whole blocks only), then 16 if K has them (whole blocks only), then
+ * four a step, then the last one to four pairs
  * (their A read under a predicate up to K, so nothing past a row is read and
  * an odd K's missing value is +0, as the packed B's).
  *
@@ -38,13 +39,15 @@
 
 /* Registers:
  *   x1 rows left      x2 K               x3 N             x4 lda (bytes)
- *   x5 ldc (bytes)    x6 A, the band's row 0               x7 C, the band's row 0
+ *   x5 ldc (bytes)    x6 A, the band's row 0
  *   x8 packed B       x9 B, the current block              x10 the block's first column
- *   x11-x15 A, the tile's rows          x16 a count        x17 the next block
+ *   x11-x15 A, the tile's rows          x16 a count        x17 the last k pairs (bytes)
  *   x19-x23 C, the band's rows          x24 columns left   x25 A's offset (values)
- *   x0 3 VL32  x26 128 vectors (bytes)  x27 nr  x28 a block (bytes)
+ *   x28 K mod 8
+ *   x0 3 VL32  x26 128 vectors (bytes)  x27 nr
  *   z0-z4 A   z5, z6 clamp_min, clamp_max (FP16)   z8-z11 B   z12-z31 accumulators
- *   p0 all (.h)  p1 all (.s)  p2 A's last k  p3 / pn9 the last block's columns  pn8 all */
+ *   p0 all (.h)  p1 all (.s)  p2 A's last k (K mod 8 values)  p3 / pn9 the last block's
+ *   columns  pn8 all */
 #define KB_GEMM_MACROS                                                                           \
     /* A: the next eight k of each row, base + 16 g bytes, or base + x25 values */               \
     ".macro kb_g_ald R, g\n"                                                                     \
@@ -143,68 +146,97 @@
     ".if \\R > 3\nkb_g_outrow \\C, 24, 25, 26, 27, 22\n.endif\n"                                 \
     ".if \\R > 4\nkb_g_outrow \\C, 28, 29, 30, 31, 23\n.endif\n"                                 \
     ".endm\n"                                                                                    \
-    /* a tile: R rows x C vectors of the block at x9 (x9 moves to the next block) */            \
-    ".macro kb_g_tile R, C\n"                                                                    \
-    "add x17, x9, x28\n"                                                                         \
-    "mov x11, x6\n"                                                                              \
-    ".if \\R > 1\nadd x12, x11, x4\n.endif\n"                                                    \
-    ".if \\R > 2\nadd x13, x12, x4\n.endif\n"                                                    \
-    ".if \\R > 3\nadd x14, x13, x4\n.endif\n"                                                    \
-    ".if \\R > 4\nadd x15, x14, x4\n.endif\n"                                                    \
-    "kb_g_bias \\R, \\C\n"                                                                       \
-    "addvl x9, x9, #2\n"                                                                         \
-    ".if \\C == 4\n"                                                                             \
-    "lsr x16, x2, #6\n"                                                                          \
-    "cbz x16, 2f\n"                                                                              \
-    "add x9, x9, x26, lsr #2\n"                                 /* x9, x25: loads at -32 ... 28 */ \
-    "add x25, x9, x26, lsr #1\n"                                                                 \
-    "1:\n"                                                   /* 32 k pairs a step */             \
-    "kb_g_main \\R, 0, 9, -32\nkb_g_main \\R, 1, 9, -16\n"                                       \
-    "kb_g_main \\R, 2, 9, 0\nkb_g_main \\R, 3, 9, 16\n"                                          \
-    "kb_g_main \\R, 4, 25, -32\nkb_g_main \\R, 5, 25, -16\n"                                     \
-    "kb_g_main \\R, 6, 25, 0\nkb_g_main \\R, 7, 25, 16\n"                                        \
-    "kb_g_aadd \\R, 128\n"                                                                       \
-    "add x9, x9, x26\n"                                                                          \
-    "add x25, x25, x26\n"                                                                        \
-    "subs x16, x16, #1\n"                                                                        \
-    "b.ne 1b\n"                                                                                  \
-    "sub x9, x9, x26, lsr #2\n"                                                                  \
-    "2:\n"                                                                                       \
-    "ubfx x16, x2, #3, #3\n"                                                                     \
-    ".else\n"                                                                                    \
-    "lsr x16, x2, #3\n"                                                                          \
-    ".endif\n"                                                                                   \
-    "mov x25, #0\n"                                                                              \
-    "cbz x16, 4f\n"                                                                              \
-    "3:\n"                                                   /* four k pairs a step */           \
-    "kb_g_aldx \\R, p0\n"                                                                        \
-    "kb_g_bld \\C, 0\nkb_g_kp \\R, \\C, 0\n"                                                     \
-    "kb_g_bld \\C, 4\nkb_g_kp \\R, \\C, 1\n"                                                     \
-    "kb_g_bld \\C, 8\nkb_g_kp \\R, \\C, 2\n"                                                     \
-    "kb_g_bld \\C, 12\nkb_g_kp \\R, \\C, 3\n"                                                    \
-    "addvl x9, x9, #16\n"                                                                        \
-    "add x25, x25, #8\n"                                                                         \
-    "subs x16, x16, #1\n"                                                                        \
-    "b.ne 3b\n"                                                                              \
-    "4:\n"                                                   /* the last 1-7 k */                \
-    "ands x16, x2, #7\n"                                                                         \
-    "b.eq 5f\n"                                                                                  \
-    "whilelt p2.h, xzr, x16\n"                                                                   \
-    "kb_g_aldx \\R, p2\n"                                                                        \
-    "kb_g_bld \\C, 0\nkb_g_kp \\R, \\C, 0\n"                                                     \
-    "cmp x16, #2\nb.le 5f\n"                                                                     \
-    "kb_g_bld \\C, 4\nkb_g_kp \\R, \\C, 1\n"                                                     \
-    "cmp x16, #4\nb.le 5f\n"                                                                     \
-    "kb_g_bld \\C, 8\nkb_g_kp \\R, \\C, 2\n"                                                     \
-    "cmp x16, #6\nb.le 5f\n"                                                                     \
-    "kb_g_bld \\C, 12\nkb_g_kp \\R, \\C, 3\n"                                                    \
-    "5:\n"                                                                                       \
-    "mov x9, x17\n"                                                                              \
-    "kb_g_out \\R, \\C\n"                                                                        \
-    ".endm\n"                                                                                    \
+    /* a tile: R rows x C vectors of the block at x9 (x9 moves to the next block) */ \
+    ".macro kb_g_tile R, C\n"                                                                     \
+    "mov x11, x6\n"                                                                               \
+    ".if \\R > 1\n"                                                                               \
+    "add x12, x11, x4\n"                                                                          \
+    ".endif\n"                                                                                    \
+    ".if \\R > 2\n"                                                                               \
+    "add x13, x12, x4\n"                                                                          \
+    ".endif\n"                                                                                    \
+    ".if \\R > 3\n"                                                                               \
+    "add x14, x13, x4\n"                                                                          \
+    ".endif\n"                                                                                    \
+    ".if \\R > 4\n"                                                                               \
+    "add x15, x14, x4\n"                                                                          \
+    ".endif\n"                                                                                    \
+    "kb_g_bias \\R, \\C\n"                                                                        \
+    "addvl x9, x9, #2\n"                                                                          \
+    ".if \\C == 4\n"                                                                              \
+    "lsr x16, x2, #6\n"                                                                           \
+    "cbz x16, 2f\n"                                                                               \
+    "add x9, x9, x26, lsr #2\n"                              /* x9, x25: loads at -32 ... 28 */   \
+    "add x25, x9, x26, lsr #1\n"                                                                  \
+    "1:\n"                                                   /* 32 k pairs a step */              \
+    "kb_g_main \\R, 0, 9, -32\n"                                                                  \
+    "kb_g_main \\R, 1, 9, -16\n"                                                                  \
+    "kb_g_main \\R, 2, 9, 0\n"                                                                    \
+    "kb_g_main \\R, 3, 9, 16\n"                                                                   \
+    "kb_g_main \\R, 4, 25, -32\n"                                                                 \
+    "kb_g_main \\R, 5, 25, -16\n"                                                                 \
+    "kb_g_main \\R, 6, 25, 0\n"                                                                   \
+    "kb_g_main \\R, 7, 25, 16\n"                                                                  \
+    "kb_g_aadd \\R, 128\n"                                                                        \
+    "add x9, x9, x26\n"                                                                           \
+    "add x25, x25, x26\n"                                                                         \
+    "subs x16, x16, #1\n"                                                                         \
+    "b.ne 1b\n"                                                                                   \
+    "sub x9, x9, x26, lsr #2\n"                                                                   \
+    "2:\n"                                                                                        \
+    "and x25, x2, #32\n"                                     /* A's offset past the next block of K: 32 values, or none */ \
+    "tbz x2, #5, 7f\n"                                                                            \
+    "add x9, x9, x26, lsr #2\n"                              /* 16 k pairs */                     \
+    "kb_g_main \\R, 0, 9, -32\n"                                                                  \
+    "kb_g_main \\R, 1, 9, -16\n"                                                                  \
+    "kb_g_main \\R, 2, 9, 0\n"                                                                    \
+    "kb_g_main \\R, 3, 9, 16\n"                                                                   \
+    "add x9, x9, x26, lsr #2\n"                                                                   \
+    "7:\n"                                                                                        \
+    "ubfx x16, x2, #3, #2\n"                                                                      \
+    ".else\n"                                                                                     \
+    "lsr x16, x2, #3\n"                                                                           \
+    "mov x25, #0\n"                                                                               \
+    ".endif\n"                                                                                    \
+    "cbz x16, 4f\n"                                                                               \
+    "3:\n"                                                   /* four k pairs a step */            \
+    "kb_g_aldx \\R, p0\n"                                                                         \
+    "kb_g_bld \\C, 0\n"                                                                           \
+    "kb_g_kp \\R, \\C, 0\n"                                                                       \
+    "kb_g_bld \\C, 4\n"                                                                           \
+    "kb_g_kp \\R, \\C, 1\n"                                                                       \
+    "kb_g_bld \\C, 8\n"                                                                           \
+    "kb_g_kp \\R, \\C, 2\n"                                                                       \
+    "kb_g_bld \\C, 12\n"                                                                          \
+    "kb_g_kp \\R, \\C, 3\n"                                                                       \
+    "addvl x9, x9, #16\n"                                                                         \
+    "add x25, x25, #8\n"                                                                          \
+    "subs x16, x16, #1\n"                                                                         \
+    "b.ne 3b\n"                                                                                   \
+    "4:\n"                                                   /* the last 1-7 k */                 \
+    "cbz x17, 5f\n"                                                                               \
+    "kb_g_aldx \\R, p2\n"                                                                         \
+    "kb_g_bld \\C, 0\n"                                                                           \
+    "kb_g_kp \\R, \\C, 0\n"                                                                       \
+    "cmp x28, #2\n"                                                                               \
+    "b.le 6f\n"                                                                                   \
+    "kb_g_bld \\C, 4\n"                                                                           \
+    "kb_g_kp \\R, \\C, 1\n"                                                                       \
+    "cmp x28, #4\n"                                                                               \
+    "b.le 6f\n"                                                                                   \
+    "kb_g_bld \\C, 8\n"                                                                           \
+    "kb_g_kp \\R, \\C, 2\n"                                                                       \
+    "cmp x28, #6\n"                                                                               \
+    "b.le 6f\n"                                                                                   \
+    "kb_g_bld \\C, 12\n"                                                                          \
+    "kb_g_kp \\R, \\C, 3\n"                                                                       \
+    "6:\n"                                                                                        \
+    "add x9, x9, x17\n"                                      /* past the last k pairs: the next block */ \
+    "5:\n"                                                                                        \
+    "kb_g_out \\R, \\C\n"                                                                         \
+    ".endm\n"                                                                                     \
     /* a band of R rows: every whole block, then the last one's vectors */                       \
     ".macro kb_g_band R\n"                                                                       \
-    "mov x19, x7\n"                                                                              \
     ".if \\R > 1\nadd x20, x19, x5\n.endif\n"                                                    \
     ".if \\R > 2\nadd x21, x20, x5\n.endif\n"                                                    \
     ".if \\R > 3\nadd x22, x21, x5\n.endif\n"                                                    \
@@ -247,20 +279,15 @@ KB_NOINLINE static void kb_sve_gemm_core(const kb_sve_matmul_args *args) {
     __asm__ volatile(
         KB_SVE_ASM_BEGIN
         KB_GEMM_MACROS
-        "ldr x1, [%x[args], %[o_m]]\n"
-        "ldr x2, [%x[args], %[o_k]]\n"
-        "ldr x3, [%x[args], %[o_n]]\n"
-        "ldr x4, [%x[args], %[o_lda]]\n"
-        "ldr x5, [%x[args], %[o_ldc]]\n"
-        "ldr x6, [%x[args], %[o_a]]\n"
-        "ldr x7, [%x[args], %[o_dst]]\n"
-        "ldr x8, [%x[args], %[o_rhs]]\n"
-        "ldr s7, [%x[args], %[o_lo]]\n"           /* the bounds rounded to FP16 */
+        "ldp x6, x4, [%x[args], %[o_a]]\n"        /* A, lda (adjacent fields)  */
+        "ldp x8, x1, [%x[args], %[o_rhs]]\n"      /* B, M                      */
+        "ldp x3, x2, [%x[args], %[o_n]]\n"        /* N, K                      */
+        "ldp x19, x5, [%x[args], %[o_dst]]\n"     /* C, ldc                    */
+        "ldp s7, s8, [%x[args], %[o_lo]]\n"       /* the bounds rounded to FP16 */
         "fcvt h7, s7\n"
         "mov z5.h, h7\n"
-        "ldr s7, [%x[args], %[o_hi]]\n"
-        "fcvt h7, s7\n"
-        "mov z6.h, h7\n"
+        "fcvt h8, s8\n"
+        "mov z6.h, h8\n"
         "ptrue p0.h\n"
         "ptrue p1.s\n"
         "kb_ptrue_pn_h 8\n"
@@ -269,12 +296,13 @@ KB_NOINLINE static void kb_sve_gemm_core(const kb_sve_matmul_args *args) {
         "rdvl x26, #1\n"
         "lsl x26, x26, #7\n"                      /* 32 k pairs of a block     */
         "sub x0, x27, x27, lsr #2\n"              /* 3 VL32 (x0 held args)     */
-        "add x28, x2, #1\n"
-        "lsr x28, x28, #1\n"
-        "lsl x28, x28, #2\n"
-        "add x28, x28, #2\n"                      /* a block: 2 + 4 ceil(K/2)  */
+        "and x28, x2, #7\n"
+        "whilelt p2.h, xzr, x28\n"                /* A's last k                */
+        "add x17, x28, #1\n"
+        "lsr x17, x17, #1\n"                      /* the last 1-4 k pairs ...  */
         "rdvl x16, #1\n"
-        "mul x28, x28, x16\n"                     /* ... vectors, in bytes     */
+        "mul x17, x17, x16\n"
+        "lsl x17, x17, #2\n"                      /* ... 4 vectors each, bytes */
         "20:\n"                                   /* bands of five rows, then the rest */
         "cmp x1, #5\n"
         "b.ge 25f\n"
@@ -299,7 +327,7 @@ KB_NOINLINE static void kb_sve_gemm_core(const kb_sve_matmul_args *args) {
         "add x16, x4, x4, lsl #2\n"
         "add x6, x6, x16\n"
         "add x16, x5, x5, lsl #2\n"
-        "add x7, x7, x16\n"
+        "add x19, x19, x16\n"
         "subs x1, x1, #5\n"
         "b.ne 20b\n"
         "29:\n"
@@ -307,17 +335,13 @@ KB_NOINLINE static void kb_sve_gemm_core(const kb_sve_matmul_args *args) {
         KB_SVE_ASM_END
         : [args] "+r"(x0)
         : [o_a] "I"(offsetof(kb_sve_matmul_args, a)),
-          [o_lda] "I"(offsetof(kb_sve_matmul_args, lda)),
           [o_rhs] "I"(offsetof(kb_sve_matmul_args, rhs)),
-          [o_m] "I"(offsetof(kb_sve_matmul_args, m)),
           [o_n] "I"(offsetof(kb_sve_matmul_args, n)),
-          [o_k] "I"(offsetof(kb_sve_matmul_args, k)),
           [o_dst] "I"(offsetof(kb_sve_matmul_args, dst)),
-          [o_ldc] "I"(offsetof(kb_sve_matmul_args, ldc)),
-          [o_lo] "I"(offsetof(kb_sve_matmul_args, clamp_min)),
-          [o_hi] "I"(offsetof(kb_sve_matmul_args, clamp_max))
-        : "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14",
-          "x15", "x16", "x17", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28",
+          [o_lo] "I"(offsetof(kb_sve_matmul_args, clamp_min))
+        : "x1", "x2", "x3", "x4", "x5", "x6", "x8", "x9", "x10", "x11", "x12", "x13", "x14",
+          "x15", "x16", "x17", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27",
+          "x28",
           KB_SVE_CLOBBER_VEC);
 }
 
