@@ -127,8 +127,8 @@ void kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_run(size_t n, size_t k, size_t nr, c
                                                void *rhs_packed);
 /* The packer behind it: B seen through a view (plain B, or panels of a
  * divisor of nr columns whose columns past N are zero, as the portable
- * layout's 16), nr the running vector length's (any other call packs
- * nothing). */
+ * layout's 16), nr the running vector length's (kb_sve_block(): the only
+ * callers, the public run above and the driver, pass it). */
 void kb_sve_rhs_pack_view(const kb_bview *b, size_t n, size_t k, size_t nr, void *rhs_packed);
 
 /* ---- driver ---------------------------------------------------------------- */

@@ -85,8 +85,9 @@ const kb_gemm_impl *const *kb_sve_gemm_impls(size_t *count) {
  * seals the header with that length (block_n = nr). */
 void kb_sve_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
                         void *dst) {
-    kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_run(n, k, kb_sve_block(), b, ldb * sizeof(kb_f16), bias,
-                                              dst);
+    kb_bview v = {.data = b, .panel_cols = n, .panel_stride = 0, .row_stride = ldb, .bias = bias,
+                  .bias_panel_stride = n};
+    kb_sve_rhs_pack_view(&v, n, k, kb_sve_block(), dst);
 }
 
 #endif /* __aarch64__ */

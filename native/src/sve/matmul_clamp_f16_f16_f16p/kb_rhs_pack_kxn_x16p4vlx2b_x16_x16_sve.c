@@ -131,11 +131,11 @@ KB_NOINLINE static void rhs_pack_core(const rhs_args *g) {
           "x15", "x16", "x17", "x19", "x20", "x21", "x22", KB_SVE_CLOBBER_VEC);
 }
 
+/* nr is the running vector length's (the kernels' blocks: the assembly takes it from
+ * CNTW); plain B is one segment per block, and panels narrower than a block (the
+ * portable layout's 16 columns, which divide every nr) are its segments. */
 void kb_sve_rhs_pack_view(const kb_bview *b, size_t n, size_t k, size_t nr, void *rhs_packed) {
-    if (nr != kb_sve_block()) return;
-    /* plain B is one segment per block; panels narrower than a block are its segments */
     size_t seg = b->panel_cols >= n ? nr : b->panel_cols;
-    if (seg > nr || nr % seg) return;
     rhs_args g = {
         .data = b->data, .panel_cols = b->panel_cols, .panel_bytes = b->panel_stride * sizeof(kb_f16),
         .row_bytes = b->row_stride * sizeof(kb_f16), .bias = b->bias, .n = n, .k = k, .seg = seg,
@@ -164,6 +164,7 @@ size_t kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_get_rhs_packed_size(size_t n, size
 void kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_run(size_t n, size_t k, size_t nr, const void *rhs,
                                                size_t rhs_stride, const void *bias,
                                                void *rhs_packed) {
+    if (nr != kb_sve_block()) return; /* packed for another vector length: nothing */
     kb_bview v = {
         .data = (const kb_f16 *)rhs, .panel_cols = n, .panel_stride = 0,
         .row_stride = rhs_stride / sizeof(kb_f16), .bias = (const kb_f16 *)bias,
@@ -172,11 +173,12 @@ void kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_run(size_t n, size_t k, size_t nr, c
     kb_sve_rhs_pack_view(&v, n, k, nr, rhs_packed);
 }
 
-#define KB_WHY "the packer's public interface: kbench packs through kb_pack_b_native and its driver"
+#define KB_WHY "the packer's public interface: kbench packs through kb_pack_b_native and its driver, with kb_sve_rhs_pack_view"
 KB_NOT_DRIVEN(kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_get_n_step, KB_WHY);
 KB_NOT_DRIVEN(kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_get_rhs_packed_stride, KB_WHY);
 KB_NOT_DRIVEN(kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_get_rhs_packed_offset, KB_WHY);
 KB_NOT_DRIVEN(kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_get_rhs_packed_size, KB_WHY);
+KB_NOT_DRIVEN(kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_run, KB_WHY);
 #undef KB_WHY
 
 #endif /* __aarch64__ */
