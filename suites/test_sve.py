@@ -263,3 +263,36 @@ def test_threads_do_not_change_a_bit(targets: GetTarget) -> None:
         for threads in (1, 2, 3, 7):
             got, _ = _run(t.engine, real, rows, b, bias, "native", -3.0, 3.0, threads)
             assert _same(got, want), (real, threads)
+
+
+# ---- the public micro-kernel interface, through the plugin ABI ----------------------------
+
+
+def test_the_micro_kernel_interface_through_the_plugin_abi_gives_the_same_bits() -> None:
+    """examples/plugins/sve_ukernel (exsveuk): the GEMM and GEMV micro-kernels and the
+    packer of this backend handed to kbench through their public interface (the
+    kernels' run_matmul, the packer's run, their queries) and driven by kbench's
+    generic micro-kernel loop give our realizations' bits, with their packer's B."""
+    from plugin_builds import ARCH_PATTERN, build
+    build("aarch64")
+    t = parse_target("qemu:sme=off:vl=256", [f"{ARCH_PATTERN}/libexsveuk.so"])
+    try:
+        rng = np.random.default_rng(21)
+        for m, n, k in ((17, 75, 45), (6, 130, 111), (1, 300, 15)):
+            a = rng.standard_normal((m, k)).astype(np.float16)
+            b = rng.standard_normal((k, n)).astype(np.float16)
+            bias = rng.standard_normal(n).astype(np.float16)
+            for ours, theirs in ((GEMM, "exsveuk.gemm_sve2p1_dot"),
+                                 (GEMV, "exsveuk.gemv_sve2p1_dot")):
+                rows = a if ours == GEMM else a[:1]
+                want, _ = _run(t.engine, ours, rows, b, bias, "native", -2.0, 2.0)
+                c = np.zeros((len(rows), n), np.float16)
+                packed = t.pack_plugin(theirs, b, bias)
+                p = RawProblem(rows, k, packed, 0, c, n, None, clamp_min=-2.0, clamp_max=2.0,
+                               b_size=packed.size, b_is_packed=True,
+                               b_is_backend_native_packed=True)
+                res = t.engine.gemm_raw(len(rows), n, k, [p], Selector(force=theirs, plugins=True))
+                assert res.realization.name == theirs and _same(c, want), (theirs, m, n, k)
+                assert _same(want, fdot_model(rows, b, bias, -2.0, 2.0))
+    finally:
+        t.close()
