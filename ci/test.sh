@@ -4,7 +4,8 @@
 # and correctness, contract and determinism suites on every emulated Arm
 # target: qemu -cpu max at SVL 128/256/512/2048, max with the ISA capped
 # to SME1, max without SME (SVE2.1 only, SVE vector length 256: `kbench info`
-# must show SVE2.1 and no SME there), neoverse-v1, neoverse-n1 and cortex-a53 (SVL 128 and 512 over the
+# must show SVE2.1 and no SME there; and our SVE2.1 backend over the smoke catalog
+# at SVE vector length 128 and 2048), neoverse-v1, neoverse-n1 and cortex-a53 (SVL 128 and 512 over the
 # default correctness catalogs with machine-code coverage, the others over the
 # emulation catalog; and the SME suites on max at SVL 1024 without
 # FEAT_SME_FA64, sme_fa64=off); and the in-process path
@@ -108,7 +109,7 @@ whl="$(mktemp -d)"
   > "$whl/run.log" && tail -n 2 "$whl/run.log" && test -s "$whl/run/results.csv" \
   && test -s "$whl/run/report/report.html")
 
-step "instruction counts on emulated Arm: the committed baselines (SVL 128 and 512; the KleidiAI comparison sweep at 128, 256 and 512), KleidiAI anchors"
+step "instruction counts on emulated Arm: the committed baselines (SVL 128 and 512; the KleidiAI comparison sweep at 128, 256 and 512; the SVE2.1 backend at SVE vector length 128, 256 and 512), KleidiAI anchors"
 cnt="$(mktemp -d)"
 count_run() {  # one SVL: every SME and NEON realization on the count catalog
   kbench run --suite perf --shapes counts --target "qemu:cpu=max:svl=$1" --backend sme \
@@ -120,16 +121,33 @@ sweep_run() {  # one SVL: the SME2 MOPA GEMM on the comparison sweep
     --realization gemm_sme2_mopa_f32acc --rounds 1 --min-round-ms 0 --warmup 0 --no-history \
     --no-report --out "$cnt/sweep$1" > "$cnt/sweep$1.log" 2>&1
 }
+sve_run() {  # one SVE vector length: the SVE2.1 GEMM on the comparison sweep
+  kbench run --suite perf --shapes kleidiai_sweep --target "qemu:cpu=max:sme=off:vl=$1" \
+    --realization gemm_sve2p1_dot_f32acc --rounds 1 --min-round-ms 0 --warmup 0 --no-history \
+    --no-report --out "$cnt/sve$1" > "$cnt/sve$1.log" 2>&1
+}
+sve_counts_run() {  # one SVE vector length: the SVE2.1 backend on the count catalog (and
+  # at 512 bits its GEMV on the GEMV anchor shape, whose 32 MiB B takes most of the time)
+  kbench run --suite perf --shapes counts --target "qemu:cpu=max:sme=off:vl=$1" --backend sve \
+    --rounds 1 --min-round-ms 0 --warmup 0 --no-history --no-report --out "$cnt/svecounts$1" \
+    > "$cnt/svecounts$1.log" 2>&1 || return 1
+  [ "$1" != 512 ] || kbench run --suite perf --shapes kleidiai_anchors_gemv \
+    --target qemu:cpu=max:sme=off:vl=512 --realization gemv_sve2p1_dot_f32acc --rounds 1 \
+    --min-round-ms 0 --warmup 0 --no-history --no-report --out "$cnt/svegemv" \
+    > "$cnt/svegemv.log" 2>&1
+}
 pids=()
 count_run 128 & pids+=($!)
 count_run 512 & pids+=($!)
 for s in 128 256 512; do sweep_run "$s" & pids+=($!); done
+for s in 128 256 512; do sve_run "$s" & pids+=($!); done
+for s in 128 512; do sve_counts_run "$s" & pids+=($!); done
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
 counts_summary() { sed -n '/kbench instruction counts/,/^-\{20\}/p' "$1" | grep -v '^-\{20\}'; }
 for s in 128 512; do counts_summary "$cnt/svl$s.log"; done
 if [ "$status" -ne 0 ]; then
-  tail -n 40 "$cnt"/svl*.log "$cnt"/sweep*.log
+  tail -n 40 "$cnt"/svl*.log "$cnt"/sweep*.log "$cnt"/sve*.log
   echo "instruction counts: a perf run FAILED (logs in $cnt)"
   exit 1
 fi
@@ -144,6 +162,24 @@ kbench baseline check "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512" \
 tail -n 1 "$cnt/sweep-check.txt"
 kbench anchors "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512" --best --limit 1.0 \
   --outer-limit 1.01 | tail -n 5
+# the SVE2.1 backend: its baselines (the sweep at 128, 256 and 512 bits, the count catalog at
+# 128 and 512, the GEMV shape at 512), and each sweep shape at most 0.85x KleidiAI's SVE2.1
+# kernel called once over the whole problem, its FDOTs at the floor
+kbench baseline check "$cnt/sve128" "$cnt/sve256" "$cnt/sve512" \
+  --config reference/counts/sve_sweep.toml --csv reference/counts/sve_sweep.csv \
+  > "$cnt/sve-check.txt" || { cat "$cnt/sve-check.txt"; exit 1; }
+tail -n 1 "$cnt/sve-check.txt"
+kbench baseline check "$cnt/svecounts128" "$cnt/svecounts512" --config reference/counts/sve.toml \
+  --csv reference/counts/sve.csv > "$cnt/svecounts-check.txt" \
+  || { cat "$cnt/svecounts-check.txt"; exit 1; }
+tail -n 1 "$cnt/svecounts-check.txt"
+kbench baseline check "$cnt/svegemv" --config reference/counts/sve_gemv.toml \
+  --csv reference/counts/sve_gemv.csv --partial > "$cnt/svegemv-check.txt" \
+  || { cat "$cnt/svegemv-check.txt"; exit 1; }
+tail -n 1 "$cnt/svegemv-check.txt"
+kbench anchors "$cnt/sve128" "$cnt/sve256" "$cnt/sve512" "$cnt/svegemv" \
+  --table reference/counts/kleidiai_sve_sweep.toml --best --limit 0.85 --outer-limit 1.0 \
+  | tail -n 5
 kbench report "$cnt/svl512" --out "$cnt/svl512-report" | sed -n 1p  # shows the baseline diff
 kbench run --suite perf --shapes kleidiai_anchors --target qemu:cpu=max:svl=512 \
   --realization gemm_sme2_mopa_f32acc --realization gemm_sme_mopa_f32acc \
@@ -161,7 +197,8 @@ kbench anchors "$cnt/anchors-gemv"
 # committed ones (a count that moved, even down, needs `kbench baseline update` or
 # `python docs/gen/kbdocs.py record anchor_counts`, then `python docs/gen/kbdocs.py regen`)
 "$PY" docs/gen/kbdocs.py check-counts "$cnt/svl128" "$cnt/svl512" "$cnt/anchors" "$cnt/anchors-gemv" \
-  "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512"
+  "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512" "$cnt/sve128" "$cnt/sve256" "$cnt/sve512" \
+  "$cnt/svecounts128" "$cnt/svecounts512" "$cnt/svegemv"
 
 step "in-process path on emulated Arm64 (qemu-python): ours, and onnxruntime with KleidiAI on/off"
 pyt="$(mktemp -d)"
@@ -268,7 +305,11 @@ kbench run --suite all --target qemu:cpu=max:svl=128 --target qemu:cpu=max:svl=5
   --no-history --coverage --out "$logs/default" > "$logs/default.log" 2>&1 || status=1
 kbench run --suite all --shapes emulated "${targets[@]}" --jobs 2 --no-history \
   --out "$logs/emulated" > "$logs/emulated.log" 2>&1 || status=1
-for f in default emulated; do
+# our SVE2.1 backend at the other SVE vector lengths (256 runs above; 512 on max)
+kbench run --suite all --shapes smoke --backend sve --target qemu:cpu=max:sme=off:vl=128 \
+  --target qemu:cpu=max:sme=off:vl=2048 --jobs 2 \
+  --no-history --out "$logs/sve" > "$logs/sve.log" 2>&1 || status=1
+for f in default emulated sve; do
   grep -v '^\.*\s*\[ *[0-9]*%\]$' "$logs/$f.log" \
     | sed '/kbench machine-code coverage/,/^run folder:/{/^run folder:/!d}' | tail -n 60
 done

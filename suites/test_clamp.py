@@ -1,6 +1,8 @@
 """Every backend clamps as the scalar store step (kb_store_f16) does: a
 value below clamp_min becomes clamp_min, above clamp_max clamp_max, and
-anything else stays, NaN and the sign of a zero included. The SME kernels
+anything else stays, NaN and the sign of a zero included; but for the
+SVE2.1 realizations, which declare KleidiAI's FCLAMP (nan_clamp = to_min:
+NaN becomes clamp_min, +0 orders above -0) and are held to it bit for bit. The SME kernels
 clamp with FMAX/FMIN (FCLAMP would turn NaN into clamp_min; FMAX/FMIN
 differ on zeros of opposite sign, which these accumulators produce only
 against a clamp_max of -0, where the kernels switch to compare/select), the
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from qemu_gate import needs_qemu
+from sve_model import fdot_model
 
 from kbench.judge import fingerprint as fp
 from kbench.judge import oracle
@@ -85,6 +88,11 @@ def test_every_gemm_clamps_like_the_scalar_store(target: Target) -> None:
                 got = target.run_gemm(case, inp, r.name)
                 assert got.error is None and not got.guard_detail, (r.name, got.error)
                 x = got.outputs[0]
+                if r.nan_clamp == "to_min":  # FCLAMP of the FP16 result (the SVE2.1 kernels)
+                    want = fdot_model(inp.a[0], inp.b[0], inp.bias[0], *bounds)
+                    same = _same_bits(x, want)
+                    assert same.all(), (r.name, bounds, m, np.argwhere(~same)[:4].tolist())
+                    continue
                 if r.accum == "fp32":  # exact inputs: the same values, the same zeros
                     want = ref
                 else:  # FP16 chain from the bias: a -0 bias stays -0 on -0 products

@@ -37,7 +37,7 @@ MODELS = {
     "qemu:cpu=cortex-a53": (set(), 0, 0, None),
 }
 # the class each of our backends needs at least (its lowest kernel)
-BACKEND_CLASS = {"scalar": "scalar", "neon": "neon", "sme": "sme"}
+BACKEND_CLASS = {"scalar": "scalar", "neon": "neon", "sme": "sme", "sve": "sve2p1"}
 
 
 def expected_backends(features, compiled, cap):
@@ -94,12 +94,13 @@ def test_unknown_model_and_bad_svl_are_refused():
 
 def test_a_selectors_cap_meets_the_workers_kbench_isa_cap():
     """In the worker too the selector's cap and KBENCH_ISA_CAP meet in the tree of
-    classes: under isa=sve2p1 a cap of sme leaves fhm (neither SME nor SVE2)."""
+    classes: under isa=sve2p1 a cap of sme leaves fhm (neither SME nor SVE2); without
+    a cap of its own the call runs our SVE2.1 GEMM."""
     a = np.ones((4, 8), np.float16)
     b = np.ones((8, 5), np.float16)
     t = parse_target("qemu:cpu=max:isa=sve2p1")
     try:
-        for cap, best in (("sme", "fhm"), ("sme2", "fhm"), ("neon", "neon"), (None, "fhm")):
+        for cap, best in (("sme", "fhm"), ("sme2", "fhm"), ("neon", "neon"), (None, "sve2p1")):
             c = np.zeros((4, 5), np.float16)
             res = t.engine.gemm_raw(4, 5, 8, [RawProblem(a, 8, b, 5, c, 5)],
                                     api.Selector(isa_cap=cap))

@@ -169,6 +169,47 @@ def test_our_sme2_mopa_is_bit_identical_to_kleidiais_kernel_of_the_same_layout(s
 
 @pytest.mark.skipif(not BUILT.exists(), reason="the recipe's plugin is not built (make -C "
                     "examples/plugins/kleidiai KLEIDIAI_SRC=...)")
+@pytest.mark.parametrize("vl", [128, 256, 512, 2048])
+def test_our_sve21_gemm_and_gemv_are_bit_identical_to_kleidiais_sve21_kernel(vl: int) -> None:
+    """Side by side with a built recipe plugin on the SVE2.1-only target: our
+    gemm_sve2p1_dot_f32acc (and, on one row, gemv_sve2p1_dot_f32acc) and KleidiAI's
+    SVE2.1 kernel (the packed layout is the same, x16p4vlx2b at the SVE vector length)
+    give the same bits on ragged and small-M shapes, with a bias, with and without a
+    clamp, and on inputs that hold NaN and infinities (FCLAMP makes the same bound of
+    both's NaN). CI has no checkout: it skips."""
+    import numpy as np
+
+    from kbench.native import api
+    from kbench.targets.spec import parse_target
+    t = parse_target(f"qemu:sme=off:vl={vl}", [str(BUILT)])
+    rng = np.random.default_rng(vl)
+    try:
+        for i, (m, n, k) in enumerate(SIDE_BY_SIDE):
+            a = rng.standard_normal((m, k)).astype(np.float16)
+            b = rng.standard_normal((k, n)).astype(np.float16)
+            bias = rng.standard_normal(n).astype(np.float16)
+            if i % 3 == 2:  # NaN and infinities in the sums
+                a[0, 0] = np.nan
+                b[k - 1, n - 1] = np.inf
+                b[0, n // 2] = -np.inf
+            lo, hi = ((-np.inf, np.inf), (-1.0, 1.5))[i % 2]
+            for ours, rows in (("gemm_sve2p1_dot_f32acc", m), ("gemv_sve2p1_dot_f32acc", 1)):
+                outs = []
+                for real in (ours, "kleidiai.gemm_sve2p1_dot"):
+                    c = np.zeros((rows, n), np.float16)
+                    res = t.engine.gemm_raw(rows, n, k, [api.RawProblem(
+                        a=a[:rows], lda=k, b=b, ldb=n, c=c, ldc=n, bias=bias, clamp_min=lo,
+                        clamp_max=hi)], api.Selector(force=real, plugins=True))
+                    assert res.realization.name == real and res.realization.vector_bits == vl
+                    outs.append(c.view(np.uint16).copy())
+                assert np.count_nonzero(outs[0] != outs[1]) == 0, (ours, vl, m, n, k)
+                assert np.count_nonzero(outs[0]) > 0
+    finally:
+        t.close()
+
+
+@pytest.mark.skipif(not BUILT.exists(), reason="the recipe's plugin is not built (make -C "
+                    "examples/plugins/kleidiai KLEIDIAI_SRC=...)")
 def test_the_sve21_kernel_sums_each_k_pair_once_then_adds_it() -> None:
     """KleidiAI's SVE2.1 kernel (FDOT, 2-way FP16 into FP32) with a built recipe plugin:
     a 4-term case tells three models apart. With the bias 1, row 0 adds the products

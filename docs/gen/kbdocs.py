@@ -1151,7 +1151,8 @@ def check_counts(runs: list[Path]) -> int:
     and compare: every figure the docs show for a case the runs counted must be
     what was counted today."""
     committed = {name: GENERATORS[name]() for name in COUNT_BLOCKS}
-    known = {_key(r) for r in (*baseline_rows(), *anchor_count_rows(), *sweep_rows())}
+    known = {_key(r) for r in (*baseline_rows(), *anchor_count_rows(), *sweep_rows(),
+                               *sve_rows())}
     new = [r for run in runs for r in run_rows(run)]
     matched = [r for r in new if _key(r) in known]
     if not matched:
@@ -1174,6 +1175,85 @@ def check_counts(runs: list[Path]) -> int:
              "`python docs/gen/kbdocs.py regen`)"))
     return 1 if bad else 0
 
+
+# ----------------------------------------------------------------------------- SVE2.1 counts
+
+SVE_BASELINE = Path("reference/counts/sve.csv")
+SVE_SWEEP = Path("reference/counts/sve_sweep.csv")
+SVE_GEMV = Path("reference/counts/sve_gemv.csv")
+SVE_ANCHORS = Path("reference/counts/kleidiai_sve_sweep.toml")
+
+
+def _vl(target: str) -> int:
+    """The SVE vector length of a target (its vl=, 512 on max without one)."""
+    return int(target.rsplit("vl=", 1)[1]) if ":vl=" in target else 512
+
+
+def sve_rows() -> list[dict[str, Any]]:
+    """The SVE2.1 backend's committed counts: the sweep, the GEMV shape, the catalog."""
+    return _with_override([*baseline_mod.read_baseline(root() / SVE_SWEEP),
+                           *baseline_mod.read_baseline(root() / SVE_GEMV),
+                           *baseline_mod.read_baseline(root() / SVE_BASELINE)])
+
+
+def sve_sweep_ratios() -> str:
+    """Our SVE2.1 GEMM (GEMV on 1x4096x4096) on the comparison sweep against KleidiAI's
+    SVE2.1 kernel called once over the whole problem, per SVE vector length: ours /
+    theirs = ratio, and our FDOTs over the floor."""
+    tab = anchors_mod.load_anchors(root() / SVE_ANCHORS)
+    rows = [{**_as_match_row(r), "vector_bits": _vl(str(r["target"]))} for r in sve_rows()
+            if r["catalog"] != "counts"]
+    best = anchors_mod.best_matches(anchors_mod.match_anchors(tab, rows))
+    vls = sorted({m.svl for m in best})
+    with (root() / SWEEP_CATALOG).open("rb") as fh:
+        order = [c["name"] for c in tomllib.load(fh)["gemm"]]
+    cases = [c for c in dict.fromkeys([*order, *(m.case for m in best)])
+             if any(m.case == c for m in best)]
+    dots = {r["case"]: [] for r in rows}
+    for r in rows:
+        if r.get("count_floor", 0) > 0:
+            dots[r["case"]].append(r["count_kernel_outer"] / r["count_floor"])
+    out, per_vl = [], {vl: [] for vl in vls}
+    for case in cases:
+        cells = []
+        for vl in vls:
+            m = next((m for m in best if m.case == case and m.svl == vl), None)
+            if m is None:
+                cells.append("")
+                continue
+            if case in order:
+                per_vl[vl].append(m.ratio)
+            cells.append(f"{num(m.ours)} / {num(m.theirs)} = **{m.ratio:.3f}**")
+        out.append((_shape(case), *cells, f"{max(dots[case]):.3f}" if dots[case] else ""))
+    out.append((f"geometric mean over the {len(order)} GEMM shapes (worst)", *(
+        f"**{anchors_mod.geomean(per_vl[vl]):.3f}** ({max(per_vl[vl]):.3f})" for vl in vls), ""))
+    return table(["M×N×K", *(f"SVE VL {vl}: ours / KleidiAI" for vl in vls), "FDOT / floor"],
+                 out, "l" + "r" * (len(vls) + 1)) + "\n" + (
+        "*Ours: `gemm_sve2p1_dot_f32acc` (1×4096×4096: `gemv_sve2p1_dot_f32acc`), kernel "
+        "phase: one call of its core over the whole problem, on `qemu:sme=off:vl=N` "
+        "(`reference/counts/sve_sweep.csv`, `sve_gemv.csv`). KleidiAI: "
+        f"`{tab.anchors[0].kernel}`, {tab.name} (commit {tab.commit[:12]}, built with "
+        f"`{tab.flags}`, measured {tab.date}): {' '.join(tab.method.split())} FDOT / floor: "
+        "our FDOTs over `M·⌈N/VL32⌉·⌈K/2⌉`, the worst vector length.*\n")
+
+
+def sve_counts() -> str:
+    """The SVE2.1 realizations' whole calls by phase on the count catalog."""
+    rows = [r for r in sve_rows() if r["catalog"] == "counts"]
+    out = []
+    for real in dict.fromkeys(r["realization"] for r in rows):
+        for case in _ordered_cases(rows, "gemm"):
+            for r in sorted((r for r in rows if r["case"] == case and r["realization"] == real),
+                            key=lambda r: _vl(str(r["target"]))):
+                out.append((f"`{real}`", _label(case), _vl(str(r["target"])), *(
+                    _cell(r, c) for c in ("count_call", "count_validate", "count_pack_rhs",
+                                          "count_kernel", "count_other", "count_pack_b"))))
+    return table(["realization", "shape", "SVE VL", "call", "validate", "pack_rhs", "kernel",
+                  "other", "pack_b"], out, "llrrrrrrr")
+
+
+GENERATORS.update(sve_sweep_ratios=sve_sweep_ratios, sve_counts=sve_counts)
+COUNT_BLOCKS = (*COUNT_BLOCKS, "sve_sweep_ratios", "sve_counts")
 
 GENERATORS.update(command_times=command_times, eta_accuracy=eta_accuracy)
 

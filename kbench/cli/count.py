@@ -488,7 +488,8 @@ def baseline_check(run_dirs: tuple[Path, ...], csv_path: Path, config_path: Path
 @click.option("--table", "table_paths", multiple=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A peer anchor table; repeatable [default: "
-                   "reference/counts/kleidiai_v1.30.toml and kleidiai_sweep.toml].")
+                   "reference/counts/kleidiai_v1.30.toml, kleidiai_sweep.toml and "
+                   "kleidiai_sve_sweep.toml].")
 @click.option("--best", is_flag=True,
               help="Per counted shape only the best anchor (the fewest instructions), with "
                    "our outer products against the floor and the geometric mean.")

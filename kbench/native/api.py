@@ -27,11 +27,12 @@ from kbench.native.isa import ISA_LEVELS
 from kbench.native.limits import Limits
 from kbench.native.loader import Native
 
-BACKENDS = ("scalar", "neon", "sme")
+BACKENDS = ("scalar", "neon", "sme", "sve")
 ACCUM = ("fp32", "fp16")
 OPS = ("gemm", "conv2d")
 BFORMS = {1: "plain", 2: "packed", 4: "native"}
-LAYOUTS = {1: "portable", 2: "scalar_f16p16x1b", 3: "neon", 4: "sme_x16p2vlx2b"}
+LAYOUTS = {1: "portable", 2: "scalar_f16p16x1b", 3: "neon", 4: "sme_x16p2vlx2b",
+           5: "sve_x16p4vlx2b"}
 CONV_CLASSES = ("any", "3x3s1")
 ERROR_MODELS = ("gemm", "winograd_f2x2_3x3", "gemm_bias_first")
 # what a realization's clamp makes of a NaN result (kb_realization.nan_clamp; a plugin's

@@ -19,15 +19,18 @@ HEADER = NATIVE / "include" / "kbench.h"
 C_FLAGS = ["-std=c11", "-O2", "-fno-fast-math", "-Wall", "-Wextra"]
 
 # Per-file ISA flags on aarch64: the backend folder decides what a file may
-# use, so NEON FP16 and SME code share one library and are picked at run
-# time. SME files are compiled without SVE/SME code generation: their kernels
-# enter streaming mode themselves in assembly.
-BACKEND_DIRS = ("neon", "sme")
+# use, so NEON FP16, SME and SVE2.1 code share one library and are picked at
+# run time. SME and SVE files are compiled without SVE/SME code generation:
+# their kernels use those instructions in their own assembly only (the SME
+# ones entering streaming mode themselves), so the C around them runs on any
+# aarch64 CPU.
+BACKEND_DIRS = ("neon", "sme", "sve")
 ISA_FLAGS = {
     "core": ["-march=armv8-a"],
     "neon": ["-march=armv8.2-a+fp16"],
     "neon_fhm": ["-march=armv8.2-a+fp16+fp16fml"],
     "sme": ["-march=armv8.2-a+fp16"],
+    "sve": ["-march=armv8.2-a+fp16"],
 }
 
 
@@ -35,6 +38,8 @@ def isa_class(path: Path) -> str:
     parts = path.relative_to(NATIVE).parts
     if "sme" in parts:
         return "sme"
+    if "sve" in parts:
+        return "sve"
     if "neon" in parts:
         return "neon_fhm" if "fhm" in path.name else "neon"
     return "core"

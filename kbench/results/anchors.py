@@ -1,7 +1,9 @@
 """Peer anchor tables: instruction counts another library's kernels were
 measured at (reference/counts/kleidiai_v1.30.toml: Arm KleidiAI v1.30;
 reference/counts/kleidiai_sweep.toml: KleidiAI's v1.30 and newer SME2
-kernels on the comparison sweep, with the source commit and build flags),
+kernels on the comparison sweep; reference/counts/kleidiai_sve_sweep.toml:
+its SVE2.1 kernel there, one call over the whole problem, at SVE vector
+lengths; each with the source commit and build flags),
 and the ratio of our counts to them on the shapes both cover; per shape the
 best anchor (the fewest instructions) and our outer products against their
 floor. The numbers are the peer's, never credited as ours."""
@@ -23,7 +25,8 @@ from kbench.results.counts import parse_mix
 # in the checkout reference/counts/, in an installed package kbench/reference/counts/
 DEFAULT_TABLE = resource_dir("reference") / "counts" / "kleidiai_v1.30.toml"
 SWEEP_TABLE = resource_dir("reference") / "counts" / "kleidiai_sweep.toml"
-DEFAULT_TABLES = (DEFAULT_TABLE, SWEEP_TABLE)
+SVE_SWEEP_TABLE = resource_dir("reference") / "counts" / "kleidiai_sve_sweep.toml"
+DEFAULT_TABLES = (DEFAULT_TABLE, SWEEP_TABLE, SVE_SWEEP_TABLE)
 PHASES = {"kernel": "count_kernel", "pack_lhs": "count_pack_lhs", "pack_b": "count_pack_b"}
 ANY_SVL = 0
 

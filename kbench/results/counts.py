@@ -11,14 +11,16 @@ used at its widest:
     SME2 GEMV (FDOT)       FDOT into ZA, four vectors of VL32 columns over a
                            k pair (vgx4): M * ceil(N / (4 VL32)) * ceil(K / 2)
     SME GEMV (FMLALB/T)    VL32 columns, one k: M * ceil(N / VL32) * K
+    SVE2.1 GEMM, GEMV      FDOT (2-way, by element), VL32 columns over a k pair:
+      (FDOT)               M * ceil(N / VL32) * ceil(K / 2)
     NEON FMLAL, FMLA .4s   4 columns, one k: M * ceil(N / 4) * K
     NEON FMLA .8h          8 columns, one k: M * ceil(N / 8) * K
 
-with VL32 = SVL / 32, a batch counted per problem and a convolution as its
-GEMM (M = n * out_h * out_w, N = c_out / groups, K = kh * kw * c_in /
-groups, per group). efficiency = floor / kernel instructions. Counts are
-not cycles: they say how much work a kernel asks of the machine, not how
-fast a given core does it."""
+with VL32 = SVL / 32 (for SVE code the SVE vector length / 32), a batch
+counted per problem and a convolution as its GEMM (M = n * out_h * out_w,
+N = c_out / groups, K = kh * kw * c_in / groups, per group). efficiency =
+floor / kernel instructions. Counts are not cycles: they say how much work a
+kernel asks of the machine, not how fast a given core does it."""
 
 from __future__ import annotations
 
@@ -63,6 +65,8 @@ def floor(kernel: str, svl_bits: int, case: Case) -> Floor | None:
         return Floor(problems * c(m / vl32) * c(n / vl32) * c(k / 2), "FMOPA (widening)", "outer")
     if "_sme2_dot" in kernel and vl32:
         return Floor(problems * m * c(n / (4 * vl32)) * c(k / 2), "FDOT (vgx4)", "dot")
+    if "_sve2p1_dot" in kernel and vl32:
+        return Floor(problems * m * c(n / vl32) * c(k / 2), "FDOT (SVE, by element)", "dot")
     if "_sme_mla" in kernel and vl32:
         return Floor(problems * m * c(n / vl32) * k, "FMLALB/FMLALT", "mla")
     if "neon_fhm_mlal" in kernel:

@@ -91,7 +91,7 @@ def _kernels(g: pd.DataFrame) -> pd.Series:
     return kernel.where(kernel != "", name)
 
 
-OUR_BACKENDS = ("scalar", "neon", "sme")  # kbench's own; any other is a peer's or a plugin's
+OUR_BACKENDS = ("scalar", "neon", "sme", "sve")  # kbench's own; any other is a peer's or a plugin's
 
 
 def _not_ours(g: pd.DataFrame) -> pd.Series:

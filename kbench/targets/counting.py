@@ -17,8 +17,8 @@ kb_conv2d) are the functions below, each counted with everything it calls:
                the SME convolution's pointer table + packer, im2col, the
                NEON indirect convolution's row-pointer table
     pack_rhs   B (or filter) packed inside the call: plain or portable B for
-               the SME kernels, the NEON tail panels (kb_neon_pack_narrow),
-               the SME convolution's filter packing
+               the SME and SVE2.1 kernels, the NEON tail panels
+               (kb_neon_pack_narrow), the SME convolution's filter packing
     kernel     the micro-kernels: `run` and `*_core` of every
                kb_matmul_clamp_* / kb_imatmul_clamp_* / kb_conv2d_* file,
                and their KleidiAI-style *_run_matmul / *_run_imatmul
@@ -80,7 +80,7 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "kb_sme_conv.c:conv_pack_lhs", "kb_sme_lhs_imatmul_pack_block",
                   "kb_im2col.c:im2col_group", "kb_neon_driver.c:build_table")),
     ("pack_rhs", ("kb_sme_rhs_pack_view", "kb_rhs_imatmul_pack_kxn_x16p2vlx2b_x16_x16_sme_run",
-                  "kb_pack_panels", "kb_neon_pack_narrow")),
+                  "kb_pack_panels", "kb_neon_pack_narrow", "kb_sve_rhs_pack_view")),
 )
 KERNEL_FILES = ("kb_matmul_clamp_", "kb_imatmul_clamp_", "kb_conv2d_")
 WORKER_OBJECTS = ("worker_kb_wire.o", "worker_kb_worker.o")  # the protocol, never counted

@@ -46,12 +46,12 @@ COLUMNS = ["target", "owner", "unit", "kind", "backend", "family", "realizations
            "instructions", "covered", "percent", "uncovered", "not_driven"]
 NOT_DRIVEN_SECTION = "kb_not_driven"
 # an object of a family folder in the worker's lld map: src_<backend>_<family>_kb_<name>.o
-_FAMILY_OBJECT = re.compile(r"^src_(scalar|neon|sme)_(.+?)_(kb_[a-z0-9_]+)\.o$")
+_FAMILY_OBJECT = re.compile(r"^src_(scalar|neon|sme|sve)_(.+?)_(kb_[a-z0-9_]+)\.o$")
 _MAP_TEXT = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+(\S+):\(\.text\)$")
 _PACKER = ("kb_rhs_", "kb_lhs_")
 # newest first: SME2 needs LLVM 16 or later (older ones print <unknown> there)
 DISASSEMBLERS = tuple(f"llvm-objdump-{v}" for v in range(22, 13, -1)) + ("llvm-objdump",)
-MATTR = "+sme2,+sme,+sme-f64f64,+sve2,+fullfp16,+fp16fml,+bf16,+dotprod,+i8mm"
+MATTR = "+sme2,+sme,+sme-f64f64,+sve2,+sve2p1,+fullfp16,+fp16fml,+bf16,+dotprod,+i8mm"
 _OBJDUMP_INSN = re.compile(r"^\s*([0-9a-f]+):\s+(.*?)\s*$")
 
 

@@ -2,7 +2,7 @@
  * kbench.h — the one public header of the kbench native library.
  *
  * FP16 GEMM and 2-D convolution with several backends (scalar reference,
- * NEON FP16, SME/SME2) behind one dispatch table. Every entry point returns
+ * NEON FP16, SME/SME2, SVE2.1) behind one dispatch table. Every entry point returns
  * a kb_status and, on failure, fills a kb_error with a message that names
  * the offending field. No entry point writes any output when it fails.
  *
@@ -53,7 +53,8 @@ typedef enum kb_backend {
     KB_BACKEND_SCALAR = 0,
     KB_BACKEND_NEON = 1,
     KB_BACKEND_SME = 2,
-    KB_BACKEND_COUNT = 3
+    KB_BACKEND_SVE = 3,  /* SVE2.1 (non-streaming), at the SVE vector length */
+    KB_BACKEND_COUNT = 4
 } kb_backend;
 
 /* ISA classes. They are not a chain but a tree: scalar < neon < fhm, and
@@ -122,7 +123,7 @@ typedef enum kb_op { KB_OP_GEMM = 0, KB_OP_CONV2D = 1 } kb_op;
 /* What ran (or what can run). */
 typedef struct kb_realization {
     char name[KB_NAME_LEN];  /* unique realization name                  */
-    char backend[16];        /* "scalar", "neon", "sme"                  */
+    char backend[16];        /* "scalar", "neon", "sme", "sve"           */
     char kernel[KB_NAME_LEN];/* micro-kernel name                        */
     int op;                  /* kb_op                                    */
     int isa;                 /* kb_isa needed                            */
@@ -269,7 +270,8 @@ typedef enum kb_layout {
     KB_LAYOUT_PORTABLE = 1,        /* panels of 16 columns, no bias        */
     KB_LAYOUT_SCALAR_F16P16X1B = 2,/* scalar native: panels of 16, bias in */
     KB_LAYOUT_NEON = 3,            /* NEON native: blocks of 16, bias in    */
-    KB_LAYOUT_SME_X16P2VLX2B = 4   /* SME native: 2VL blocks, k pairs, bias */
+    KB_LAYOUT_SME_X16P2VLX2B = 4,  /* SME native: 2VL blocks, k pairs, bias */
+    KB_LAYOUT_SVE_X16P4VLX2B = 5   /* SVE2.1 native: 4VL blocks (SVE VL), k pairs, bias */
 } kb_layout;
 
 typedef struct kb_packed_header {

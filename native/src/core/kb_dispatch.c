@@ -12,6 +12,7 @@ const char *kb_backend_name(int backend) {
     case KB_BACKEND_SCALAR: return "scalar";
     case KB_BACKEND_NEON: return "neon";
     case KB_BACKEND_SME: return "sme";
+    case KB_BACKEND_SVE: return "sve";
     case KB_BACKEND_PLUGIN: return "plugin";
     default: return "unknown";
     }
@@ -26,15 +27,19 @@ int kb_backend_native_layout(int backend) {
 #if defined(KB_HAVE_SME)
     case KB_BACKEND_SME: return KB_LAYOUT_SME_X16P2VLX2B;
 #endif
+#if defined(KB_HAVE_SVE)
+    case KB_BACKEND_SVE: return KB_LAYOUT_SVE_X16P4VLX2B;
+#endif
     default: return 0;
     }
 }
 
+/* The SME backend's layouts depend on the streaming vector length, the SVE
+ * backend's on the SVE vector length (each as the CPU runs now). */
 uint32_t kb_backend_vector_bits(int backend) {
-    if (backend != KB_BACKEND_SME) return 0;
-    kb_cpu_info cpu;
-    kb_cpu_detect(&cpu);
-    return cpu.sme_vector_bits;
+    if (backend == KB_BACKEND_SME) return kb_isa_vector_bits(KB_ISA_SME);
+    if (backend == KB_BACKEND_SVE) return kb_isa_vector_bits(KB_ISA_SVE2P1);
+    return 0;
 }
 
 static int isa_from_env(void) {
@@ -78,6 +83,7 @@ static int backend_min_isa(int backend) {
     case KB_BACKEND_SCALAR: return KB_ISA_SCALAR;
     case KB_BACKEND_NEON: return KB_ISA_NEON_FP16;
     case KB_BACKEND_SME: return KB_ISA_SME;
+    case KB_BACKEND_SVE: return KB_ISA_SVE2P1;
     default: return -1; /* no class: never allowed */
     }
 }
@@ -105,7 +111,7 @@ static void table_add(table *t, const kb_gemm_impl *const *g, size_t ng,
 }
 
 static void table_build(table *t) {
-    /* Backends append in priority order (best first): SME, NEON, scalar. */
+    /* Backends append in priority order (best first): SME, SVE, NEON, scalar. */
     size_t ng, nc;
     const kb_gemm_impl *const *g;
     const kb_conv_impl *const *c;
@@ -114,6 +120,10 @@ static void table_build(table *t) {
     g = kb_sme_gemm_impls(&ng);
     c = kb_sme_conv_impls(&nc);
     table_add(t, g, ng, c, nc);
+#endif
+#if defined(KB_HAVE_SVE)
+    g = kb_sve_gemm_impls(&ng);
+    table_add(t, g, ng, NULL, 0);
 #endif
 #if defined(KB_HAVE_NEON)
     g = kb_neon_gemm_impls(&ng);

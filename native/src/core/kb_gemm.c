@@ -74,7 +74,7 @@ static bool ours_packed(const kb_gemm_problem *p) {
     kb_packed_header h;
     if (p->b_size < sizeof h) return false;
     memcpy(&h, p->B, sizeof h);
-    return h.magic == KB_PACK_MAGIC && h.layout >= KB_LAYOUT_PORTABLE && h.layout <= KB_LAYOUT_SME_X16P2VLX2B;
+    return h.magic == KB_PACK_MAGIC && h.layout >= KB_LAYOUT_PORTABLE && h.layout <= KB_LAYOUT_SVE_X16P4VLX2B;
 }
 
 kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *problems,

@@ -244,7 +244,7 @@ typedef struct kb_conv_impl {
 } kb_conv_impl;
 
 /* Backend registries: each backend exposes its tables (may be empty). The
- * NEON and SME backends exist in aarch64 builds only. */
+ * NEON, SME and SVE backends exist in aarch64 builds only. */
 const kb_gemm_impl *const *kb_scalar_gemm_impls(size_t *count);
 const kb_conv_impl *const *kb_scalar_conv_impls(size_t *count);
 /* The scalar backend's native packer (panels of 16 columns, bias first). */
@@ -266,6 +266,11 @@ void kb_neon_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const 
  * first in each panel). */
 void kb_neon_pack_panels16(size_t n, size_t k, const kb_f16 *b, size_t ldb, void *dst);
 void kb_sme_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                        void *dst);
+#define KB_HAVE_SVE 1
+const kb_gemm_impl *const *kb_sve_gemm_impls(size_t *count);
+/* The SVE2.1 native layout (x16p4vlx2b at the running SVE vector length). */
+void kb_sve_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
                         void *dst);
 /* The payload checksum's whole 256-byte chunks in streaming mode (SME only). */
 uint64_t kb_sme_payload_chunks(const void *data, size_t chunks);

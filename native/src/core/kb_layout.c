@@ -62,13 +62,14 @@ uint32_t kb_layout_block_n(int layout, uint32_t vector_bits) {
     case KB_LAYOUT_SCALAR_F16P16X1B: return KB_SCALAR_NATIVE_BLOCK_N;
     case KB_LAYOUT_NEON: return KB_NEON_NATIVE_BLOCK_N;
     case KB_LAYOUT_SME_X16P2VLX2B: return vector_bits / 16u; /* 2 * VL32 */
+    case KB_LAYOUT_SVE_X16P4VLX2B: return vector_bits / 8u;  /* 4 * VL32 */
     default: return 0;
     }
 }
 
 int kb_layout_has_bias(int layout) {
     return layout == KB_LAYOUT_SCALAR_F16P16X1B || layout == KB_LAYOUT_NEON ||
-           layout == KB_LAYOUT_SME_X16P2VLX2B;
+           layout == KB_LAYOUT_SME_X16P2VLX2B || layout == KB_LAYOUT_SVE_X16P4VLX2B;
 }
 
 bool kb_layout_payload_size(int layout, size_t n, size_t k,
@@ -77,7 +78,8 @@ bool kb_layout_payload_size(int layout, size_t n, size_t k,
     if (bn == 0) return false;
     size_t blocks = kb_ceil_div(n, bn);
     size_t rows = k; /* k rows of bn values per block */
-    if (layout == KB_LAYOUT_SME_X16P2VLX2B) rows = k + (k & 1u); /* k padded to pairs */
+    if (layout == KB_LAYOUT_SME_X16P2VLX2B || layout == KB_LAYOUT_SVE_X16P4VLX2B)
+        rows = k + (k & 1u); /* k padded to pairs */
     size_t per_block;
     if (!kb_mul_ok(rows, bn, &per_block)) return false;
     if (kb_layout_has_bias(layout) && !kb_add_ok(per_block, bn, &per_block)) return false;
@@ -148,8 +150,7 @@ kb_status kb_header_check(const void *buf, size_t size, const char *who, int che
     if (kb_fnv1a64(&hc, sizeof hc) != want)
         return kb_fail(err, KB_ERR_CONTRACT, "B.header_checksum", "%s: header checksum mismatch (corrupted header)", who);
     hc.header_checksum = want;
-    if (hc.layout != KB_LAYOUT_PORTABLE && hc.layout != KB_LAYOUT_SCALAR_F16P16X1B &&
-        hc.layout != KB_LAYOUT_NEON && hc.layout != KB_LAYOUT_SME_X16P2VLX2B)
+    if (hc.layout < KB_LAYOUT_PORTABLE || hc.layout > KB_LAYOUT_SVE_X16P4VLX2B)
         return kb_fail(err, KB_ERR_CONTRACT, "B.layout", "%s: unknown layout %u", who, hc.layout);
     if (hc.backend >= KB_BACKEND_COUNT)
         return kb_fail(err, KB_ERR_CONTRACT, "B.backend", "%s: unknown backend %u", who, hc.backend);

@@ -73,6 +73,9 @@ static kb_native_pack_fn native_packer(int backend) {
 #if defined(KB_HAVE_SME)
     case KB_BACKEND_SME: return kb_sme_pack_native;
 #endif
+#if defined(KB_HAVE_SVE)
+    case KB_BACKEND_SVE: return kb_sve_pack_native;
+#endif
     default: return NULL;
     }
 }
