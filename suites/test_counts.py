@@ -927,6 +927,17 @@ def test_best_anchor_per_shape_and_the_anchor_gate(tmp_path: Path) -> None:
     assert "packing" not in res.output and "over 1 shape(s)" in res.output
     usage = runner.invoke(anchors_cli, [str(tmp_path / "ok"), "--limit", "1.0"])
     assert usage.exit_code == 2 and "--best" in usage.output
+    # the geometric mean of the ratios per target and realization, gated on its own
+    ratio = (best - 1) / best
+    for gm_limit, code in ((ratio + 0.001, 0), (ratio - 0.001, 1)):
+        res = runner.invoke(anchors_cli, [str(tmp_path / "ok"), "--table", str(anc.SWEEP_TABLE),
+                                          "--best", "--geomean-limit", str(gm_limit)])
+        assert res.exit_code == code, res.output
+        assert ("FAIL" in res.output and "geometric mean" in res.output) == bool(code)
+    usage = runner.invoke(anchors_cli, [str(tmp_path / "ok"), "--geomean-limit", "0.8"])
+    assert usage.exit_code == 2 and "--best" in usage.output
+    assert anc.geomeans(matches[:1]) == [((chosen.target, chosen.realization),
+                                          pytest.approx(matches[0].ratio), 1)]
 
 
 def test_baseline_config_may_name_realizations(tmp_path: Path) -> None:

@@ -104,3 +104,29 @@ def test_plugin_counts_go_into_results_and_a_one_percent_growth_fails_the_gate(
     assert gate.returncode == 1, gate.stdout
     fails = [line for line in gate.stdout.splitlines() if line.startswith("FAIL")]
     assert len(fails) == 1 and grown["realization"] in fails[0] and grown["case"] in fails[0]
+
+
+def test_a_kernel_entry_counts_the_library_function_behind_an_adapter() -> None:
+    """--kernel-entry: the kernel phase is the named function of the plugin's
+    library (here the GEMV's core behind its run_matmul, which fills the core's
+    argument block), the table's entry point's own instructions go to other;
+    the call's total does not move. A realization or a function that is not
+    there is a one-line error."""
+    _qemu()
+    entry = ("exsme.gemv_sme2_dot=kb_matmul_clamp_f16_f16_f16p2vlx2b_1x2vl_sme2_dot.c:"
+             "kb_sme2_gemv_core")
+    base = ["count", "--plugin", EXSME, "--realization", "exsme.gemv_sme2_dot", "--target",
+            "qemu:svl=512", "--shape", "1x128x256", "--no-verify", "--json"]
+    plain, inner = (json.loads(_kbench(*base, *extra).stdout)[0]
+                    for extra in ((), ("--kernel-entry", entry)))
+    assert inner["count_call"] == plain["count_call"]
+    moved = plain["count_kernel"] - inner["count_kernel"]
+    assert 0 < moved < 100 and inner["count_other"] == plain["count_other"] + moved
+    assert parse_mix(inner["count_mix"])["kernel"]["dot"] == \
+        parse_mix(plain["count_mix"])["kernel"]["dot"] > 0
+    for bad, msg in (("exsme.nothing=f", "is not a loaded plugin's realization"),
+                     ("exsme.gemv_sme2_dot=no_such_function", "0 functions of that name"),
+                     ("exsme.gemv_sme2_dot", "is not REALIZATION=FUNCTION")):
+        res = _kbench(*base, "--kernel-entry", bad)
+        assert res.returncode != 0 and msg in res.stderr and "Traceback" not in res.stderr, \
+            res.stderr

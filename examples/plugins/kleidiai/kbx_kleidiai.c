@@ -58,6 +58,8 @@
 
 #include "kai_decls.h"
 
+#include <math.h>
+#include <stdbool.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -258,10 +260,13 @@ static void g_lhs_pack(size_t m, size_t k, size_t mr, size_t kr, size_t sr, size
         struct kai_matmul_uker_dst_stride_args stride = api().get_dst_stride(&mm_cfg, &shape);         \
         return api().get_dst_size(&mm_cfg, &shape, &stride);                                          \
     }                                                                                                 \
-    /* one call: dst_stride_col is the FP16 element (kbench passes 2); clamp_min/max as floats */     \
+    /* one call: dst_stride_col is the FP16 element (kbench passes 2); clamp_min/max as floats,    \
+     * the clamp flag only for finite bounds (without it the kernel clamps at +-FLT_MAX, which is  \
+     * +-inf in FP16: the same result, as a caller with no activation calls it) */                  \
     static void p##_run(size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride, const void *rhs, \
                         void *dst, size_t dst_stride_row, float clamp_min, float clamp_max) {          \
-        struct kai_matmul_uker_args a = {.flags = KAI_MATMUL_UKER_FLAGS_ARGS_CLAMP,                    \
+        bool clamp = clamp_min != -INFINITY || clamp_max != INFINITY;                                 \
+        struct kai_matmul_uker_args a = {.flags = clamp ? KAI_MATMUL_UKER_FLAGS_ARGS_CLAMP : 0,       \
                                          .shape = {.m = m, .n = n, .k = k}};                          \
         a.operand.lhs.ptr = lhs;                                                                      \
         a.operand.lhs.stride.m = lhs_stride;                                                          \

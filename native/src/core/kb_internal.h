@@ -128,6 +128,7 @@ typedef struct kb_gemm_call {
     size_t ldc;
     float clamp_min, clamp_max;
     int threads;
+    int one_call;                    /* selector.one_call: one kernel call, 1 thread */
     const struct kb_gemm_impl *impl; /* the realization that runs the call     */
     size_t b_size;                   /* packed B: bytes at the buffer          */
 } kb_gemm_call;
