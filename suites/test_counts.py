@@ -853,13 +853,21 @@ def test_anchors_command(tmp_path: Path) -> None:
 
 def test_sweep_anchor_table_is_data_with_its_source_commit_and_flags() -> None:
     """The sweep table holds KleidiAI's v1.30 and newer SME2 kernels on every shape of
-    the comparison sweep at SVL 128, 256 and 512, with their outer products, the source
-    commit and the compile flags; its GEMVs on the GEMV anchor shape."""
+    the comparison sweep at SVL 128, 256 and 512, counted as one call over the whole
+    problem (the anchor) and once per m_step band (a second column, never an anchor),
+    with their outer products, the source commit and the compile flags (a release
+    build: -DNDEBUG); its GEMVs on the GEMV anchor shape."""
     import re
     import tomllib
     table = anc.load_anchors(anc.SWEEP_TABLE)
     assert re.fullmatch(r"[0-9a-f]{40}", table.commit), table.commit
     assert "-O2" in table.flags and "-fno-fast-math" in table.flags and table.date
+    assert "-DNDEBUG" in table.flags and "--one-call" in table.method
+    for a in table.anchors:
+        assert set(a.banded) == set(a.counts) == {128, 256, 512}, a.label
+        # one m_step band is one call: a shape of one band counts the same both ways
+        if a.shape["m"] <= 4 or a.shape["m"] == 1:
+            assert a.banded == a.counts, (a.label, dict(a.shape))
     with (bl.REFERENCE.parent / "kleidiai_sweep.toml").open("rb") as fh:
         sweep = tomllib.load(fh)["gemm"]
     assert len(sweep) == 14

@@ -421,12 +421,13 @@ def sweep_ratios() -> str:
     src = tables[1]
     return table(["M×N×K", *(f"SVL {svl}: ours / best anchor" for svl in svls),
                   "outer / floor"], out, "l" + "r" * (len(svls) + 1)) + "\n" + (
-        f"*Ours: `gemm_sme2_mopa_f32acc` (GEMV: `gemv_sme2_dot_f32acc`), kernel phase. Anchors: "
-        f"{src.name} (commit {src.commit[:12]}, built with `{src.flags}`, measured "
-        f"{src.date}): `2vlx2vl` v1.30's kernel, `8vsx8vs` the newer one with its edge "
-        f"variants, `1x16vl`/`1x32vs` the GEMVs; the best of them and of {tables[0].name}'s "
-        "table per shape. outer / floor: our FMOPAs (FDOTs) over the floor, the worst "
-        "SVL.*\n")
+        f"*Ours: `gemm_sme2_mopa_f32acc` (GEMV: `gemv_sme2_dot_f32acc`), kernel phase of a "
+        f"single-threaded call (one call of its micro-kernel). Anchors: {src.name} (commit "
+        f"{src.commit[:12]}, built with `{src.flags}`, measured {src.date}), each kernel "
+        f"counted as one call of its public entry point over the whole problem: `2vlx2vl` "
+        f"v1.30's kernel, `8vsx8vs` the newer one with its edge variants, `1x16vl`/`1x32vs` "
+        f"the GEMVs; the best of them and of {tables[0].name}'s table per shape. outer / "
+        "floor: our FMOPAs (FDOTs) over the floor, the worst SVL.*\n")
 
 
 def output(name: str) -> str:
