@@ -146,7 +146,7 @@ def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
     for m in anc.match_tables(tables, [row]):
         extra = ""
         if m.ours_without_checksum == m.ours_without_checksum:
-            extra = (f"; without our checksum {m.ours_without_checksum:,.0f} "
+            extra = (f"; without the header's FNV-1a {m.ours_without_checksum:,.0f} "
                      f"({m.ours_without_checksum / m.theirs:.3f}x)")
         out.append(f"{m.source} {m.anchor.label} ({m.anchor.phase}, "
                    f"{m.anchor.shape_str()}): theirs {m.theirs:,}, ours {m.ours:,.0f} "
@@ -573,7 +573,7 @@ def anchors(run_dirs: tuple[Path, ...], table_paths: tuple[Path, ...], best: boo
         for m in (m for m in matches if m.source == table.name):
             extra = ""
             if m.ours_without_checksum == m.ours_without_checksum:
-                extra = f" (without our checksum {m.ours_without_checksum / m.theirs:.3f})"
+                extra = f" (without the header's FNV-1a {m.ours_without_checksum / m.theirs:.3f})"
             click.echo(f"{m.anchor.label:30s} {m.anchor.phase:8s} {m.anchor.shape_str():22s} "
                        f"SVL {m.svl or 'any':>4} {m.realization:40s} ours {m.ours:>11,.0f} "
                        f"theirs {m.theirs:>11,d}  ours/theirs {m.ratio:.3f}{extra}")

@@ -201,6 +201,10 @@ size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_rhs_packed_size(size_t n, size
 void kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_run(size_t n, size_t k, size_t nr,
                                                const void *rhs, size_t rhs_stride,
                                                const void *bias, void *rhs_packed);
+/* A plain B packed for a sealed buffer on a CPU with SME2: returns the
+ * payload checksum, computed while packing (kb_seal_checksum). */
+uint64_t kb_sme2_rhs_pack_sealed(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                                 void *rhs_packed);
 
 /* The general RHS packer behind both public ones: B seen through a view, K
  * made of chunk_count (>= 1) chunks of chunk_length rows, each chunk padded
