@@ -92,7 +92,7 @@ static kb_status native_check(int backend, const kb_selector *sel, int *layout,
     if (*layout == 0 || !native_packer(backend))
         return kb_fail(err, KB_ERR_UNSUPPORTED, "backend", "%s has no native packed layout", kb_backend_name(backend));
     *vbits = kb_backend_vector_bits(backend);
-    *sme2 = sel->isa_cap >= KB_ISA_SME2 && kb_cpu_has_isa(&cpu, KB_ISA_SME2);
+    *sme2 = kb_isa_within(KB_ISA_SME2, sel->isa_cap) && kb_cpu_has_isa(&cpu, KB_ISA_SME2);
     return KB_OK;
 }
 
