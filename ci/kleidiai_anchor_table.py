@@ -7,13 +7,19 @@ checkout first (make -C examples/plugins/kleidiai KLEIDIAI_SRC=...), then
     python ci/kleidiai_anchor_table.py --kleidiai-src PATH
 
 counts, in the dynamically linked emulated worker, the kernel phase of each
-plugin realization (its run_matmul calls, KleidiAI's C wrapper and dispatch
-included) on every shape of reference/kleidiai_sweep.toml (GEMM) and
-reference/kleidiai_anchors_gemv.toml (GEMV) at each SVL, with the
-instruction mix, and writes them as data: the source commit, the compile
-flags of the recipe, the date and kbench's commit go with them. The counts
-depend on the flags (the recipe's -O2 -fno-fast-math; CMake builds add
--fno-tree-vectorize, which changes the LHS packer's count)."""
+plugin realization on every shape of reference/kleidiai_sweep.toml (GEMM)
+and reference/kleidiai_anchors_gemv.toml (GEMV) at each SVL, with the
+instruction mix, twice: as one call of KleidiAI's public entry point over
+the whole problem (kbench count --one-call: its C wrapper and its dispatch to
+edge variants included, single thread, no packing: what KleidiAI's own
+benchmark times and what a single-threaded caller runs; for the generic
+micro-kernel API its `run`, --kernel-entry, the recipe's marshalling of the
+arguments counted apart), the anchor's figure; and once per m_step band (the
+recipe plugin's default loop), a second column. It writes them as data: the
+source commit, the compile flags of the recipe, the date and kbench's
+commit go with them. The counts depend on the flags (the recipe's -O2
+-DNDEBUG -fno-fast-math; CMake builds add -fno-tree-vectorize, which changes
+the LHS packer's count)."""
 
 from __future__ import annotations
 
@@ -47,6 +53,15 @@ KERNELS = {
         "SME2 GEMV 1x32VS", "kai_matmul_clamp_f16_f16_f16p4vsx2bf16_1x32vs_sme2_dot",
         ["gemv_sme2_dot_f32acc"], "kleidiai_anchors_gemv"),
 }
+# The generic micro-kernel API's public entry point is the `run` of its table; the recipe's
+# adapter fills its argument structures from the plugin ABI's scalars (queries of strides,
+# the table by value) before calling it: those instructions are the adapter's, not
+# KleidiAI's, and are counted apart (--kernel-entry).
+ENTRIES = {
+    "kleidiai.gemm_sme2_mopa_8vsx8vs":
+        "kai_matmul_clamp_f16_f16p4vsx2_f16p4vsx2bf16_8vsx8vs_sme2_mopa.c:run",
+    "kleidiai.gemv_sme2_dot_1x32vs": "kai_matmul_clamp_f16_f16_f16p4vsx2bf16_1x32vs_sme2_dot.c:run",
+}
 
 
 def _run(cmd: list[str], **kw: object) -> str:
@@ -66,11 +81,16 @@ def _flags() -> str:
     return f"{cc.group(1)} {base.group(1)} {sme.group(1)}"
 
 
-def _count(plugin: Path, svl: int, catalog: str, reals: list[str]) -> list[dict[str, object]]:
+def _count(plugin: Path, svl: int, catalog: str, reals: list[str], one_call: bool
+           ) -> list[dict[str, object]]:
     cmd = [sys.executable, "-m", "kbench.cli", "count", "--plugin", str(plugin),
            "--target", f"qemu:svl={svl}", "--shapes", catalog, "--json"]
+    if one_call:
+        cmd.append("--one-call")
     for r in reals:
         cmd += ["--realization", r]
+        if r in ENTRIES:
+            cmd += ["--kernel-entry", f"{r}={ENTRIES[r]}"]
     return list(json.loads(_run(cmd, cwd=REPO)))
 
 
@@ -93,13 +113,18 @@ def main() -> None:
     for svl in args.svl:
         for catalog in sorted({c for *_, c in KERNELS.values()}):
             reals = [r for r, (*_, c) in KERNELS.items() if c == catalog]
-            print(f"counting {', '.join(reals)} on {catalog} at SVL {svl}", flush=True)
-            for row in _count(args.plugin, svl, catalog, reals):
-                key = (str(row["realization"]), str(row["case"]))
-                entry = counts.setdefault(key, {"shape": row["shape"]})
-                mix = json.loads(str(row["count_mix"])).get("kernel", {})
-                entry[f"svl{svl}"] = int(str(row["count_kernel"]))
-                entry[f"outer_svl{svl}"] = int(mix.get("outer", 0)) + int(mix.get("dot", 0))
+            for one_call in (True, False):
+                print(f"counting {', '.join(reals)} on {catalog} at SVL {svl}"
+                      f"{' (one call)' if one_call else ' (per m_step band)'}", flush=True)
+                for row in _count(args.plugin, svl, catalog, reals, one_call):
+                    key = (str(row["realization"]), str(row["case"]))
+                    entry = counts.setdefault(key, {"shape": row["shape"]})
+                    if not one_call:
+                        entry[f"banded_svl{svl}"] = int(str(row["count_kernel"]))
+                        continue
+                    mix = json.loads(str(row["count_mix"])).get("kernel", {})
+                    entry[f"svl{svl}"] = int(str(row["count_kernel"]))
+                    entry[f"outer_svl{svl}"] = int(mix.get("outer", 0)) + int(mix.get("dot", 0))
     lines = [
         "# A PEER ANCHOR TABLE: measured dynamic instruction counts of Arm KleidiAI's FP16 SME2",
         "# kernels (not kbench's code) on the comparison sweep (reference/kleidiai_sweep.toml)",
@@ -113,8 +138,14 @@ def main() -> None:
         'kernels, v1.30\'s and the newer ones"',
         'method = """Counted by kbench\'s count engine (qemu-aarch64 11.1.3 user mode, -cpu max',
         "with the SVL given, one single-threaded call after a warm-up) through the recipe",
-        "plugin (examples/plugins/kleidiai): the kernel phase is the plugin's run_matmul calls,",
-        'KleidiAI\'s C wrapper and its dispatch to the edge variants included."""',
+        "plugin (examples/plugins/kleidiai) with kbench count --one-call: one call of",
+        "KleidiAI's public entry point over the whole problem, as its own benchmark and a",
+        "single-threaded caller make it (its run_matmul; the generic API's run, the recipe's",
+        "marshalling of the arguments apart: --kernel-entry), its C wrapper and its dispatch",
+        "to the edge variants included; the kernel phase only (no packing), the phase ours",
+        "is compared on (gemm_sme2_mopa_f32acc's single-threaded call runs its micro-kernel",
+        "once over the whole problem too). banded_svlNNN: the same kernel called once per",
+        'm_step band over all of N (the recipe plugin\'s default loop), a second column."""',
         f'commit = "{commit}"',
         f'flags = "{_flags()}"',
         f'date = "{dt.date.today().isoformat()}"',
@@ -140,8 +171,9 @@ def main() -> None:
 
 
 def _order(key: str) -> tuple[int, int]:
-    m = re.fullmatch(r"(outer_)?svl(\d+)", key)
-    return (1 if key.startswith("outer") else 0, int(m.group(2)) if m else 0)
+    m = re.fullmatch(r"(outer_|banded_)?svl(\d+)", key)
+    kind = {"outer_": 2, "banded_": 1}.get(m.group(1) or "", 0) if m else 3
+    return (kind, int(m.group(2)) if m else 0)
 
 
 if __name__ == "__main__":

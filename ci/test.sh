@@ -154,14 +154,15 @@ fi
 kbench baseline check "$cnt/svl128" "$cnt/svl512" --markdown "$cnt/baseline.md" \
   > "$cnt/check.txt" || { cat "$cnt/check.txt"; exit 1; }
 tail -n 2 "$cnt/check.txt"
-# the sweep: its own baseline, and against the best KleidiAI anchor per shape (ours at most
-# 1.0x on every shape, FMOPAs at most 1.01x the floor)
+# the sweep: its own baseline, and against the best KleidiAI anchor per shape, KleidiAI
+# counted as one call of its kernel over the whole problem (ours at most 0.95x on every
+# shape and 0.80x in the geometric mean at each SVL, FMOPAs at most 1.01x the floor)
 kbench baseline check "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512" \
   --config reference/counts/sweep.toml --csv reference/counts/sweep.csv \
   > "$cnt/sweep-check.txt" || { cat "$cnt/sweep-check.txt"; exit 1; }
 tail -n 1 "$cnt/sweep-check.txt"
-kbench anchors "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512" --best --limit 1.0 \
-  --outer-limit 1.01 | tail -n 5
+kbench anchors "$cnt/sweep128" "$cnt/sweep256" "$cnt/sweep512" --best --limit 0.95 \
+  --geomean-limit 0.80 --outer-limit 1.01 | tail -n 6
 # the SVE2.1 backend: its baselines (the sweep at 128, 256 and 512 bits, the count catalog at
 # 128 and 512, the GEMV shape at 512), and each sweep shape at most 0.85x KleidiAI's SVE2.1
 # kernel called once over the whole problem, its FDOTs at the floor

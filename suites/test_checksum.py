@@ -148,3 +148,64 @@ def test_every_emulated_path_matches_the_reference(svl, cases, payload_file):
         assert int(length) == len(data)
         assert values != [] and "-" not in values, line  # all three paths ran
         assert [int(v, 16) for v in values] == [want] * 3, (svl, len(data), values)
+
+
+# ---- the seal computed while packing ----------------------------------------------------
+
+# N x K of the packed B: fewer columns than a block, partial last blocks, enough blocks
+# (N up to 560) for the chunks to start at every place of a block's steps, odd and even K,
+# K of fewer pairs than a step, K with pairs past the whole steps; a ldb padded past N
+SEAL_SHAPES = [(1, 1), (7, 3), (16, 2), (17, 9), (53, 45), (100, 17), (130, 64), (257, 33),
+               (300, 100), (560, 31), (64, 256)]
+
+
+def _sealed(target, backend, n: int, k: int, rng: np.random.Generator) -> list[np.ndarray]:
+    ldb = n + 3
+    b = rng.integers(0, 1 << 16, size=(k, ldb), dtype=np.uint16).view(np.float16)
+    bias = rng.integers(0, 1 << 16, size=n, dtype=np.uint16).view(np.float16)
+    out = [target.engine.pack_raw(backend, n, k, b, ldb, bias)]
+    if backend not in (None, "scalar"):
+        out.append(target.engine.pack_raw(backend, n, k, b, ldb, None))  # no bias: zeros
+    return out
+
+
+def _check_sealed(bufs: list[np.ndarray], where: str) -> None:
+    for buf in bufs:
+        h = contracts.header_values(buf)
+        payload = buf[contracts.HEADER_SIZE:contracts.HEADER_SIZE + h["payload_size"]]
+        assert h["payload_checksum"] == contracts.payload_checksum(payload), where
+
+
+def test_the_seal_is_computed_while_packing_on_this_machine():
+    """The portable and scalar packers of this machine's library seal every
+    buffer with the definition's value over the bytes they wrote."""
+    from kbench.targets.spec import parse_target
+    rng = np.random.default_rng(66)
+    target = parse_target("host")
+    try:
+        for n, k in SEAL_SHAPES:
+            for backend in (None, "scalar"):
+                _check_sealed(_sealed(target, backend, n, k, rng), f"host {backend} {n}x{k}")
+    finally:
+        target.close()
+
+
+@needs_qemu
+@pytest.mark.parametrize("spec", ["qemu:cpu=max:svl=128", "qemu:cpu=max:svl=256",
+                                  "qemu:cpu=max:svl=512", "qemu:cpu=max:svl=1024",
+                                  "qemu:cpu=max:svl=2048", "qemu:cpu=max:svl=512:isa=sme"])
+def test_the_seal_is_computed_while_packing_on_every_emulated_path(spec):
+    """The SME packer (SME2: the seal in its loops, a chunk starting at every
+    place of a block's steps, in both phases, and one pair at a time at SVL
+    2048; SME without SME2: its own pass), the NEON native and panel packers
+    and the scalar one seal every buffer with the definition's value over the
+    bytes they wrote, with and without a bias."""
+    from kbench.targets.spec import parse_target
+    rng = np.random.default_rng(len(spec))
+    target = parse_target(spec)
+    try:
+        for n, k in SEAL_SHAPES:
+            for backend in ("sme", "neon", None, "scalar"):
+                _check_sealed(_sealed(target, backend, n, k, rng), f"{spec} {backend} {n}x{k}")
+    finally:
+        target.close()

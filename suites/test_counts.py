@@ -853,13 +853,21 @@ def test_anchors_command(tmp_path: Path) -> None:
 
 def test_sweep_anchor_table_is_data_with_its_source_commit_and_flags() -> None:
     """The sweep table holds KleidiAI's v1.30 and newer SME2 kernels on every shape of
-    the comparison sweep at SVL 128, 256 and 512, with their outer products, the source
-    commit and the compile flags; its GEMVs on the GEMV anchor shape."""
+    the comparison sweep at SVL 128, 256 and 512, counted as one call over the whole
+    problem (the anchor) and once per m_step band (a second column, never an anchor),
+    with their outer products, the source commit and the compile flags (a release
+    build: -DNDEBUG); its GEMVs on the GEMV anchor shape."""
     import re
     import tomllib
     table = anc.load_anchors(anc.SWEEP_TABLE)
     assert re.fullmatch(r"[0-9a-f]{40}", table.commit), table.commit
     assert "-O2" in table.flags and "-fno-fast-math" in table.flags and table.date
+    assert "-DNDEBUG" in table.flags and "--one-call" in table.method
+    for a in table.anchors:
+        assert set(a.banded) == set(a.counts) == {128, 256, 512}, a.label
+        # one m_step band is one call: a shape of one band counts the same both ways
+        if a.shape["m"] <= 4 or a.shape["m"] == 1:
+            assert a.banded == a.counts, (a.label, dict(a.shape))
     with (bl.REFERENCE.parent / "kleidiai_sweep.toml").open("rb") as fh:
         sweep = tomllib.load(fh)["gemm"]
     assert len(sweep) == 14
@@ -927,6 +935,17 @@ def test_best_anchor_per_shape_and_the_anchor_gate(tmp_path: Path) -> None:
     assert "packing" not in res.output and "over 1 shape(s)" in res.output
     usage = runner.invoke(anchors_cli, [str(tmp_path / "ok"), "--limit", "1.0"])
     assert usage.exit_code == 2 and "--best" in usage.output
+    # the geometric mean of the ratios per target and realization, gated on its own
+    ratio = (best - 1) / best
+    for gm_limit, code in ((ratio + 0.001, 0), (ratio - 0.001, 1)):
+        res = runner.invoke(anchors_cli, [str(tmp_path / "ok"), "--table", str(anc.SWEEP_TABLE),
+                                          "--best", "--geomean-limit", str(gm_limit)])
+        assert res.exit_code == code, res.output
+        assert ("FAIL" in res.output and "geometric mean" in res.output) == bool(code)
+    usage = runner.invoke(anchors_cli, [str(tmp_path / "ok"), "--geomean-limit", "0.8"])
+    assert usage.exit_code == 2 and "--best" in usage.output
+    assert anc.geomeans(matches[:1]) == [((chosen.target, chosen.realization),
+                                          pytest.approx(matches[0].ratio), 1)]
 
 
 def test_baseline_config_may_name_realizations(tmp_path: Path) -> None:

@@ -82,11 +82,15 @@ def test_micro_kernel_example_gives_the_bits_of_our_own_realization(svl):
                         continue
                     mine = t.run_gemm(case, inp, ours)
                     theirs = t.run_gemm(case, inp, plugin, Selector(threads=2))
-                    assert mine.error is None and theirs.error is None, (mine.error, theirs.error)
+                    # one kernel call over the whole problem (selector.one_call), ours and theirs
+                    whole = [t.run_gemm(case, inp, r, Selector(one_call=True, threads=2))
+                             for r in (ours, plugin)]
+                    for out in (mine, theirs, *whole):
+                        assert out.error is None and not out.guard_detail, out.error
                     assert theirs.ran.name == plugin and theirs.ran.plugin == "exsme 1.0.0"
-                    assert not theirs.guard_detail
-                    for x, y in zip(_bits(mine.outputs), _bits(theirs.outputs), strict=True):
-                        assert np.array_equal(x, y), f"SVL {svl} {case.name} {kind} {plugin}"
+                    for other in (theirs, *whole):
+                        for x, y in zip(_bits(mine.outputs), _bits(other.outputs), strict=True):
+                            assert np.array_equal(x, y), f"SVL {svl} {case.name} {kind} {plugin}"
                     compared += 1
         for case in CONVS:
             inp = inputs.conv_inputs(case, "specials")

@@ -331,11 +331,7 @@ def baseline_summary() -> str:
 def _ratio_cell(a: anchors_mod.Anchor, m: anchors_mod.AnchorMatch | None) -> str:
     if m is None:
         return "–"
-    text = f"{num(m.ours)} / {num(m.theirs)} = **{m.ratio:.3f}**"
-    if a.phase == "pack_b":
-        text += (f"; without our checksum {num(m.ours_without_checksum)}: "
-                 f"**{m.ours_without_checksum / m.theirs:.3f}**")
-    return text
+    return f"{num(m.ours)} / {num(m.theirs)} = **{m.ratio:.3f}**"
 
 
 def anchor_ratios() -> str:
@@ -422,12 +418,13 @@ def sweep_ratios() -> str:
     src = tables[1]
     return table(["M×N×K", *(f"SVL {svl}: ours / best anchor" for svl in svls),
                   "outer / floor"], out, "l" + "r" * (len(svls) + 1)) + "\n" + (
-        f"*Ours: `gemm_sme2_mopa_f32acc` (GEMV: `gemv_sme2_dot_f32acc`), kernel phase. Anchors: "
-        f"{src.name} (commit {src.commit[:12]}, built with `{src.flags}`, measured "
-        f"{src.date}): `2vlx2vl` v1.30's kernel, `8vsx8vs` the newer one with its edge "
-        f"variants, `1x16vl`/`1x32vs` the GEMVs; the best of them and of {tables[0].name}'s "
-        "table per shape. outer / floor: our FMOPAs (FDOTs) over the floor, the worst "
-        "SVL.*\n")
+        f"*Ours: `gemm_sme2_mopa_f32acc` (GEMV: `gemv_sme2_dot_f32acc`), kernel phase of a "
+        f"single-threaded call (one call of its micro-kernel). Anchors: {src.name} (commit "
+        f"{src.commit[:12]}, built with `{src.flags}`, measured {src.date}), each kernel "
+        f"counted as one call of its public entry point over the whole problem: `2vlx2vl` "
+        f"v1.30's kernel, `8vsx8vs` the newer one with its edge variants, `1x16vl`/`1x32vs` "
+        f"the GEMVs; the best of them and of {tables[0].name}'s table per shape. outer / "
+        "floor: our FMOPAs (FDOTs) over the floor, the worst SVL.*\n")
 
 
 def output(name: str) -> str:
@@ -465,17 +462,17 @@ def contract_costs() -> str:
     lo, hi = num(min(validate)), num(max(validate))
     n, k = 256, 256
     payload = 2 * n * (k + 1)  # 256 x 256 with its bias row, N a multiple of the block width
-    seal = row["count_pack_b_checksum"]
+    pack, header = row["count_pack_b"], row["count_pack_b_checksum"]
     return (f"- every call checks the header against the call and the CPU: O(1), "
             f"{lo if lo == hi else f'{lo} to {hi}'} instructions in `validate` on every "
             "native-B case of the count baseline (the header's own FNV-1a checksum over 64 "
             "bytes, field comparisons), whatever the size of B;\n"
-            f"- the payload checksum ({num(seal)} instructions, header included, to seal the "
-            f"{num(payload)}-byte payload of a 256×256 B at SVL 512: "
-            f"{seal / payload:.3f} per byte; the `checksum` inside `pack_b` in "
-            "[Instruction counts](counts.md)) is O(size), "
-            "so it is *not* in a call: it is verified where a buffer is made (packing seals "
-            "it), where it is loaded or received (`kbench.verify_packed(buf)`, C "
+            f"- the payload checksum is computed while B is packed: packing and sealing the "
+            f"{num(payload)}-byte payload of a 256×256 B at SVL 512 takes {num(pack)} "
+            f"instructions, {pack / payload:.3f} per byte, the header's FNV-1a {num(header)} of "
+            "them (the `checksum` inside `pack_b` in [Instruction counts](counts.md)); "
+            "checking the payload again is O(size), so it is *not* in a call: it is verified "
+            "where a buffer is loaded or received (`kbench.verify_packed(buf)`, C "
             "`kb_verify_packed_b`), or in a call that asks for it "
             "(`Selector(verify_payload=True)`, the selector's `verify_payload` field);\n")
 

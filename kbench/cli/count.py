@@ -134,17 +134,16 @@ def best_lines(tables: list[anc.AnchorTable], best: list[anc.AnchorMatch]) -> li
              for t in tables]
     lines.append(f"{'target':22s} {'realization':28s} {'case':26s} {'ours':>11s} "
                  f"{'best anchor':>11s}  {'ratio':>6s}  {'outer/floor':>11s}  anchor")
-    groups: dict[tuple[str, str], list[anc.AnchorMatch]] = {}
     for m in best:
-        groups.setdefault((m.target, m.realization), []).append(m)
         opf = m.outer_per_floor
         lines.append(f"{m.target:22s} {m.realization:28s} {m.case:26s} {m.ours:>11,.0f} "
                      f"{m.theirs:>11,d}  {m.ratio:6.3f}  "
                      f"{'' if opf != opf else f'{opf:.3f}':>11s}  {m.anchor.label}")
-    for (target, real), ms in groups.items():
-        worst = max(ms, key=lambda m: m.ratio)
-        lines.append(f"{target} {real}: geometric mean {anc.geomean(m.ratio for m in ms):.3f}"
-                     f" over {len(ms)} shape(s); worst {worst.ratio:.3f} ({worst.case})")
+    for (target, real), gm, n in anc.geomeans(best):
+        worst = max((m for m in best if (m.target, m.realization) == (target, real)),
+                    key=lambda m: m.ratio)
+        lines.append(f"{target} {real}: geometric mean {gm:.3f} over {n} shape(s); "
+                     f"worst {worst.ratio:.3f} ({worst.case})")
     return lines
 
 
@@ -158,7 +157,7 @@ def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
     for m in anc.match_tables(tables, [row]):
         extra = ""
         if m.ours_without_checksum == m.ours_without_checksum:
-            extra = (f"; without our checksum {m.ours_without_checksum:,.0f} "
+            extra = (f"; without the header's FNV-1a {m.ours_without_checksum:,.0f} "
                      f"({m.ours_without_checksum / m.theirs:.3f}x)")
         out.append(f"{m.source} {m.anchor.label} ({m.anchor.phase}, "
                    f"{m.anchor.shape_str()}): theirs {m.theirs:,}, ours {m.ours:,.0f} "
@@ -198,6 +197,16 @@ def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
 @click.option("--verify-payload", is_flag=True,
               help="The counted calls verify the packed B's payload checksum (the selector's "
                    "verify_payload): validate then holds the full-payload check.")
+@click.option("--kernel-entry", "kernel_entries", multiple=True, metavar="REALIZATION=FUNCTION",
+              help="Count a plugin realization's kernel phase from this function of its "
+                   "library (file.c:name for a static one), e.g. the library's own entry "
+                   "point behind an adapter; the adapter's instructions go to other. "
+                   "Repeatable.")
+@click.option("--one-call", "one_call", is_flag=True,
+              help="Run the GEMM's micro-kernel once over the whole problem (single "
+                   "thread, the whole LHS packed first), as a single-threaded caller and "
+                   "KleidiAI's own benchmark call it: a plugin's run_matmul and our SME "
+                   "MOPA micro-kernel alike (default: a plugin's once per m_step band).")
 @click.option("--json", "as_json", is_flag=True, help="Print the count fields as JSON.")
 @click.option("--anchors", "vs_anchors", is_flag=True,
               help="Per shape: ours, the best KleidiAI anchor, the ratio and our outer "
@@ -207,7 +216,8 @@ def anchor_lines(job: Job, fields: dict[str, Any]) -> list[str]:
 def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, ...],
           against: tuple[str, ...], shape: str | None, b_form: str, bias: bool,
           shapes: str | None, case_names: tuple[str, ...], method: str, verify: bool,
-          verify_payload: bool, as_json: bool, vs_anchors: bool) -> None:
+          verify_payload: bool, kernel_entries: tuple[str, ...], one_call: bool, as_json: bool,
+          vs_anchors: bool) -> None:
     """Count the exact dynamic instructions of one single-threaded call of a
     realization, per phase (validate, checksum, pack_lhs, pack_rhs, kernel,
     other; and pack_b), with the instruction mix, the floor and efficiency,
@@ -250,7 +260,13 @@ def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, .
                                      f"(kbench realizations --target {target_spec}"
                                      + "".join(f" --plugin {p}" for p in plugins) + ")",
                                      param_hint="--realization")
-    counter, cache, out = Counter(method, plugins=plugins), InputCache(), []
+    try:
+        entries = _kernel_entries(kernel_entries, reals)
+    except click.BadParameter:
+        target.close()
+        raise
+    counter = Counter(method, plugins=plugins, kernel_entries=entries)
+    cache, out = InputCache(), []
     try:
         for catalog, case in cases:
             base: dict[str, dict[str, Any]] = {}
@@ -263,16 +279,19 @@ def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, .
                 job = Job(case, "uniform", real, target_spec, catalog)
                 verdict = "skipped (--no-verify)"
                 if verify:
-                    v = run_job(target, job, api.Selector(), cache)
+                    v = run_job(target, job, api.Selector(one_call=one_call), cache)
                     verdict = f"{v.status} (max error/bound {v.max_err_bound:.3g})"
                     if v.status not in ("pass", "mistrusted"):
                         raise click.ClickException(f"{case.name}: {v.line()}")
                 try:
-                    fields = count_fields(counter, job, cache, verify_payload=verify_payload)
+                    fields = count_fields(counter, job, cache, verify_payload=verify_payload,
+                                          one_call=one_call)
                 except KbenchError as exc:
                     raise click.ClickException(str(exc)) from exc
                 if verify_payload:
                     fields["count_verify_payload"] = True
+                if one_call:
+                    fields["count_one_call"] = True
                 if name in against:
                     base[name] = fields
                 ratios = {a: ratio_fields(fields, base[a]) for a in against if a != name}
@@ -305,6 +324,20 @@ def count(target_spec: str, realizations: tuple[str, ...], plugins: tuple[str, .
             raise click.ClickException("no counted case matches an anchor of "
                                        + ", ".join(t.path for t in tables))
         click.echo("\n".join(best_lines(tables, best)))
+
+
+def _kernel_entries(given: tuple[str, ...], reals: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in given:
+        real, sep, func = item.partition("=")
+        if not sep or not real or not func:
+            raise click.BadParameter(f"{item!r} is not REALIZATION=FUNCTION",
+                                     param_hint="--kernel-entry")
+        if real not in reals or not reals[real].is_plugin:
+            raise click.BadParameter(f"{real!r} is not a loaded plugin's realization",
+                                     param_hint="--kernel-entry")
+        out[real] = func
+    return out
 
 
 RATIO_PHASES = ("call", "validate", "pack_lhs", "pack_rhs", "kernel", "other", "pack_b")
@@ -498,13 +531,17 @@ def baseline_check(run_dirs: tuple[Path, ...], csv_path: Path, config_path: Path
 @click.option("--outer-limit", type=float, default=None,
               help="With --best: exit 1 when our outer (or dot) products exceed this "
                    "multiple of the floor on a shape.")
+@click.option("--geomean-limit", type=float, default=None,
+              help="With --best: exit 1 when the geometric mean of the ratios (per target "
+                   "and realization, over its GEMM shapes) exceeds this.")
 def anchors(run_dirs: tuple[Path, ...], table_paths: tuple[Path, ...], best: bool,
-            limit: float | None, outer_limit: float | None) -> None:
+            limit: float | None, outer_limit: float | None, geomean_limit: float | None) -> None:
     """Our counts against the peer anchor tables (KleidiAI's measured counts)
     on the shapes both cover; exit 1 if no counted case matches (or, with
     --best, a limit is passed)."""
-    if (limit is not None or outer_limit is not None) and not best:
-        raise click.UsageError("--limit and --outer-limit go with --best")
+    limits = (limit, outer_limit, geomean_limit)
+    if any(x is not None for x in limits) and not best:
+        raise click.UsageError("--limit, --outer-limit and --geomean-limit go with --best")
     try:
         tables = [anc.load_anchors(p) for p in table_paths] or anc.load_tables()
     except anc.AnchorError as exc:
@@ -532,9 +569,14 @@ def anchors(run_dirs: tuple[Path, ...], table_paths: tuple[Path, ...], best: boo
             if outer_limit is not None and not opf <= outer_limit:
                 failures.append(f"{m.target} {m.realization} {m.case}: outer products "
                                 f"{opf:.3f}x the floor, limit {outer_limit:g}")
+        if geomean_limit is not None:
+            for (target, real), gm, n in anc.geomeans(chosen):
+                if not gm <= geomean_limit:
+                    failures.append(f"{target} {real}: geometric mean {gm:.3f} over {n} "
+                                    f"shape(s), limit {geomean_limit:g}")
         for f in failures:
             click.echo(f"FAIL {f}")
-        if limit is not None or outer_limit is not None:
+        if any(x is not None for x in limits):
             click.echo(f"anchors: {'FAILED' if failures else 'PASSED'} ({len(chosen)} shapes)")
         if failures:
             raise SystemExit(1)
@@ -544,7 +586,7 @@ def anchors(run_dirs: tuple[Path, ...], table_paths: tuple[Path, ...], best: boo
         for m in (m for m in matches if m.source == table.name):
             extra = ""
             if m.ours_without_checksum == m.ours_without_checksum:
-                extra = f" (without our checksum {m.ours_without_checksum / m.theirs:.3f})"
+                extra = f" (without the header's FNV-1a {m.ours_without_checksum / m.theirs:.3f})"
             click.echo(f"{m.anchor.label:30s} {m.anchor.phase:8s} {m.anchor.shape_str():22s} "
                        f"SVL {m.svl or 'any':>4} {m.realization:40s} ours {m.ours:>11,.0f} "
                        f"theirs {m.theirs:>11,d}  ours/theirs {m.ratio:.3f}{extra}")

@@ -46,11 +46,14 @@ NOT_FEASIBLE = ("not counted: qemu-python runs the kernels inside an emulated CP
 class Counter:
     """Counting tools per worker binary, kept for a session (no global state).
     plugins: the plugin libraries a plugin realization's count loads (every
-    --plugin of the run, as given; {arch} is expanded by the worker)."""
+    --plugin of the run, as given; {arch} is expanded by the worker);
+    kernel_entries: per plugin realization, the function of its library
+    whose instructions are its kernel phase (kbench.targets.counting)."""
 
     method: str = "tb"
     tools: dict[str, CountTool] = field(default_factory=dict)
     plugins: tuple[str, ...] = ()
+    kernel_entries: dict[str, str] = field(default_factory=dict)  # realization -> function
 
     def tool(self, dynamic: bool = False) -> CountTool:
         worker = worker_binary("aarch64-dyn" if dynamic else "aarch64")
@@ -92,10 +95,12 @@ def _mix(call: Window, pack: Window | None) -> str:
 
 
 def count_fields(counter: Counter, job: Job, cache: InputCache | None = None,
-                 method: str | None = None, verify_payload: bool = False) -> dict[str, object]:
+                 method: str | None = None, verify_payload: bool = False,
+                 one_call: bool = False) -> dict[str, object]:
     """The count columns of one job (raises CountError/KbenchError when it
     cannot be counted exactly). verify_payload: the counted calls verify
-    the packed B's payload checksum (validate then holds it)."""
+    the packed B's payload checksum (validate then holds it); one_call: the
+    GEMM's micro-kernel runs once over the whole problem (selector.one_call)."""
     q = parse_qemu(job.target)
     mode = method or counter.method
     case, real = job.case, job.realization
@@ -104,10 +109,11 @@ def count_fields(counter: Counter, job: Job, cache: InputCache | None = None,
         raise CountError(f"count: {real.name} is a plugin's, and no plugin library was given",
                          "plugin")
     tool = counter.tool(dynamic=bool(plugins))
-    with tool.session(q.qemu_cpu, q.isa, mode, plugins) as session:
+    entries = {r: f for r, f in counter.kernel_entries.items() if r == real.name}
+    with tool.session(q.qemu_cpu, q.isa, mode, plugins, entries) as session:
         target = Target(job.target, session.engine)
         sel = api.Selector(force=real.name, threads=1,  # the production defaults
-                           verify_payload=verify_payload)
+                           verify_payload=verify_payload, one_call=one_call)
         if isinstance(case, GemmCase):
             inp = (cache or InputCache(1)).get(case, PERF_KIND)
             assert isinstance(inp, inputs.GemmInputs)

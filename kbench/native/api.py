@@ -126,6 +126,7 @@ class Selector:
     verify_payload: bool = False  # also verify a packed B's payload checksum (O(size))
     table: DispatchTable | None = None  # tuned choices per shape class
     plugins: bool = False  # realizations of loaded plugins take part (kbench.native.plugins)
+    one_call: bool = False  # a GEMM's micro-kernel once over the whole problem, 1 thread
 
     def to_c(self, nat: Native) -> tuple[Any, list[Any]]:
         """Returns the kb_selector* and the objects that must outlive it."""
@@ -154,6 +155,7 @@ class Selector:
             keep.append(ptr)
             sel.table = ptr
         sel.plugins = int(self.plugins)
+        sel.one_call = int(self.one_call)
         return sel, keep
 
 

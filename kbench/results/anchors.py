@@ -44,6 +44,8 @@ class Anchor:
     ours: tuple[str, ...]
     counts: Mapping[int, int]  # SVL bits (ANY_SVL for any) -> instructions
     outer: Mapping[int, int] = field(default_factory=dict)  # SVL -> their outer/dot products
+    # SVL -> the kernel called once per m_step band (a second column, never the anchor)
+    banded: Mapping[int, int] = field(default_factory=dict)
 
     def count_at(self, svl_bits: int) -> int | None:
         return self.counts.get(ANY_SVL, self.counts.get(svl_bits))
@@ -114,14 +116,14 @@ def load_anchors(path: str | Path = DEFAULT_TABLE) -> AnchorTable:
             raise AnchorError(f"{where}: ours must be a non-empty list of realization names",
                               "ours")
         counts: dict[int, int] = {}
-        outer: dict[int, int] = {}
+        extra: dict[str, dict[int, int]] = {"outer_": {}, "banded_": {}}
         for key, value in a.items():
-            m = re.fullmatch(r"(outer_)?svl(\d+)", key)
+            m = re.fullmatch(r"(outer_|banded_)?svl(\d+)", key)
             if m or key == "any_svl":
                 if type(value) is not int or value <= 0:
                     raise AnchorError(f"{where}: {key} must be a positive integer", key)
                 if m and m.group(1):
-                    outer[int(m.group(2))] = value
+                    extra[m.group(1)][int(m.group(2))] = value
                 else:
                     counts[int(m.group(2)) if m else ANY_SVL] = value
         if not counts:
@@ -130,7 +132,8 @@ def load_anchors(path: str | Path = DEFAULT_TABLE) -> AnchorTable:
         if any(type(v) is not int or v < 1 for v in shape.values()):
             raise AnchorError(f"{where}: m, n, k must be positive integers", "shape")
         anchors.append(Anchor(str(a.get("label", a.get("kernel", ""))), str(a.get("kernel", "")),
-                              phase, shape, tuple(ours), counts, outer))
+                              phase, shape, tuple(ours), counts, extra["outer_"],
+                              extra["banded_"]))
     return AnchorTable(src["name"], src["what"], src["method"], str(src.get("note", "")),
                        tuple(anchors), str(p), str(src.get("commit", "")),
                        str(src.get("flags", "")), str(src.get("date", "")))
@@ -228,3 +231,12 @@ def best_matches(matches: Iterable[AnchorMatch], phase: str | None = "kernel"
 def geomean(values: Iterable[float]) -> float:
     vals = [v for v in values if v > 0]
     return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else math.nan
+
+
+def geomeans(best: Iterable[AnchorMatch]) -> list[tuple[tuple[str, str], float, int]]:
+    """Per (target, realization), in first-seen order: the geometric mean of
+    the ratios to the best anchors and the number of shapes."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for m in best:
+        groups.setdefault((m.target, m.realization), []).append(m.ratio)
+    return [(key, geomean(ratios), len(ratios)) for key, ratios in groups.items()]

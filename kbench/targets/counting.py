@@ -53,6 +53,7 @@ import os
 import re
 import subprocess
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,7 @@ from kbench.targets.qemutrace import (
     build_phase_map,
 )
 from kbench.targets.timeouts import CallBounds
-from kbench.targets.worker import CodeMap, WorkerEngine, WorkerSpec
+from kbench.targets.worker import CodeEntry, CodeMap, WorkerEngine, WorkerSpec
 
 WINDOWS = {"kb_gemm_batch": "call", "kb_conv2d": "call",
            "kb_pack_b_native": "pack_b", "kb_pack_b": "pack_b", "kb_pack_b_plugin": "pack_b"}
@@ -170,16 +171,51 @@ class CountTool:
                    qemu_version(qemu), excluded)
 
     def session(self, cpu: str, isa: str | None = None, mode: str = "tb",
-                plugins: tuple[str, ...] = ()) -> CountingWorker:
-        return CountingWorker(self, cpu, isa, mode, plugins)
+                plugins: tuple[str, ...] = (),
+                kernel_entries: Mapping[str, str] | None = None) -> CountingWorker:
+        return CountingWorker(self, cpu, isa, mode, plugins, kernel_entries)
 
-    def runtime_map(self, code: CodeMap) -> PhaseMap:
+    def runtime_map(self, code: CodeMap, kernel_entries: Mapping[str, str] | None = None
+                    ) -> PhaseMap:
         """The phase map of a dynamic worker at the addresses it runs at, with
-        the entry points of its plugins' realizations."""
+        the entry points of its plugins' realizations. kernel_entries maps a
+        plugin realization to a function of its library ("file.c:name" for a
+        static one, as elf.Function.qualified): that function (with what it
+        calls) is the realization's kernel phase instead of its table's
+        kernel entry, whose own instructions (an adapter's argument
+        marshalling) go to other."""
         assert self.elf is not None
-        extra = {e.address: e.phase for entries in code.plugins.values() for e in entries}
+        entries = dict(kernel_entries or {})
+        unknown = sorted(set(entries) - set(code.plugins))
+        if unknown:
+            raise CountError(f"count: --kernel-entry names {', '.join(unknown)}, which no "
+                             "loaded plugin offers", "kernel_entry")
+        extra: dict[int, str] = {}
+        for real, table in code.plugins.items():
+            for e in table:
+                if not (real in entries and e.phase == "kernel"):
+                    extra[e.address] = e.phase
+        for real, name in entries.items():
+            extra[plugin_function(code, code.plugins[real], name)] = "kernel"
         return build_phase_map(self.elf, WINDOWS, PHASES, is_kernel, bias=code.worker().bias,
                                extra_phases=extra)
+
+
+def plugin_function(code: CodeMap, table: tuple[CodeEntry, ...], name: str) -> int:
+    """The run-time address of function `name` of the object that holds a
+    plugin realization's table entries."""
+    for obj in code.objects:
+        inside = obj.path and any(a <= e.address < b for e in table for a, b in obj.segments)
+        if not inside:
+            continue
+        found = [f for f in Elf(obj.path).functions() if name in (f.qualified, f.name)]
+        if len(found) != 1:
+            raise CountError(f"count: --kernel-entry {name}: {len(found)} functions of that "
+                             f"name in {obj.path} (give file.c:name for a static one)",
+                             "kernel_entry")
+        return obj.bias + found[0].addr
+    raise CountError(f"count: --kernel-entry {name}: the realization's code lies in no "
+                     "loaded plugin object", "kernel_entry")
 
 
 class CountingWorker:
@@ -188,7 +224,8 @@ class CountingWorker:
     `windows(n)` waits for the first n counted windows."""
 
     def __init__(self, tool: CountTool, cpu: str, isa: str | None, mode: str,
-                 plugins: tuple[str, ...] = ()) -> None:
+                 plugins: tuple[str, ...] = (),
+                 kernel_entries: Mapping[str, str] | None = None) -> None:
         if mode not in MODES:
             raise CountError(f"count: method {mode!r} is not one of {', '.join(MODES)}",
                              "method")
@@ -229,7 +266,7 @@ class CountingWorker:
                                  f"{refused[0].message}", "plugin")
             if tool.dynamic:
                 self.code = self.engine.code_map()
-                self.counter.set_map(tool.runtime_map(self.code))
+                self.counter.set_map(tool.runtime_map(self.code, kernel_entries))
         except BaseException:
             self.engine.close()
             raise

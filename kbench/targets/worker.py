@@ -274,6 +274,7 @@ def _selector(w: Writer, sel: Selector | None) -> None:
         raise api.InvalidArgument("selector.threads: must not be negative", "selector.threads")
     w.i32(sel.threads)
     w.u32(int(sel.verify_payload))
+    w.u32(int(sel.one_call))
     force = (sel.force or "").encode()
     w.u32(len(force))
     w.raw(force)

@@ -223,6 +223,12 @@ typedef struct kb_selector {
     const kb_dispatch_table *table; /* tuned choices, or NULL           */
     int plugins;                /* 1: realizations of loaded plugins take part
                                    (listing, forcing, tables); 0 by default */
+    int one_call;               /* 1: a GEMM's micro-kernel runs as one call
+                                   over the whole problem, single threaded (the
+                                   whole LHS packed first), as a single-threaded
+                                   caller and KleidiAI's own benchmark call it:
+                                   a plugin's run_matmul and kbench's SME MOPA
+                                   micro-kernel alike; 0 by default */
 } kb_selector;
 
 /* Fills *sel with the defaults (everything enabled, no cap, no force).

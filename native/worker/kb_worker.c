@@ -292,6 +292,7 @@ static void read_selector(kb_reader *r, kb_selector *sel, char *force) {
         sel->isa_cap = cap; /* out of range: the library rejects it, naming the field */
     sel->threads = kb_rd_i32(r, "selector.threads");
     sel->verify_payload = (int)kb_rd_u32(r, "selector.verify_payload");
+    sel->one_call = (int)kb_rd_u32(r, "selector.one_call");
     uint32_t flen = kb_rd_u32(r, "selector.force length");
     if (flen > MAX_FORCE) { r->bad = true; r->what = "selector.force length"; return; }
     const unsigned char *f = kb_rd_bytes(r, flen, "selector.force");

@@ -58,6 +58,8 @@
 
 #include "kai_decls.h"
 
+#include <math.h>
+#include <stdbool.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -232,8 +234,9 @@ static void g_lhs_pack(size_t m, size_t k, size_t mr, size_t kr, size_t sr, size
     GLHS().run(&c, &a);
 }
 
-/* the kernels' queries: api is GMOPA, GDOT or SDOT, rp the prefix of its RHS packer's queries */
-#define G_KERNEL_QUERIES(p, api, rp)                                                                   \
+/* the kernels' queries: api is GMOPA, GDOT or SDOT, rp the prefix of its RHS packer's queries,
+ * always_clamp whether every call passes the clamp flag (see p##_run) */
+#define G_KERNEL_QUERIES(p, api, rp, always_clamp)                                                     \
     static size_t p##_kernel_m_step(void) { return api().get_step(&mm_cfg).m; }                        \
     static size_t p##_kernel_n_step(void) { return api().get_step(&mm_cfg).n; }                        \
     static size_t p##_nr(void) { return rp##_rhs_n_step(); }                                          \
@@ -258,10 +261,15 @@ static void g_lhs_pack(size_t m, size_t k, size_t mr, size_t kr, size_t sr, size
         struct kai_matmul_uker_dst_stride_args stride = api().get_dst_stride(&mm_cfg, &shape);         \
         return api().get_dst_size(&mm_cfg, &shape, &stride);                                          \
     }                                                                                                 \
-    /* one call: dst_stride_col is the FP16 element (kbench passes 2); clamp_min/max as floats */     \
+    /* one call: dst_stride_col is the FP16 element (kbench passes 2); clamp_min/max as floats,    \
+     * the clamp flag only for finite bounds (without it an SME kernel clamps at +-FLT_MAX, which  \
+     * is +-inf in FP16: the same result, as a caller with no activation calls it); always for a   \
+     * kernel that skips its clamp without it (always_clamp: the SVE2.1 kernel, whose NaN would    \
+     * then pass instead of becoming clamp_min as its realization declares) */                     \
     static void p##_run(size_t m, size_t n, size_t k, const void *lhs, size_t lhs_stride, const void *rhs, \
                         void *dst, size_t dst_stride_row, float clamp_min, float clamp_max) {          \
-        struct kai_matmul_uker_args a = {.flags = KAI_MATMUL_UKER_FLAGS_ARGS_CLAMP,                    \
+        bool clamp = (always_clamp) || clamp_min != -INFINITY || clamp_max != INFINITY;               \
+        struct kai_matmul_uker_args a = {.flags = clamp ? KAI_MATMUL_UKER_FLAGS_ARGS_CLAMP : 0,       \
                                          .shape = {.m = m, .n = n, .k = k}};                          \
         a.operand.lhs.ptr = lhs;                                                                      \
         a.operand.lhs.stride.m = lhs_stride;                                                          \
@@ -274,8 +282,8 @@ static void g_lhs_pack(size_t m, size_t k, size_t mr, size_t kr, size_t sr, size
         api().run(&mm_cfg, &a);                                                                       \
     }
 
-G_KERNEL_QUERIES(gmopa, GMOPA, g)
-G_KERNEL_QUERIES(gdot, GDOT, g)
+G_KERNEL_QUERIES(gmopa, GMOPA, g, false)
+G_KERNEL_QUERIES(gdot, GDOT, g, false)
 
 /* 8vsx8vs with its packed LHS */
 static size_t gmopa_m_step(void) { return G_WIDE * gmopa_kernel_m_step(); }
@@ -354,7 +362,7 @@ static const kb_plugin_matmul_ukernel gdot = {
 #define S_BAND 12
 
 G_RHS_QUERIES(s, SRHS)
-G_KERNEL_QUERIES(sdot, SDOT, s)
+G_KERNEL_QUERIES(sdot, SDOT, s, true)
 
 static size_t sdot_m_step(void) { return S_BAND * sdot_kernel_m_step(); }
 static size_t sdot_n_step(void) { return sdot_kernel_n_step(); }

@@ -30,7 +30,7 @@
 #include <arm_neon.h>
 #endif
 
-#define CHUNK_BYTES 256u
+#define CHUNK_BYTES KB_CHECKSUM_CHUNK_BYTES
 #define CHUNK_WORDS (CHUNK_BYTES / 8u)
 
 static uint64_t le_word(const unsigned char *p) {

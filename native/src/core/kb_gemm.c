@@ -185,7 +185,8 @@ kb_status kb_gemm_batch(size_t M, size_t N, size_t K, const kb_gemm_problem *pro
         c.bias = p->bias;
         c.C = p->C; c.ldc = p->ldc;
         c.clamp_min = p->clamp_min; c.clamp_max = p->clamp_max;
-        c.threads = sel->threads > 0 ? sel->threads : 1;
+        c.threads = sel->threads > 0 && !sel->one_call ? sel->threads : 1;
+        c.one_call = sel->one_call != 0;
         st = impl->run(&c, err);
         if (st == KB_OK) st = kb_cc_take(impl->name, err); /* a checking run's ABI check */
         if (st != KB_OK) {

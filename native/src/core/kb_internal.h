@@ -128,6 +128,7 @@ typedef struct kb_gemm_call {
     size_t ldc;
     float clamp_min, clamp_max;
     int threads;
+    int one_call;                    /* selector.one_call: one kernel call, 1 thread */
     const struct kb_gemm_impl *impl; /* the realization that runs the call     */
     size_t b_size;                   /* packed B: bytes at the buffer          */
 } kb_gemm_call;
@@ -162,6 +163,30 @@ enum { KB_CHECKSUM_PORTABLE = 0, KB_CHECKSUM_NEON = 1, KB_CHECKSUM_SME = 2 };
 int kb_checksum_path_for(int backend);
 int kb_checksum_path_available(int path);
 uint64_t kb_payload_checksum_on(int path, const void *data, size_t len);
+/* The payload checksum from what a packer accumulated while it wrote the
+ * payload (its words in order): s, the sum of the words; t, the sum of the
+ * running sums s taken at the start of every 256-byte chunk (before the
+ * chunk's words join s); bytes, the payload's size. Every packer that seals
+ * computes s and t as it writes, where the words are in its registers.
+ * Inline: a packer's file stands alone (the example plugins compile our
+ * packers without the rest of the library). */
+#define KB_CHECKSUM_CHUNK_BYTES 256u
+static inline uint64_t kb_seal_checksum(uint64_t s, uint64_t t, size_t bytes) {
+    size_t chunks = bytes / KB_CHECKSUM_CHUNK_BYTES + (bytes % KB_CHECKSUM_CHUNK_BYTES != 0);
+    /* the chunks' weighted sum, as the vector loops finish it */
+    return chunks ? 2 * ((chunks - 1) * s - t) + s : 0;
+}
+/* The same in C, a 16-bit value at a time (the portable and scalar packers):
+ * pos counts the values written. */
+typedef struct kb_seal {
+    uint64_t s, t;
+    size_t pos;
+} kb_seal;
+static inline void kb_seal_put(kb_seal *z, uint16_t v) {
+    if ((z->pos & 127u) == 0) z->t += z->s; /* a chunk starts: 128 values */
+    z->s += (uint64_t)v << (16u * (z->pos & 3u));
+    z->pos++;
+}
 
 /* A published layout a plugin may declare (kbench_plugin.h, ABI 2): RHS
  * "x16p<NR>x<KR>b" or LHS "x16p<MR>x<KR>"; <NR>/<MR> a number of columns or
@@ -174,9 +199,10 @@ typedef struct kb_layout_spec {
 bool kb_layout_parse(const char *name, bool rhs, kb_layout_spec *out);
 bool kb_layout_name_ok(const char *name, bool rhs);
 /* Panels of bn columns: per panel [bn bias values if with_bias] then K rows
- * of bn values; columns past N (and a NULL bias) are zero. */
-void kb_pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb, const kb_f16 *bias,
-                    int with_bias, size_t bn, kb_f16 *out);
+ * of bn values; columns past N (and a NULL bias) are zero. Returns the
+ * payload checksum, computed as the values are written. */
+uint64_t kb_pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb, const kb_f16 *bias,
+                        int with_bias, size_t bn, kb_f16 *out);
 /* Checks a packed buffer of `size` bytes on its own: header fields, header
  * checksum, payload size against the layout, the buffer's size; with check_nk
  * also N and K against the call. O(1). `who` starts each message ("problem 2",
@@ -186,10 +212,11 @@ kb_status kb_header_check(const void *buf, size_t size, const char *who, int che
 /* The payload checksum of a buffer whose header passed kb_header_check. O(size). */
 kb_status kb_payload_check(const void *buf, const kb_packed_header *h, const char *who,
                            kb_error *err);
-/* Fills every header field and both checksums (payload already written). */
+/* Fills every header field, the payload checksum the packer computed while it
+ * wrote the payload, and the header's own checksum. */
 void kb_header_seal(kb_packed_header *h, int layout, int backend,
                     uint32_t vector_bits, size_t n, size_t k, uint32_t flags,
-                    size_t payload_size);
+                    size_t payload_size, uint64_t payload_checksum);
 
 /* ---- realizations (the dispatch table) ------------------------------ */
 
@@ -247,9 +274,11 @@ typedef struct kb_conv_impl {
  * NEON, SME and SVE backends exist in aarch64 builds only. */
 const kb_gemm_impl *const *kb_scalar_gemm_impls(size_t *count);
 const kb_conv_impl *const *kb_scalar_conv_impls(size_t *count);
-/* The scalar backend's native packer (panels of 16 columns, bias first). */
-void kb_scalar_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                           void *dst);
+/* The scalar backend's native packer (panels of 16 columns, bias first).
+ * Native packers return the payload checksum (kb_seal_checksum), computed
+ * while they write; sme2: the CPU runs SME2 and the selector allows it. */
+uint64_t kb_scalar_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                               void *dst, int sme2);
 #if defined(__aarch64__)
 #define KB_HAVE_NEON 1
 #define KB_HAVE_SME 1
@@ -259,19 +288,20 @@ const kb_gemm_impl *const *kb_sme_gemm_impls(size_t *count);
 const kb_conv_impl *const *kb_sme_conv_impls(size_t *count);
 /* Native packers: write the payload of the backend's native layout (bias
  * first in each block, zero padding); the header is written by kb_pack.c. */
-void kb_neon_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                         void *dst);
+uint64_t kb_neon_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                             void *dst, int sme2);
 /* Panels of 16 columns in NEON code, K rows of 16 values each, zeros past N
  * (the portable layout; the NEON native one is the same with a bias row
- * first in each panel). */
-void kb_neon_pack_panels16(size_t n, size_t k, const kb_f16 *b, size_t ldb, void *dst);
-void kb_sme_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                        void *dst);
+ * first in each panel); returns the payload checksum. */
+uint64_t kb_neon_pack_panels16(size_t n, size_t k, const kb_f16 *b, size_t ldb, void *dst);
+uint64_t kb_sme_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                            void *dst, int sme2);
 #define KB_HAVE_SVE 1
 const kb_gemm_impl *const *kb_sve_gemm_impls(size_t *count);
-/* The SVE2.1 native layout (x16p4vlx2b at the running SVE vector length). */
-void kb_sve_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                        void *dst);
+/* The SVE2.1 native layout (x16p4vlx2b at the running SVE vector length);
+ * returns the payload checksum (of what it wrote, after writing it). */
+uint64_t kb_sve_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                            void *dst, int sme2);
 /* The payload checksum's whole 256-byte chunks in streaming mode (SME only). */
 uint64_t kb_sme_payload_chunks(const void *data, size_t chunks);
 #endif
@@ -280,9 +310,10 @@ uint64_t kb_sme_payload_chunks(const void *data, size_t chunks);
 uint32_t kb_backend_vector_bits(int backend);
 const char *kb_backend_name(int backend);
 int kb_backend_native_layout(int backend);
-/* Packs B into a backend's native payload (dst has the payload size). */
-typedef void (*kb_native_pack_fn)(size_t n, size_t k, const kb_f16 *b,
-                                  size_t ldb, const kb_f16 *bias, void *dst);
+/* Packs B into a backend's native payload (dst has the payload size) and
+ * returns the payload checksum it computed while writing. */
+typedef uint64_t (*kb_native_pack_fn)(size_t n, size_t k, const kb_f16 *b, size_t ldb,
+                                      const kb_f16 *bias, void *dst, int sme2);
 
 /* Is the backend usable under sel on this CPU? */
 bool kb_backend_usable(int backend, const kb_selector *sel,

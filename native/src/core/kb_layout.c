@@ -90,7 +90,7 @@ bool kb_layout_payload_size(int layout, size_t n, size_t k,
 
 void kb_header_seal(kb_packed_header *h, int layout, int backend,
                     uint32_t vector_bits, size_t n, size_t k, uint32_t flags,
-                    size_t payload_size) {
+                    size_t payload_size, uint64_t payload_checksum) {
     memset(h, 0, sizeof *h);
     h->magic = KB_PACK_MAGIC;
     h->version = KB_PACK_VERSION;
@@ -103,28 +103,36 @@ void kb_header_seal(kb_packed_header *h, int layout, int backend,
     h->flags = flags;
     h->block_n = kb_layout_block_n(layout, vector_bits);
     h->payload_size = payload_size;
-    h->payload_checksum = kb_payload_checksum_on(kb_checksum_path_for(backend),
-                                                 (const unsigned char *)h + sizeof *h, payload_size);
+    h->payload_checksum = payload_checksum;
     h->header_checksum = 0;
     h->header_checksum = kb_fnv1a64(h, sizeof *h);
 }
 
 /* Writes panels of bn columns (shared by the panel layouts): for block j, k rows of bn values; optional
- * bias row first; columns past N are zero. */
-void kb_pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb, const kb_f16 *bias,
-                    int with_bias, size_t bn, kb_f16 *out) {
+ * bias row first; columns past N are zero. Each value joins the payload
+ * checksum as it is written. */
+uint64_t kb_pack_panels(size_t N, size_t K, const kb_f16 *B, size_t ldb, const kb_f16 *bias,
+                        int with_bias, size_t bn, kb_f16 *out) {
+    kb_seal z = {0, 0, 0};
     for (size_t j0 = 0; j0 < N; j0 += bn) {
         size_t w = N - j0 < bn ? N - j0 : bn;
         if (with_bias) {
-            for (size_t j = 0; j < bn; j++) out[j] = (bias && j < w) ? bias[j0 + j] : 0;
+            for (size_t j = 0; j < bn; j++) {
+                out[j] = (bias && j < w) ? bias[j0 + j] : 0;
+                kb_seal_put(&z, out[j]);
+            }
             out += bn;
         }
         for (size_t k = 0; k < K; k++) {
             const kb_f16 *row = B + k * ldb + j0;
-            for (size_t j = 0; j < bn; j++) out[j] = j < w ? row[j] : 0;
+            for (size_t j = 0; j < bn; j++) {
+                out[j] = j < w ? row[j] : 0;
+                kb_seal_put(&z, out[j]);
+            }
             out += bn;
         }
     }
+    return kb_seal_checksum(z.s, z.t, z.pos * sizeof(kb_f16));
 }
 
 kb_status kb_header_check(const void *buf, size_t size, const char *who, int check_nk,

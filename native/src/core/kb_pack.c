@@ -54,11 +54,11 @@ kb_status kb_pack_b(size_t N, size_t K, const kb_f16 *B, size_t ldb, void *dst,
     kb_f16 *payload = (kb_f16 *)((unsigned char *)dst + sizeof *h);
 #if defined(KB_HAVE_NEON)
     _Static_assert(KB_PORTABLE_BLOCK_N == 16, "the NEON panel packer writes 16 columns");
-    kb_neon_pack_panels16(N, K, B, ldb, payload); /* the same panels, vector code */
+    uint64_t sum = kb_neon_pack_panels16(N, K, B, ldb, payload); /* the same panels, vector code */
 #else
-    kb_pack_panels(N, K, B, ldb, NULL, 0, KB_PORTABLE_BLOCK_N, payload);
+    uint64_t sum = kb_pack_panels(N, K, B, ldb, NULL, 0, KB_PORTABLE_BLOCK_N, payload);
 #endif
-    kb_header_seal(h, KB_LAYOUT_PORTABLE, KB_BACKEND_SCALAR, 0, N, K, 0, need - sizeof *h);
+    kb_header_seal(h, KB_LAYOUT_PORTABLE, KB_BACKEND_SCALAR, 0, N, K, 0, need - sizeof *h, sum);
     return KB_OK;
 }
 
@@ -81,7 +81,7 @@ static kb_native_pack_fn native_packer(int backend) {
 }
 
 static kb_status native_check(int backend, const kb_selector *sel, int *layout,
-                              uint32_t *vbits, kb_error *err) {
+                              uint32_t *vbits, int *sme2, kb_error *err) {
     if (backend < 0 || backend >= KB_BACKEND_COUNT)
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "backend", "%d is not a backend", backend);
     kb_selector def;
@@ -95,6 +95,7 @@ static kb_status native_check(int backend, const kb_selector *sel, int *layout,
     if (*layout == 0 || !native_packer(backend))
         return kb_fail(err, KB_ERR_UNSUPPORTED, "backend", "%s has no native packed layout", kb_backend_name(backend));
     *vbits = kb_backend_vector_bits(backend);
+    *sme2 = kb_isa_within(KB_ISA_SME2, sel->isa_cap) && kb_cpu_has_isa(&cpu, KB_ISA_SME2);
     return KB_OK;
 }
 
@@ -104,8 +105,8 @@ kb_status kb_pack_b_native_size(int backend, size_t N, size_t K,
     if (N == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "N", "must be positive, got 0");
     if (K == 0) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "K", "must be positive, got 0");
     if (!size) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "size", "is NULL");
-    int layout = 0; uint32_t vbits = 0;
-    kb_status st = native_check(backend, sel, &layout, &vbits, err);
+    int layout = 0, sme2 = 0; uint32_t vbits = 0;
+    kb_status st = native_check(backend, sel, &layout, &vbits, &sme2, err);
     if (st != KB_OK) return st;
     return total_size(layout, N, K, vbits, size, err);
 }
@@ -117,15 +118,15 @@ kb_status kb_pack_b_native(int backend, size_t N, size_t K, const kb_f16 *B,
     kb_status st = check_pack_args(N, K, B, ldb, dst, err);
     if (st != KB_OK) return st;
     if (!kb_aligned(bias, sizeof(kb_f16))) return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "bias", "is not aligned to 2 bytes");
-    int layout = 0; uint32_t vbits = 0;
-    if ((st = native_check(backend, sel, &layout, &vbits, err)) != KB_OK) return st;
+    int layout = 0, sme2 = 0; uint32_t vbits = 0;
+    if ((st = native_check(backend, sel, &layout, &vbits, &sme2, err)) != KB_OK) return st;
     size_t need = 0;
     if ((st = total_size(layout, N, K, vbits, &need, err)) != KB_OK) return st;
     if (dst_size < need)
         return kb_fail(err, KB_ERR_INVALID_ARGUMENT, "dst_size", "%zu bytes is less than the %zu needed", dst_size, need);
     kb_packed_header *h = (kb_packed_header *)dst;
-    native_packer(backend)(N, K, B, ldb, bias, (unsigned char *)dst + sizeof *h);
-    kb_header_seal(h, layout, backend, vbits, N, K, KB_PACK_FLAG_BIAS, need - sizeof *h);
+    uint64_t sum = native_packer(backend)(N, K, B, ldb, bias, (unsigned char *)dst + sizeof *h, sme2);
+    kb_header_seal(h, layout, backend, vbits, N, K, KB_PACK_FLAG_BIAS, need - sizeof *h, sum);
     return KB_OK;
 }
 

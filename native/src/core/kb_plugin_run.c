@@ -14,7 +14,7 @@
  * then run the kernel once per m_step band of rows of C over all of N (over
  * ranges of whole n_step blocks when a thread-safe plugin gets more threads
  * than there are bands) at the offsets the kernel's own query functions
- * give. Convolution: build the pointer table of an indirect GEMM (a zero row
+ * give; with selector.one_call, once over the whole problem. Convolution: build the pointer table of an indirect GEMM (a zero row
  * for padding taps), pack it and the filters, and run the kernel the same
  * way, per m_step band of output pixels. A B packed by kbench for this form is a kbench header (owner,
  * vector length at pack time, N, K, block width, sizes, FNV-1a checksums)
@@ -284,6 +284,17 @@ static void block_task(void *ctx, size_t task) {
     }
 }
 
+/* selector.one_call: the kernel once over the whole problem (all M rows, all
+ * N columns, from offset 0), single threaded, as a single-threaded caller and
+ * KleidiAI's own benchmark call a micro-kernel: its wrapper and its dispatch
+ * to edge variants run once. Returns the number of tasks (1). */
+static size_t whole_problem(block_job *j) {
+    j->m_step = j->c->M;
+    j->nranges = 1;
+    j->range_cols = j->c->N;
+    return 1;
+}
+
 static kb_status ukernel_gemm(const kb_plugin_gemm_impl *g, const kb_gemm_call *c, kb_error *err) {
     const kb_plugin_matmul_ukernel *u = g->decl->matmul;
     size_t m_step = u->get_m_step(), n_step = u->get_n_step();
@@ -352,7 +363,8 @@ static kb_status ukernel_gemm(const kb_plugin_gemm_impl *g, const kb_gemm_call *
         lhs_pack(u, c->M, c->K, c->A, c->lda, lp);
         j.lhs = lp;
     }
-    kb_parallel_for(bands * nranges, threads, block_task, &j);
+    size_t tasks = c->one_call ? whole_problem(&j) : bands * nranges;
+    kb_parallel_for(tasks, threads, block_task, &j);
     return KB_OK;
 }
 

@@ -201,6 +201,10 @@ size_t kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_rhs_packed_size(size_t n, size
 void kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_run(size_t n, size_t k, size_t nr,
                                                const void *rhs, size_t rhs_stride,
                                                const void *bias, void *rhs_packed);
+/* A plain B packed for a sealed buffer on a CPU with SME2: returns the
+ * payload checksum, computed while packing (kb_seal_checksum). */
+uint64_t kb_sme2_rhs_pack_sealed(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                                 void *rhs_packed);
 
 /* The general RHS packer behind both public ones: B seen through a view, K
  * made of chunk_count (>= 1) chunks of chunk_length rows, each chunk padded
@@ -254,6 +258,9 @@ void kb_rhs_imatmul_pack_kxn_x16p2vlx2b_x16_x16_sme_run(size_t n, size_t k_chunk
  * and of the FP32 partial sums kept between chunks. */
 #define KB_SME_LHS_CHUNK_BYTES ((size_t)64 << 10)
 #define KB_SME_ACC_BYTES ((size_t)256 << 10)
+/* The packed LHS a single-threaded GEMM packs at once (whole mr-row blocks,
+ * at least one), to run its micro-kernel once over all of them. */
+#define KB_SME_LHS_GROUP_BYTES ((size_t)256 << 10)
 
 /* The block loop shared by the MOPA GEMM and the indirect-GEMM convolution:
  * output blocks of mr rows (or, blocked, of block_m rows: a group of mr-row
@@ -297,6 +304,10 @@ typedef struct kb_sme_mopa_plan {
     size_t extra_bytes;         /* per-thread bytes the LHS source needs    */
     int threads;
     size_t block_m, block_n, block_k; /* cache blocking; 0 = default budgets */
+    /* with `run`, single threaded and default blocking: the LHS bytes a unit
+     * may pack (its mr-row blocks then go to run_matmul in one call; SIZE_MAX:
+     * all of M, selector.one_call); 0: one mr-row block per unit */
+    size_t group_bytes;
     /* filled by kb_sme_mopa_prepare */
     size_t svlb, mr, rhs_stride, nblocks, kc, nchunks, range_blocks, nranges, units, tasks;
     size_t mgroup;              /* mr-row blocks per unit                   */

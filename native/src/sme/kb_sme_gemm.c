@@ -36,18 +36,29 @@ bool kb_sme_mopa_prepare(kb_sme_mopa_plan *p, size_t *bytes) {
 
     /* k pairs per chunk: the LHS chunk of mr rows stays within its budget */
     p->kc = p->block_k ? p->block_k / KB_SME_KR : KB_SME_LHS_CHUNK_BYTES / pair_bytes;
+    if (!p->block_k && p->group_bytes == SIZE_MAX) p->kc = p->kpairs; /* one call: all of K */
     if (p->kc == 0) p->kc = 1;
     if (p->kc > p->kpairs) p->kc = p->kpairs;
     p->nchunks = kb_ceil_div(p->kpairs, p->kc);
 
-    /* mr-row blocks per unit */
+    /* mr-row blocks per unit; with one chunk of K a single-threaded GEMM packs
+     * up to group_bytes of them and runs its micro-kernel once over them */
+    int threads = p->threads > 0 ? p->threads : 1;
+    /* blocks of 64-byte multiples (a core may read a whole four-vector group
+     * past an odd pair count), but for run_matmul over one chunk: its blocks
+     * follow each other as it reads them */
+    bool packed_run = p->run && p->nchunks == 1;
+    if (!kb_mul_ok(p->kc, pair_bytes, &p->lhs_block_bytes) ||
+        (!packed_run && !align_ok(p->lhs_block_bytes, &p->lhs_block_bytes)))
+        return false;
     p->mgroup = p->block_m ? p->block_m / mr : 1;
+    if (!p->block_m && packed_run && threads == 1 && p->group_bytes)
+        p->mgroup = p->group_bytes / p->lhs_block_bytes;
     if (p->mgroup == 0) p->mgroup = 1;
     if (p->mgroup > mblocks) p->mgroup = mblocks;
     size_t mgroups = kb_ceil_div(mblocks, p->mgroup);
 
     /* column blocks per unit */
-    int threads = p->threads > 0 ? p->threads : 1;
     if (p->block_n) {
         p->range_blocks = p->block_n / mr;
         if (p->range_blocks == 0) p->range_blocks = 1;
@@ -71,8 +82,8 @@ bool kb_sme_mopa_prepare(kb_sme_mopa_plan *p, size_t *bytes) {
     if (!kb_mul_ok(mgroups, p->nranges, &p->units)) return false;
     p->tasks = min_sz((size_t)threads, p->units);
 
-    p->lhs_block_bytes = KB_SME_ALIGN(p->kc * pair_bytes);
-    if (!kb_mul_ok(p->lhs_block_bytes, p->mgroup, &p->lhs_bytes)) return false;
+    if (!kb_mul_ok(p->lhs_block_bytes, p->mgroup, &p->lhs_bytes) || !align_ok(p->lhs_bytes, &p->lhs_bytes))
+        return false;
     p->acc_bytes = 0;
     if (p->nchunks > 1 && (!kb_mul_ok(mr * sizeof(float), p->range_blocks * mr, &p->acc_bytes) ||
                            !kb_mul_ok(p->acc_bytes, p->mgroup * mr, &p->acc_bytes)))
@@ -88,10 +99,49 @@ bool kb_sme_mopa_prepare(kb_sme_mopa_plan *p, size_t *bytes) {
     return kb_mul_ok(p->task_bytes, p->tasks, bytes);
 }
 
+/* One unit's rows through the micro-kernel's run_matmul (in a checking run
+ * through the calling-convention trampoline, the same call). */
+static void run_unit(const kb_sme_mopa_plan *p, size_t rows, size_t cols, const unsigned char *lhs,
+                     const unsigned char *rhs, kb_f16 *dst) {
+    if (kb_cc_checking()) {
+        uint64_t x[] = {rows, cols, p->K, (uint64_t)(uintptr_t)lhs, (uint64_t)(uintptr_t)rhs,
+                        (uint64_t)(uintptr_t)dst, p->ldc * sizeof(kb_f16), sizeof(kb_f16)};
+        float clamps[] = {p->clamp_min, p->clamp_max};
+        kb_cc_run("the SME MOPA micro-kernel's run_matmul", (void *)(uintptr_t)p->run, 8, x, 2, clamps);
+        return;
+    }
+    p->run(rows, cols, p->K, lhs, rhs, dst, p->ldc * sizeof(kb_f16), sizeof(kb_f16), p->clamp_min,
+           p->clamp_max);
+}
+
+/* The units of a task whose K is one chunk, with run_matmul: a unit's rows
+ * packed, then one call of the public entry over them. */
+static void run_task(const kb_sme_mopa_plan *p, size_t t) {
+    unsigned char *lhs = p->task_mem + t * p->task_bytes;
+    void *extra = lhs + p->lhs_bytes + p->acc_bytes;
+    size_t mr = p->mr, packed_m0 = SIZE_MAX;
+    for (size_t u = t; u < p->units; u += p->tasks) {
+        size_t m0 = u / p->nranges * p->mgroup * mr, b0 = u % p->nranges * p->range_blocks;
+        size_t rows = min_sz(p->mgroup * mr, p->M - m0);
+        size_t n0 = b0 * mr, cols = min_sz(p->N, (b0 + p->range_blocks) * mr) - n0;
+        if (packed_m0 != m0) { /* the unit's A blocks (a column range after it reuses them) */
+            for (size_t r = 0; r < rows; r += mr)
+                p->pack(p->pack_ctx, extra, m0 + r, min_sz(mr, rows - r), 0, p->kpairs,
+                        (kb_f16 *)(lhs + r / mr * p->lhs_block_bytes));
+            packed_m0 = m0;
+        }
+        run_unit(p, rows, cols, lhs, p->rhs + b0 * p->rhs_stride, p->C + m0 * p->ldc + n0);
+    }
+}
+
 static void mopa_task(void *ctx, size_t t) {
     kb_sme_mopa_plan *p = (kb_sme_mopa_plan *)ctx;
     if (kb_sme_svl_bytes() != p->svlb) { /* the packing was for another SVL */
         atomic_store(&p->failed, 1);
+        return;
+    }
+    if (p->run && p->nchunks == 1) {
+        run_task(p, t);
         return;
     }
     unsigned char *mem = p->task_mem + t * p->task_bytes;
@@ -116,12 +166,6 @@ static void mopa_task(void *ctx, size_t t) {
             }
             for (size_t rb = 0; rb < nrb; rb++) {
                 size_t r0 = m0 + rb * mr;
-                if (p->run && p->nchunks == 1) { /* the same arguments, through the public entry */
-                    p->run(min_sz(mr, p->M - r0), cols, p->K, lhs + rb * p->lhs_block_bytes,
-                           p->rhs + b0 * p->rhs_stride, p->C + r0 * p->ldc + n0, p->ldc * sizeof(kb_f16),
-                           sizeof(kb_f16), p->clamp_min, p->clamp_max);
-                    continue;
-                }
                 kb_sme_mopa_args a = {
                     .lhs = lhs + rb * p->lhs_block_bytes, .lhs_block_stride = pc * mr * 2 * sizeof(kb_f16),
                     .rhs = p->rhs + b0 * p->rhs_stride, .rhs_block_stride = p->rhs_stride,
@@ -199,9 +243,9 @@ kb_status kb_sme_gemm_mopa_run(const kb_sme_matmul_ukernel *uk, const kb_sme_blo
         p.block_n = blk->nb;
         p.block_k = blk->kb;
     }
+    /* a checking run calls the kernel through its calling-convention stand-in */
     p.core = kb_sme_checked_mopa(uk->core);
-    /* a checking run calls the core through its calling-convention stand-in */
-    p.run = kb_cc_checking() ? NULL : uk->run_matmul;
+    p.run = uk->run_matmul;
     p.K = c->K;
     p.M = c->M;
     p.N = c->N;
@@ -214,6 +258,7 @@ kb_status kb_sme_gemm_mopa_run(const kb_sme_matmul_ukernel *uk, const kb_sme_blo
     p.pack = gemm_pack_lhs;
     p.pack_ctx = &src;
     p.threads = c->threads;
+    p.group_bytes = c->one_call ? SIZE_MAX : KB_SME_LHS_GROUP_BYTES;
     size_t task_bytes, b_bytes, total;
     if (!kb_sme_mopa_prepare(&p, &task_bytes) || !rhs_bytes(c, p.svlb, &b_bytes) ||
         !kb_add_ok(b_bytes, task_bytes, &total))

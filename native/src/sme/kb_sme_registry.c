@@ -208,10 +208,15 @@ const kb_conv_impl *const *kb_sme_conv_impls(size_t *count) {
 
 /* The native layout is x16p2vlx2b at the running streaming vector length;
  * kb_pack.c seals the header with that length (block_n = nr). */
-void kb_sme_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                        void *dst) {
+/* With SME2 the packer computes the seal as it packs; a CPU with SME but not
+ * SME2 packs with the SME1 packer and seals in a pass of its own. */
+uint64_t kb_sme_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                            void *dst, int sme2) {
+    if (sme2) return kb_sme2_rhs_pack_sealed(n, k, b, ldb, bias, dst);
     kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_run(n, k, kb_sme_block(), b, ldb * sizeof(kb_f16), bias,
                                                dst);
+    return kb_payload_checksum_on(KB_CHECKSUM_SME, dst,
+                                  kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_rhs_packed_size(n, k));
 }
 
 #endif /* __aarch64__ */

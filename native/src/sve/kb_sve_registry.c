@@ -82,12 +82,19 @@ const kb_gemm_impl *const *kb_sve_gemm_impls(size_t *count) {
 }
 
 /* The native layout is x16p4vlx2b at the running SVE vector length; kb_pack.c
- * seals the header with that length (block_n = nr). */
-void kb_sve_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                        void *dst) {
+ * seals the header with that length (block_n = nr) and the checksum this
+ * returns, taken over the payload once it is written. */
+uint64_t kb_sve_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                            void *dst, int sme2) {
+    (void)sme2;
     kb_bview v = {.data = b, .panel_cols = n, .panel_stride = 0, .row_stride = ldb, .bias = bias,
                   .bias_panel_stride = n};
     kb_sve_rhs_pack_view(&v, n, k, kb_sve_block(), dst);
+    size_t bytes = 0;
+    if (!kb_layout_payload_size(KB_LAYOUT_SVE_X16P4VLX2B, n, k, kb_backend_vector_bits(KB_BACKEND_SVE),
+                                &bytes))
+        return 0;
+    return kb_payload_checksum(dst, bytes);
 }
 
 #endif /* __aarch64__ */

@@ -3,7 +3,8 @@
  * K rows of 16 values; columns past N (and a NULL bias) are zero. */
 #include "../../core/kb_internal.h"
 
-void kb_scalar_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
-                           void *dst) {
-    kb_pack_panels(n, k, b, ldb, bias, 1, KB_SCALAR_NATIVE_BLOCK_N, (kb_f16 *)dst);
+uint64_t kb_scalar_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                               void *dst, int sme2) {
+    (void)sme2;
+    return kb_pack_panels(n, k, b, ldb, bias, 1, KB_SCALAR_NATIVE_BLOCK_N, (kb_f16 *)dst);
 }

@@ -7,13 +7,19 @@
  *     za1 = rows [0, VL32)     x columns [VL32, 2*VL32)
  *     za2 = rows [VL32, 2VL32) x columns [0, VL32)
  *     za3 = rows [VL32, 2VL32) x columns [VL32, 2*VL32)
- * with widening FMOPA (FP16 pairs into FP32). The SME2 parts: the k loop
- * takes sixteen k pairs per step from four-register contiguous loads (LD1H
- * {z.h-z.h} under a predicate-as-counter, two pairs per load), then eight,
- * four, two and one pair as the pair count's bits say (no loop for the
- * rest); the store reads rows r of all four tiles in one MOVA (the 8-bit
- * tile view), clamps four vectors per FMAX/FMIN and narrows the two halves
- * of a C row into one FP16 vector per FCVT (multi-vector).
+ * with widening FMOPA (FP16 pairs into FP32). Two cores:
+ *   - run_matmul's one pass (the calls that start from the bias and end in
+ *     FP16: see "the one-pass kernel" below): a column block at a time, its
+ *     bias widened once; whole blocks through a path of their own: 32 k pairs
+ *     per step from four-register contiguous loads (LD1H {z.h-z.h} under a
+ *     predicate-as-counter, two pairs per load), then 16, 8, 4, 2 and 1 pair
+ *     as the pair count's bits say; the store reads rows r of all four tiles
+ *     in one MOVA (the 8-bit tile view), clamps four vectors per FMAX/FMIN
+ *     (not at all for bounds -inf and +inf) and narrows the two halves of a C
+ *     row into one FP16 vector per FCVT (multi-vector). Its operands come in
+ *     the registers the calling convention brings them in: no argument block.
+ *   - kb_sme2_mopa_acc_core, for the driver's chunks of K (FP32 partial sums
+ *     in or out), sixteen k pairs per step, a block row at a time.
  *
  * Edge blocks use only the tiles that hold their rows and columns (see the
  * block variants below): the FMOPA count of a call is ceil(M / VL32) x
@@ -27,10 +33,10 @@
  * rounds once to FP16. At most K FP32 roundings on any chain: the "fp32,
  * k_per_rounding = 1" model.
  *
- * Registers: z16-z27 and z8-z11 k-loop operands, z0-z11 and z16-z19 store
- * rows, z12/z13 bias, z14/z15 the clamp bounds (the single-vector operand of
- * an SME2 multi-vector FMAX/FMIN must be in z0-z15), z28 +0, z30/z31 the
- * bounds for KB_SME_CLAMP.
+ * Registers of the chunked core: z16-z27 and z8-z11 k-loop operands, z0-z11
+ * and z16-z19 store rows, z12/z13 bias, z14/z15 the clamp bounds (the
+ * single-vector operand of an SME2 multi-vector FMAX/FMIN must be in
+ * z0-z15), z28 +0, z30/z31 the bounds for KB_SME_CLAMP (the one pass: below).
  *
  * The kernel enters streaming mode and enables ZA itself (SMSTART) and
  * leaves both off (SMSTOP) before it returns. */
@@ -41,7 +47,6 @@
 
 #include <stddef.h>
 
-/* out of line: the driver and the public run entry point share one copy */
 /* ---- block variants ------------------------------------------------------
  * A block of C is computed only in the tiles that hold its rows and columns:
  * all four when it has more than VL32 rows and more than VL32 columns (22),
@@ -160,7 +165,7 @@
         "st1h {" z ".s}, p4, [x27]\n"                                              \
         "add x27, x27, x10\n"
 
-KB_NOINLINE static void kb_sme2_mopa_core(const kb_sme_mopa_args *args) {
+KB_NOINLINE static void kb_sme2_mopa_acc_core(const kb_sme_mopa_args *args) {
     __asm__ volatile(
         ".arch armv8.2-a+sme\n" /* streaming-legal only; SME2 as .inst words */
         "smstart\n"
@@ -235,60 +240,8 @@ KB_NOINLINE static void kb_sme2_mopa_core(const kb_sme_mopa_args *args) {
         "26:\n"
         KB_BIAS1 KB_ADDHA(0, "z12")                      /* <= VL32 of both */
         KB_KLOOP(KB_PAIR_11)
-        "45:\n"                   /* ---- store, at most VL32 columns ----   */
-        "tbnz x15, #1, 9f\n"
-        "whilelt p4.s, xzr, x20\n"
-        "whilelt p5.s, x16, x20\n"                 /* none (compare/select) */
-        "mov x27, x21\n"
-        "mov w12, #0\n"
-        "cmp x26, x16\n"
-        "csel x28, x26, x16, lo\n"                /* rows in za0            */
-        "tbnz x15, #2, 8f\n"
-        "lsr x25, x28, #2\n"                     /* groups of four rows    */
-        "and x28, x28, #3\n"
-        "cbz x25, 65f\n"
-        "64:\n"
-        ".inst 0xc0860400\n" /* mova {z0.s-z3.s}, za0h.s[w12, 0:3] */
-        ".inst 0xc1aea900\n" /* fmax {z0.s-z3.s}, {z0.s-z3.s}, z14.s */
-        ".inst 0xc1afa901\n" /* fmin {z0.s-z3.s}, {z0.s-z3.s}, z15.s */
-        KB_CVT_STORE1("z0") KB_CVT_STORE1("z1") KB_CVT_STORE1("z2") KB_CVT_STORE1("z3")
-        "add w12, w12, #4\n"
-        "subs x25, x25, #1\n"
-        "b.ne 64b\n"
-        "65:\n"
-        "cbz x28, 66f\n"
-        "67:\n"                                   /* single rows            */
-        "mova z0.s, p0/m, za0h.s[w12, 0]\n"
-        KB_SME_CLAMP_MAXMIN("z0")
-        KB_CVT_STORE1("z0")
-        "add w12, w12, #1\n"
-        "subs x28, x28, #1\n"
-        "b.ne 67b\n"
-        "66:\n"
-        "subs x28, x26, x16\n"                    /* rows in za2            */
-        "b.le 10f\n"
-        "mov w12, #0\n"
-        "lsr x25, x28, #2\n"
-        "and x28, x28, #3\n"
-        "cbz x25, 75f\n"
-        "74:\n"
-        ".inst 0xc0860440\n" /* mova {z0.s-z3.s}, za2h.s[w12, 0:3] */
-        ".inst 0xc1aea900\n" /* fmax {z0.s-z3.s}, {z0.s-z3.s}, z14.s */
-        ".inst 0xc1afa901\n" /* fmin {z0.s-z3.s}, {z0.s-z3.s}, z15.s */
-        KB_CVT_STORE1("z0") KB_CVT_STORE1("z1") KB_CVT_STORE1("z2") KB_CVT_STORE1("z3")
-        "add w12, w12, #4\n"
-        "subs x25, x25, #1\n"
-        "b.ne 74b\n"
-        "75:\n"
-        "cbz x28, 10f\n"
-        "77:\n"                                   /* single rows            */
-        "mova z0.s, p0/m, za2h.s[w12, 0]\n"
-        KB_SME_CLAMP_MAXMIN("z0")
-        KB_CVT_STORE1("z0")
-        "add w12, w12, #1\n"
-        "subs x28, x28, #1\n"
-        "b.ne 77b\n"
-        "b 10f\n"
+        "45:\n"                   /* at most VL32 columns: partial sums only */
+        "b 9f\n"
 
         "40:\n"                   /* ---- store, more than VL32 columns ---- */
         "tbnz x15, #1, 9f\n"
@@ -463,6 +416,190 @@ KB_NOINLINE static void kb_sme2_mopa_core(const kb_sme_mopa_args *args) {
           "x27", "x28", KB_SME_CLOBBER_VEC);
 }
 
+/* Narrow one clamped FP32 row of at most VL32 columns and store it (p4). */
+#define KB_OP_CVT_STORE1(z)                                                        \
+        "fcvt " z ".h, p0/m, " z ".s\n"                                            \
+        "st1h {" z ".s}, p4, [x27]\n"                                              \
+        "add x27, x27, x6\n"
+
+/* ---- the one-pass kernel ------------------------------------------------
+ * Every call that starts from the bias and ends in FP16 (run_matmul: the
+ * driver's calls when K is one chunk, the indirect GEMM's blocks through the
+ * table's core) runs this one pass; kb_sme2_mopa_acc_core takes the chunks
+ * of K whose partial sums stay in FP32 between calls (flags KB_SME_ACC_LOAD
+ * and/or KB_SME_ACC_STORE: a block that starts from the bias writes partial
+ * sums). The
+ * pass walks C a column block at a time (the block's bias widened once and
+ * kept in z2/z3 for all of its rows), and in a column of whole blocks runs
+ * its whole 2VL x 2VL row blocks through one tight path: the four tiles from
+ * the bias, 32 k pairs per step, and the store of four C row pairs per step
+ * (FCVT of a whole C row, no predicate to compute; with clamp bounds -inf and
+ * +inf no clamp, which is exact: FMAX(v, -inf) and FMIN(v, +inf) are v, a
+ * NaN included). The last row block of a column and every block of the
+ * last, partial column go through the edge path: the variants that use only
+ * the tiles holding the block's rows and columns, and predicated stores.
+ *
+ * Registers: x0 M, x1 the columns left, x2 the k pairs, x3 the LHS, x4 the
+ * RHS column block, x5 C's column, x6 C's row stride in bytes, x7 the k
+ * pairs past whole steps of 32, x8 the LHS row block, x9 and x10 the LHS and
+ * RHS block strides, x11 the pairs' offset in an RHS block, x14 the whole
+ * row blocks, x15 bit 0: no clamp, bit 1: clamp_max -0, x19 the rows after
+ * the whole blocks, x20 rows left, x21 the block's C, x22 VL32 rows of C in
+ * FP16 elements, x26 the block's rows; z2/z3 the bias, z4/z5 the clamp
+ * bounds, z6 +0; the k loop reads into z16-z31 (A at x23, B at x24), the
+ * stores read ZA into z16-z31; p6 all FP16 lanes. */
+
+/* LD1H {Zt.h-Zt+3.h}, pn8/z, [Xn, #imm, mul vl] (imm a multiple of 4 in
+ * [-32, 28]) and its two-register form at [Xn]: SME2 words by their fields */
+#define KB_LD4(zt, xn, imm) \
+    ".inst 0xa040a000 | (((" #imm ") >> 2) & 15) << 16 | (" #xn ") << 5 | ((" #zt ") >> 2) << 2\n"
+#define KB_LD2(zt, xn) ".inst 0xa0402000 | (" #xn ") << 5 | ((" #zt ") >> 1) << 1\n"
+
+/* Two k pairs of one variant: A pairs in z[a..a+3], B pairs in z[b..b+3]. */
+#define KB_TWO(PAIR, a, b, imm)                                                       \
+    KB_LD4(a, 23, imm) KB_LD4(b, 24, imm)                                             \
+    PAIR("z" #a, "z" KB_PLUS1(a), "z" #b, "z" KB_PLUS1(b))                            \
+    PAIR("z" KB_PLUS2(a), "z" KB_PLUS3(a), "z" KB_PLUS2(b), "z" KB_PLUS3(b))
+#define KB_PLUS1(r) KB_P1_##r
+#define KB_PLUS2(r) KB_P2_##r
+#define KB_PLUS3(r) KB_P3_##r
+#define KB_P1_16 "17"
+#define KB_P2_16 "18"
+#define KB_P3_16 "19"
+#define KB_P1_20 "21"
+#define KB_P2_20 "22"
+#define KB_P3_20 "23"
+#define KB_P1_24 "25"
+#define KB_P2_24 "26"
+#define KB_P3_24 "27"
+#define KB_P1_28 "29"
+#define KB_P2_28 "30"
+#define KB_P3_28 "31"
+
+/* The k loop of one variant over the block at x8 (A) and x4 + x11 (B): whole
+ * steps of 32 k pairs (the pointers 32 VL ahead, so that the 16 loads of
+ * each operand reach it with immediates -32 .. 28), then 16, 8, 4, 2 and 1
+ * pair as the bits of the rest (x7, bits of x2) say. */
+#define KB_KLOOP32(PAIR)                                                              \
+        "mov x23, x8\n"                                                               \
+        "add x24, x4, x11\n"                                                           \
+        "lsr x25, x2, #5\n"                                                           \
+        "cbz x25, 53f\n"                                                              \
+        "add x23, x23, x17, lsl #5\n"                                                 \
+        "add x24, x24, x17, lsl #5\n"                                                 \
+        "51:\n"                                   /* 32 pairs per step     */         \
+        KB_TWO(PAIR, 16, 24, -32) KB_TWO(PAIR, 20, 28, -28)                           \
+        KB_TWO(PAIR, 16, 24, -24) KB_TWO(PAIR, 20, 28, -20)                           \
+        KB_TWO(PAIR, 16, 24, -16) KB_TWO(PAIR, 20, 28, -12)                           \
+        KB_TWO(PAIR, 16, 24, -8) KB_TWO(PAIR, 20, 28, -4)                             \
+        KB_TWO(PAIR, 16, 24, 0) KB_TWO(PAIR, 20, 28, 4)                               \
+        KB_TWO(PAIR, 16, 24, 8) KB_TWO(PAIR, 20, 28, 12)                              \
+        KB_TWO(PAIR, 16, 24, 16) KB_TWO(PAIR, 20, 28, 20)                             \
+        KB_TWO(PAIR, 16, 24, 24) KB_TWO(PAIR, 20, 28, 28)                             \
+        "add x23, x23, x17, lsl #6\n"                                                 \
+        "add x24, x24, x17, lsl #6\n"                                                 \
+        "subs x25, x25, #1\n"                                                         \
+        "b.ne 51b\n"                                                                  \
+        "cbz x7, 59f\n"                                                               \
+        "sub x23, x23, x17, lsl #5\n"                                                 \
+        "sub x24, x24, x17, lsl #5\n"                                                 \
+        "53:\n"                                                                       \
+        "tbz x2, #4, 54f\n"                       /* sixteen pairs         */         \
+        KB_TWO(PAIR, 16, 24, 0) KB_TWO(PAIR, 20, 28, 4)                               \
+        KB_TWO(PAIR, 16, 24, 8) KB_TWO(PAIR, 20, 28, 12)                              \
+        KB_TWO(PAIR, 16, 24, 16) KB_TWO(PAIR, 20, 28, 20)                             \
+        KB_TWO(PAIR, 16, 24, 24) KB_TWO(PAIR, 20, 28, 28)                             \
+        "add x23, x23, x17, lsl #5\n"                                                 \
+        "add x24, x24, x17, lsl #5\n"                                                 \
+        "54:\n"                                                                       \
+        "tbz x2, #3, 55f\n"                       /* eight pairs           */         \
+        KB_TWO(PAIR, 16, 24, 0) KB_TWO(PAIR, 20, 28, 4)                               \
+        KB_TWO(PAIR, 16, 24, 8) KB_TWO(PAIR, 20, 28, 12)                              \
+        "addvl x23, x23, #16\n"                                                       \
+        "addvl x24, x24, #16\n"                                                       \
+        "55:\n"                                                                       \
+        "tbz x2, #2, 56f\n"                       /* four pairs            */         \
+        KB_TWO(PAIR, 16, 24, 0) KB_TWO(PAIR, 20, 28, 4)                               \
+        "addvl x23, x23, #8\n"                                                        \
+        "addvl x24, x24, #8\n"                                                        \
+        "56:\n"                                                                       \
+        "tbz x2, #1, 57f\n"                       /* two pairs             */         \
+        KB_TWO(PAIR, 16, 24, 0)                                                       \
+        "addvl x23, x23, #4\n"                                                        \
+        "addvl x24, x24, #4\n"                                                        \
+        "57:\n"                                                                       \
+        "tbz x2, #0, 59f\n"                       /* one pair              */         \
+        KB_LD2(16, 23) KB_LD2(24, 24)                                                 \
+        PAIR("z16", "z17", "z24", "z25")                                              \
+        "59:\n"
+
+/* The tiles of a variant from the bias (z2: columns [0, VL32), z3: [VL32, 2 VL32)). */
+#define KB_START22                                                                    \
+        "zero {za}\n" KB_ADDHA(0, "z2") KB_ADDHA(1, "z3") KB_ADDHA(2, "z2") KB_ADDHA(3, "z3")
+#define KB_START12 "zero {za}\n" KB_ADDHA(0, "z2") KB_ADDHA(1, "z3")
+#define KB_START21 "zero {za}\n" KB_ADDHA(0, "z2") KB_ADDHA(2, "z2")
+#define KB_START11 "zero {za}\n" KB_ADDHA(0, "z2")
+
+/* The block's bias, widened, -0 made +0 (z6 = +0): both halves, or the first. */
+#define KB_BIAS_WIDE                                                                  \
+        "ld1h {z2.s}, p0/z, [x4]\n"                                                   \
+        "ld1h {z3.s}, p0/z, [x4, #1, mul vl]\n"                                       \
+        "fcvt z2.s, p0/m, z2.h\n"                                                     \
+        "fcvt z3.s, p0/m, z3.h\n"                                                     \
+        "fadd z2.s, z2.s, z6.s\n"                                                     \
+        "fadd z3.s, z3.s, z6.s\n"
+#define KB_BIAS_NARROW                                                                \
+        "ld1h {z2.s}, p0/z, [x4]\n"                                                   \
+        "fcvt z2.s, p0/m, z2.h\n"                                                     \
+        "fadd z2.s, z2.s, z6.s\n"
+
+/* MOVA {Zd.b-Zd+3.b}, za0h.b[w12, off:off+3]: rows of the 8-bit view, i.e. row
+ * r of za0..za3 (C rows r and VL32 + r, whole); FMAX/FMIN of four vectors by
+ * z4/z5; FCVT Zd.h, {Zn.s-Zn+1.s}; and the same MOVA of two rows. */
+#define KB_MOVA4(zd, off) ".inst 0xc0060400 | ((" #off ") >> 2) << 5 | ((" #zd ") >> 2) << 2\n"
+#define KB_MOVA2(zd, off) ".inst 0xc0060000 | ((" #off ") >> 1) << 5 | ((" #zd ") >> 1) << 1\n"
+#define KB_FMAX4(z) ".inst 0xc1a4a900 | ((" #z ") >> 2) << 2\n"
+#define KB_FMIN4(z) ".inst 0xc1a5a901 | ((" #z ") >> 2) << 2\n"
+#define KB_FCVT2(zd, zn) ".inst 0xc120e000 | ((" #zn ") >> 1) << 6 | (" #zd ")\n"
+
+/* One C row pair out of z[g..g+3] (row r: z[g], z[g+1]; row VL32 + r:
+ * z[g+2], z[g+3]) to x27 and x27 + VL32 rows, predicate P. */
+#define KB_ROWPAIR(g, g2, P)                                                          \
+        KB_FCVT2(g, g) KB_FCVT2(g2, g2)                                               \
+        "st1h {z" #g ".h}, " P ", [x27]\n"                                            \
+        "st1h {z" #g2 ".h}, " P ", [x27, x22, lsl #1]\n"                              \
+        "add x27, x27, x6\n"
+
+/* The store of a whole block: four row pairs per step. */
+#define KB_STORE_WHOLE(CLAMP)                                                         \
+        KB_MOVA4(16, 0) KB_MOVA4(20, 4) KB_MOVA4(24, 8) KB_MOVA4(28, 12)               \
+        CLAMP                                                                         \
+        KB_ROWPAIR(16, 18, "p6") KB_ROWPAIR(20, 22, "p6")                              \
+        KB_ROWPAIR(24, 26, "p6") KB_ROWPAIR(28, 30, "p6")                              \
+        "add w12, w12, #16\n"                                                         \
+        "subs x25, x25, #1\n"
+#define KB_CLAMP16                                                                    \
+        KB_FMAX4(16) KB_FMAX4(20) KB_FMAX4(24) KB_FMAX4(28)                           \
+        KB_FMIN4(16) KB_FMIN4(20) KB_FMIN4(24) KB_FMIN4(28)
+
+/* Compare/select clamp of one FP32 vector by z4/z5 (clamp_max -0, see
+ * kb_sme_asm.h), narrowed, stored at the row x27: columns [0, VL32) under
+ * p4, [VL32, 2 VL32) under p5. */
+#define KB_SELECT(z)                                                                  \
+        "fcmgt p3.s, p0/z, z4.s, " z ".s\n"                                           \
+        "mov " z ".s, p3/m, z4.s\n"                                                   \
+        "fcmgt p3.s, p0/z, " z ".s, z5.s\n"                                           \
+        "mov " z ".s, p3/m, z5.s\n"                                                   \
+        "fcvt " z ".h, p0/m, " z ".s\n"
+#define KB_SELECT_ROW(t0, t1)                                                         \
+        "mova z16.s, p0/m, za" #t0 "h.s[w12, 0]\n"                                    \
+        "mova z17.s, p0/m, za" #t1 "h.s[w12, 0]\n"                                    \
+        KB_SELECT("z16") KB_SELECT("z17")                                             \
+        "st1h {z16.s}, p4, [x27]\n"                                                   \
+        "st1h {z17.s}, p5, [x27, #1, mul vl]\n"                                       \
+        "add x27, x27, x6\n"                                                         \
+        "add w12, w12, #1\n"
+
 /* ---- micro-kernel interface -------------------------------------------- */
 
 size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_m_step(void) { return kb_sme_block(); }
@@ -489,23 +626,280 @@ size_t kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_get_dst_size(s
     return m * n * sizeof(kb_f16);
 }
 
-/* dst_stride_col must be sizeof(kb_f16). */
+/* dst_stride_col must be sizeof(kb_f16). The one pass over a call that starts
+ * from the bias and ends in FP16 (see "the one-pass kernel" above). */
 void kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul(
     size_t m, size_t n, size_t k, const void *lhs_packed, const void *rhs_packed, void *dst,
     size_t dst_stride_row, size_t dst_stride_col, float clamp_min, float clamp_max) {
     (void)dst_stride_col;
     if (m == 0 || n == 0 || k == 0) return;
-    size_t mr = kb_sme_block(), kp = kb_sme_roundup(k, KB_SME_KR) / KB_SME_KR;
-    kb_sme_mopa_args a = {
-        .lhs = lhs_packed, .lhs_block_stride = kb_sme_lhs_offset(mr, k),
-        .rhs = rhs_packed, .rhs_block_stride = kb_sme_rhs_block_bytes(mr, k),
-        .rhs_k_offset = mr * sizeof(kb_f16),
-        .m = m, .n = n, .kpairs = kp,
-        .dst = dst, .dst_stride = dst_stride_row,
-        .acc = NULL, .acc_stride = 0, .flags = kb_sme_clamp_flags(clamp_max),
-        .clamp_min = clamp_min, .clamp_max = clamp_max,
-    };
-    kb_sme2_mopa_core(&a);
+    union { float f; uint32_t u; } lo = {clamp_min}, hi = {clamp_max};
+    /* the operands where the calling convention brings them (and the clamp
+     * bounds' bits in x7 and x15): no moves, no argument block */
+    register size_t x0 __asm__("x0") = m;
+    register size_t x1 __asm__("x1") = n;
+    register size_t x2 __asm__("x2") = k;
+    register const void *x3 __asm__("x3") = lhs_packed;
+    register const void *x4 __asm__("x4") = rhs_packed;
+    register void *x5 __asm__("x5") = dst;
+    register size_t x6 __asm__("x6") = dst_stride_row;
+    register uint64_t x7 __asm__("x7") = lo.u;
+    register uint64_t x15 __asm__("x15") = hi.u;
+    __asm__ volatile(
+        ".arch armv8.2-a+sme\n" /* streaming-legal only; SME2 as .inst words */
+        "smstart\n"
+        "ptrue p0.b\n"
+        ".inst 0x25607810\n" /* ptrue pn8.h */
+        "ptrue p6.h\n"
+        "cntw x16\n"
+        "rdsvl x17, #1\n"
+        "lsl x13, x16, #1\n"                      /* mr = nr = 2 * VL32     */
+        "add x2, x2, #1\n"
+        "lsr x2, x2, #1\n"                        /* k pairs                */
+        "mul x9, x13, x2\n"
+        "lsl x9, x9, #2\n"                        /* LHS block: mr x kp x 2 */
+        "lsl x11, x13, #1\n"                       /* B block: the bias, then */
+        "add x10, x9, x11\n"                        /* nr columns x kp x 2    */
+        "dup z4.s, w7\n"                          /* the clamp bounds       */
+        "dup z5.s, w15\n"
+        "mov z6.s, #0\n"                          /* +0: -0 + +0 is +0      */
+        "mov w14, #0x80000000\n"                  /* clamp_max -0: x15 bit 1 */
+        "cmp w15, w14\n"
+        "b.eq 90f\n"
+        "mov w14, #0x7f800000\n"                  /* bounds -inf and +inf:  */
+        "cmp w15, w14\n"                          /* no clamp, x15 bit 0    */
+        "mov w14, #0xff800000\n"
+        "ccmp w7, w14, #0, eq\n"
+        "cset x15, eq\n"
+        "90:\n"
+        "and x7, x2, #31\n"                       /* pairs past whole steps */
+        "udiv x14, x0, x13\n"                     /* whole row blocks       */
+        "msub x19, x14, x13, x0\n"                /* rows after them        */
+        "mul x22, x16, x6\n"
+        "lsr x22, x22, #1\n"                      /* VL32 rows, in FP16     */
+        "tbz x15, #1, 100f\n"                     /* clamp_max -0: every    */
+        "mov x14, #0\n"                           /* block by the edge path */
+        "mov x19, x0\n"
+
+        "100:\n"                                  /* ---- column block ---- */
+        "mov x8, x3\n"
+        "mov x21, x5\n"
+        "cmp x1, x16\n"
+        "b.le 300f\n"
+        KB_BIAS_WIDE
+        "cmp x1, x13\n"
+        "b.lt 200f\n"
+        "subs x20, x14, #0\n"
+        "b.eq 150f\n"
+        "110:\n"                                  /* ---- whole block ----  */
+        KB_START22
+        KB_KLOOP32(KB_PAIR_22)
+        "mov x27, x21\n"
+        "mov w12, #0\n"
+        "lsr x25, x16, #2\n"                      /* four row pairs a step  */
+        "tbnz x15, #0, 120f\n"
+        "111:\n"
+        KB_STORE_WHOLE(KB_CLAMP16)
+        "b.ne 111b\n"
+        "b 130f\n"
+        "120:\n"                                  /* bounds -inf, +inf      */
+        KB_STORE_WHOLE("")
+        "b.ne 120b\n"
+        "130:\n"
+        "add x8, x8, x9\n"
+        "madd x21, x13, x6, x21\n"
+        "subs x20, x20, #1\n"
+        "b.ne 110b\n"
+        "150:\n"
+        "subs x20, x19, #0\n"                     /* the rows after them    */
+        "b.eq 900f\n"
+        "b 400f\n"
+        "200:\n"                                  /* last column, > VL32    */
+        "mov x20, x0\n"
+        "b 400f\n"
+        "300:\n"                                  /* last column, <= VL32   */
+        KB_BIAS_NARROW
+        "mov x20, x0\n"
+
+        "400:\n"                                  /* ---- edge block ----   */
+        "cmp x20, x13\n"
+        "csel x26, x20, x13, lo\n"                /* rows in this block     */
+        "cmp x1, x16\n"
+        "b.le 450f\n"
+        "cmp x26, x16\n"
+        "b.le 420f\n"
+        KB_START22
+        KB_KLOOP32(KB_PAIR_22)
+        "b 500f\n"
+        "420:\n"                                  /* <= VL32 rows           */
+        KB_START12
+        KB_KLOOP32(KB_PAIR_12)
+        "b 500f\n"
+        "450:\n"                                  /* <= VL32 columns        */
+        "cmp x26, x16\n"
+        "b.le 470f\n"
+        KB_START21
+        KB_KLOOP32(KB_PAIR_21)
+        "b 600f\n"
+        "470:\n"                                  /* <= VL32 of both        */
+        KB_START11
+        KB_KLOOP32(KB_PAIR_11)
+
+        "600:\n"                  /* ---- store, at most VL32 columns ----   */
+        "whilelt p4.s, xzr, x1\n"
+        "whilelt p5.s, x16, x1\n"                 /* none (compare/select) */
+        "mov x27, x21\n"
+        "mov w12, #0\n"
+        "cmp x26, x16\n"
+        "csel x28, x26, x16, lo\n"                /* rows in za0            */
+        "tbnz x15, #1, 800f\n"
+        "lsr x25, x28, #2\n"                      /* groups of four rows    */
+        "and x28, x28, #3\n"
+        "cbz x25, 612f\n"
+        "611:\n"
+        ".inst 0xc0860410\n" /* mova {z16.s-z19.s}, za0h.s[w12, 0:3] */
+        KB_FMAX4(16) KB_FMIN4(16)
+        KB_OP_CVT_STORE1("z16") KB_OP_CVT_STORE1("z17") KB_OP_CVT_STORE1("z18") KB_OP_CVT_STORE1("z19")
+        "add w12, w12, #4\n"
+        "subs x25, x25, #1\n"
+        "b.ne 611b\n"
+        "612:\n"
+        "cbz x28, 620f\n"
+        "613:\n"                                  /* single rows            */
+        "mova z16.s, p0/m, za0h.s[w12, 0]\n"
+        "fmax z16.s, p0/m, z16.s, z4.s\n"
+        "fmin z16.s, p0/m, z16.s, z5.s\n"
+        KB_OP_CVT_STORE1("z16")
+        "add w12, w12, #1\n"
+        "subs x28, x28, #1\n"
+        "b.ne 613b\n"
+        "620:\n"
+        "subs x28, x26, x16\n"                    /* rows in za2            */
+        "b.le 700f\n"
+        "mov w12, #0\n"
+        "lsr x25, x28, #2\n"
+        "and x28, x28, #3\n"
+        "cbz x25, 622f\n"
+        "621:\n"
+        ".inst 0xc0860450\n" /* mova {z16.s-z19.s}, za2h.s[w12, 0:3] */
+        KB_FMAX4(16) KB_FMIN4(16)
+        KB_OP_CVT_STORE1("z16") KB_OP_CVT_STORE1("z17") KB_OP_CVT_STORE1("z18") KB_OP_CVT_STORE1("z19")
+        "add w12, w12, #4\n"
+        "subs x25, x25, #1\n"
+        "b.ne 621b\n"
+        "622:\n"
+        "cbz x28, 700f\n"
+        "623:\n"                                  /* single rows            */
+        "mova z16.s, p0/m, za2h.s[w12, 0]\n"
+        "fmax z16.s, p0/m, z16.s, z4.s\n"
+        "fmin z16.s, p0/m, z16.s, z5.s\n"
+        KB_OP_CVT_STORE1("z16")
+        "add w12, w12, #1\n"
+        "subs x28, x28, #1\n"
+        "b.ne 623b\n"
+        "b 700f\n"
+
+        "500:\n"                  /* ---- store, more than VL32 columns ---- */
+        "cmp x1, x13\n"
+        "csel x25, x1, x13, lo\n"                 /* columns in this block  */
+        "whilelt p4.s, xzr, x25\n"
+        "whilelt p5.s, x16, x25\n"
+        "mov x27, x21\n"
+        "mov w12, #0\n"
+        "cmp x26, x16\n"
+        "csel x28, x26, x16, lo\n"                /* rows in za0/za1        */
+        "tbnz x15, #1, 800f\n"
+        "whilelt p7.h, xzr, x25\n"
+        "subs x24, x26, x16\n"
+        "csel x24, x24, xzr, gt\n"                /* rows in za2/za3        */
+        "sub x28, x28, x24\n"                     /* rows in za0/za1 only   */
+        "lsr x25, x24, #2\n"                      /* four row pairs a step  */
+        "and x24, x24, #3\n"
+        "cbz x25, 512f\n"
+        "511:\n"
+        KB_MOVA4(16, 0) KB_MOVA4(20, 4) KB_MOVA4(24, 8) KB_MOVA4(28, 12)
+        KB_CLAMP16
+        KB_ROWPAIR(16, 18, "p7") KB_ROWPAIR(20, 22, "p7")
+        KB_ROWPAIR(24, 26, "p7") KB_ROWPAIR(28, 30, "p7")
+        "add w12, w12, #16\n"
+        "subs x25, x25, #1\n"
+        "b.ne 511b\n"
+        "512:\n"
+        "cbz x24, 514f\n"
+        "513:\n"                                  /* single row pairs       */
+        KB_MOVA4(16, 0)
+        KB_FMAX4(16) KB_FMIN4(16)
+        KB_ROWPAIR(16, 18, "p7")
+        "add w12, w12, #4\n"
+        "subs x24, x24, #1\n"
+        "b.ne 513b\n"
+        "514:\n"
+        "cbz x28, 700f\n"                         /* rows of za0/za1 only:  */
+        "lsr x25, x28, #1\n"                      /* two a step             */
+        "and x28, x28, #1\n"
+        "cbz x25, 516f\n"
+        "515:\n"
+        KB_MOVA2(16, 0) KB_MOVA2(18, 4)
+        KB_FMAX4(16) KB_FMIN4(16)
+        KB_FCVT2(16, 16) KB_FCVT2(18, 18)
+        "st1h {z16.h}, p7, [x27]\n"
+        "add x27, x27, x6\n"
+        "st1h {z18.h}, p7, [x27]\n"
+        "add x27, x27, x6\n"
+        "add w12, w12, #8\n"
+        "subs x25, x25, #1\n"
+        "b.ne 515b\n"
+        "516:\n"
+        "cbz x28, 700f\n"
+        KB_MOVA2(16, 0)
+        KB_FMAX4(16) KB_FMIN4(16)
+        KB_FCVT2(16, 16)
+        "st1h {z16.h}, p7, [x27]\n"
+        "b 700f\n"
+
+        "800:\n"                                  /* clamp_max is -0: row by */
+        "801:\n"                                  /* row, compare/select     */
+        KB_SELECT_ROW(0, 1)
+        "subs x28, x28, #1\n"
+        "b.ne 801b\n"
+        "subs x28, x26, x16\n"
+        "b.le 700f\n"
+        "mov w12, #0\n"
+        "802:\n"
+        KB_SELECT_ROW(2, 3)
+        "subs x28, x28, #1\n"
+        "b.ne 802b\n"
+
+        "700:\n"                                  /* next edge block        */
+        "add x8, x8, x9\n"
+        "madd x21, x13, x6, x21\n"
+        "subs x20, x20, x26\n"
+        "b.gt 400b\n"
+
+        "900:\n"                                  /* next column block      */
+        "add x4, x4, x10\n"
+        "add x5, x5, x17\n"
+        "subs x1, x1, x13\n"
+        "b.gt 100b\n"
+        "smstop\n"
+        : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3), "+r"(x4), "+r"(x5), "+r"(x6), "+r"(x7),
+          "+r"(x15)
+        :
+        : "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x16", "x17", "x19", "x20", "x21", "x22",
+          "x23", "x24", "x25", "x26", "x27", "x28", "p3", "p4", "p5", "p6", "p7", KB_SME_CLOBBER_VEC);
+}
+
+/* The table's core (the driver's chunks of K, and the indirect GEMM's blocks):
+ * partial sums in or out go to the chunked core; a block of one chunk (the
+ * LHS and RHS strides those run_matmul derives from k, the pairs right after
+ * the bias) to run_matmul's one pass. */
+KB_NOINLINE static void kb_sme2_mopa_core(const kb_sme_mopa_args *args) {
+    if (args->flags & (KB_SME_ACC_LOAD | KB_SME_ACC_STORE))
+        kb_sme2_mopa_acc_core(args);
+    else
+        kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul(
+            args->m, args->n, args->kpairs * KB_SME_KR, args->lhs, args->rhs, args->dst, args->dst_stride,
+            sizeof(kb_f16), args->clamp_min, args->clamp_max);
 }
 
 const kb_sme_matmul_ukernel kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa = {

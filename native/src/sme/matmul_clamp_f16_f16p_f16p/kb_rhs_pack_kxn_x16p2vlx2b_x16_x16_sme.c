@@ -292,6 +292,232 @@ void kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_run(size_t n, size_t k, size_t nr, c
 }
 
 
+/* ---- the sealed packer (SME2) -------------------------------------------
+ * Packs a plain B (one chunk of K, whole rows) for a sealed buffer and
+ * computes the payload checksum (kb_checksum.c) while the packed vectors are
+ * in registers: every vector is added to the lane sums S (z8), and at every
+ * 256-byte chunk S is added to T (z9) first. A chunk is q = 256 / VL vectors
+ * (16 at SVL 128, 1 at SVL 2048), and a block is one bias vector and two
+ * vectors per k pair, an odd number: so where the chunks start in a block's
+ * pairs (its phase) changes from block to block, before a pair's first
+ * vector (even phase) or between its two (odd phase).
+ *
+ * A block's pairs go eight per step: sixteen row loads, eight two-register
+ * ZIPs, four four-register stores, and per pair S += both vectors and
+ * U[j] += S for its place j in the step (before the pair's first vector in
+ * the even loop, between its two in the odd one). With q >= 2 a chunk starts
+ * every q / 2 pairs, a divisor of 8, so at the same places of every step of a
+ * block: the bits of M = M0 << h, M0 = 0xff / (2^(q/2) - 1) (one bit every
+ * q / 2 pairs), h the pair the block's first chunk starts at; at the block's
+ * end T += U[j] for every bit j of M (U: z4-z7, z12-z15, zero at the block's
+ * start). The pairs past the whole steps, an odd K's last pair (row K - 1
+ * and zeros) and every pair at q = 1 go one at a time, each vector checked
+ * against the global vector count (x19).
+ * SME2 instructions (ZIP, the multi-vector stores) as .inst words. */
+
+/* ZIP {Zd.h-Zd+1.h}, Zn.h, Zm.h and ST1H {Zt.h-Zt+3.h}, pn8, [x5, #imm, mul vl]
+ * (the two-register form at [x5]) by their fields */
+#define KB_ZIP2(zd, zn, zm) ".inst 0xc160d000 | (" #zm ") << 16 | (" #zn ") << 5 | (" #zd ")\n"
+#define KB_ST4(zt, imm) ".inst 0xa060a0a0 | (((" #imm ") >> 2) & 15) << 16 | ((" #zt ") >> 2) << 2\n"
+#define KB_ST2(zt) ".inst 0xa06020a0 | ((" #zt ") >> 1) << 1\n"
+
+/* One pair's seal: S += both vectors, U += S (the pair's place in the step)
+ * before the first (even) or between the two (odd). */
+#define KB_SEAL_EVEN(U, za, zb)                                                       \
+        "add " U ".d, " U ".d, z8.d\n"                                                \
+        "add z8.d, z8.d, " za ".d\n"                                                  \
+        "add z8.d, z8.d, " zb ".d\n"
+#define KB_SEAL_ODD(U, za, zb)                                                        \
+        "add z8.d, z8.d, " za ".d\n"                                                  \
+        "add " U ".d, " U ".d, z8.d\n"                                                \
+        "add z8.d, z8.d, " zb ".d\n"
+
+/* Two pairs: rows at base XB (offsets O0..O3: "" or the x11-x17 rows),
+ * loaded into z0-z3, zipped into z[Z..Z+3], stored at x5 + IMM vectors. */
+#define KB_QUAD(XB, O0, O1, O2, O3, Z, Z1, Z2, Z3, IMM, SEAL, UA, UB)                \
+        "ld1h {z0.h}, p1/z, [" XB O0 "]\n"                                            \
+        "ld1h {z1.h}, p1/z, [" XB O1 "]\n"                                            \
+        "ld1h {z2.h}, p1/z, [" XB O2 "]\n"                                            \
+        "ld1h {z3.h}, p1/z, [" XB O3 "]\n"                                            \
+        KB_ZIP2(Z, 0, 1) KB_ZIP2(Z2, 2, 3)                                           \
+        KB_ST4(Z, IMM)                                                               \
+        SEAL(UA, "z" #Z, "z" #Z1) SEAL(UB, "z" #Z2, "z" #Z3)
+
+/* A step of eight pairs (rows 0-7 at x9, 8-15 at x10). */
+#define KB_STEP8(SEAL)                                                                \
+        KB_QUAD("x9", "", ", x11, lsl #1", ", x12, lsl #1", ", x13, lsl #1",          \
+                16, 17, 18, 19, 0, SEAL, "z4", "z5")                                  \
+        KB_QUAD("x9", ", x14, lsl #1", ", x15, lsl #1", ", x16, lsl #1", ", x17, lsl #1", \
+                20, 21, 22, 23, 4, SEAL, "z6", "z7")                                  \
+        KB_QUAD("x10", "", ", x11, lsl #1", ", x12, lsl #1", ", x13, lsl #1",         \
+                24, 25, 26, 27, 8, SEAL, "z12", "z13")                                \
+        KB_QUAD("x10", ", x14, lsl #1", ", x15, lsl #1", ", x16, lsl #1", ", x17, lsl #1", \
+                28, 29, 30, 31, 12, SEAL, "z14", "z15")                               \
+        "add x9, x9, x25\n"                                                           \
+        "add x10, x10, x25\n"                                                         \
+        "addvl x5, x5, #16\n"                                                         \
+        "subs x22, x22, #1\n"
+
+/* One vector into the seal one at a time: T += S if a chunk starts here. */
+#define KB_SEAL_ONE(z, L)                                                             \
+        "tst x19, x20\n"                                                              \
+        "b.ne " L "f\n"                                                               \
+        "add z9.d, z9.d, z8.d\n"                                                      \
+        L ":\n"                                                                       \
+        "add z8.d, z8.d, " z ".d\n"                                                   \
+        "add x19, x19, #1\n"
+
+/* At a block's end: T += U (place j of the step) if bit j of M (x24). */
+#define KB_PLACE(U, j, L) "tbz x24, #" #j ", " L "f\n" "add z9.d, z9.d, " U ".d\n" L ":\n"
+
+typedef struct sealed_args {
+    const kb_f16 *data;  /* row 0 of B                     */
+    size_t row_bytes;    /* bytes between rows             */
+    const kb_f16 *bias;  /* or NULL: zeros                 */
+    size_t n;
+    size_t pairs;        /* whole k pairs                  */
+    size_t lone;         /* 1: an odd K's last row follows */
+    kb_f16 *out;
+    uint64_t sums[2];    /* out: the lane sums of S and T  */
+} sealed_args;
+
+static void rhs_pack_sealed_core(sealed_args *g) {
+    __asm__ volatile(
+        ".arch armv8.2-a+sme\n"
+        "smstart sm\n"
+        "ptrue p0.b\n"
+        ".inst 0x25607810\n" /* ptrue pn8.h */
+        "cnth x7\n"                               /* nr                     */
+        "cntb x23\n"
+        "mov x20, #256\n"
+        "udiv x20, x20, x23\n"
+        "sub x20, x20, #1\n"                      /* q - 1: chunk mask      */
+        "add x26, x20, #1\n"
+        "lsr x26, x26, #1\n"                      /* q / 2 pairs            */
+        "mov x23, #1\n"
+        "lsl x23, x23, x26\n"
+        "sub x23, x23, #1\n"
+        "mov x24, #0xff\n"
+        "udiv x21, x24, x23\n"                    /* M0 (0 at q = 1)        */
+        "ldr x2, [%x[g], %[o_data]]\n"
+        "ldr x3, [%x[g], %[o_rb]]\n"
+        "ldr x4, [%x[g], %[o_bias]]\n"
+        "ldr x0, [%x[g], %[o_n]]\n"
+        "ldr x1, [%x[g], %[o_pairs]]\n"
+        "ldr x6, [%x[g], %[o_lone]]\n"
+        "ldr x5, [%x[g], %[o_out]]\n"
+        "lsr x11, x3, #1\n"                       /* rows 1..7, in values   */
+        "add x12, x11, x11\n"
+        "add x13, x12, x11\n"
+        "add x14, x13, x11\n"
+        "add x15, x14, x11\n"
+        "add x16, x15, x11\n"
+        "add x17, x16, x11\n"
+        "lsl x25, x3, #4\n"                       /* sixteen rows           */
+        "mov z8.d, #0\n"                          /* S                      */
+        "mov z9.d, #0\n"                          /* T                      */
+        "mov z11.h, #0\n"
+        "mov x19, #0\n"                           /* vectors so far         */
+        "mov x8, #0\n"                            /* first column of block  */
+
+        "1:\n"                                    /* ---- block ----        */
+        "whilelt p1.h, x8, x0\n"
+        "mov z10.h, #0\n"
+        "cbz x4, 2f\n"
+        "ld1h {z10.h}, p1/z, [x4, x8, lsl #1]\n"
+        "2:\n"
+        "st1h {z10.h}, p0, [x5]\n"                /* the bias               */
+        "addvl x5, x5, #1\n"
+        KB_SEAL_ONE("z10", "3")
+        "add x9, x2, x8, lsl #1\n"                /* rows 0-7 and 8-15      */
+        "add x10, x9, x3, lsl #3\n"
+        "mov x28, x1\n"                           /* pairs one at a time    */
+        "lsr x22, x1, #3\n"                       /* steps of eight pairs   */
+        "cbz x22, 40f\n"
+        "cbz x20, 40f\n"                          /* q = 1: one at a time   */
+        "and x28, x1, #7\n"
+        "neg x23, x19\n"
+        "and x23, x23, x20\n"                     /* vectors to a chunk     */
+        "lsr x24, x23, #1\n"
+        "lsl x24, x21, x24\n"                     /* M                      */
+        "mov z4.d, #0\n"
+        "mov z5.d, #0\n"
+        "mov z6.d, #0\n"
+        "mov z7.d, #0\n"
+        "mov z12.d, #0\n"
+        "mov z13.d, #0\n"
+        "mov z14.d, #0\n"
+        "mov z15.d, #0\n"
+        "lsl x26, x22, #4\n"
+        "add x19, x19, x26\n"                     /* the steps' vectors     */
+        "tbnz x23, #0, 20f\n"
+        "10:\n"                                   /* even phase             */
+        KB_STEP8(KB_SEAL_EVEN)
+        "b.ne 10b\n"
+        "b 30f\n"
+        "20:\n"                                   /* odd phase              */
+        KB_STEP8(KB_SEAL_ODD)
+        "b.ne 20b\n"
+        "30:\n"                                   /* T at the chunks' places */
+        KB_PLACE("z4", 0, "31") KB_PLACE("z5", 1, "32") KB_PLACE("z6", 2, "33")
+        KB_PLACE("z7", 3, "34") KB_PLACE("z12", 4, "35") KB_PLACE("z13", 5, "36")
+        KB_PLACE("z14", 6, "37") KB_PLACE("z15", 7, "38")
+
+        "40:\n"                                   /* pairs one at a time    */
+        "cbz x28, 50f\n"
+        "ld1h {z0.h}, p1/z, [x9]\n"
+        "ld1h {z1.h}, p1/z, [x9, x11, lsl #1]\n"
+        KB_ZIP2(16, 0, 1)
+        KB_ST2(16)
+        "addvl x5, x5, #2\n"
+        KB_SEAL_ONE("z16", "41")
+        KB_SEAL_ONE("z17", "42")
+        "add x9, x9, x3, lsl #1\n"
+        "sub x28, x28, #1\n"
+        "b 40b\n"
+        "50:\n"
+        "cbz x6, 60f\n"                           /* odd K: (b[K-1][j], 0)  */
+        "ld1h {z0.h}, p1/z, [x9]\n"
+        KB_ZIP2(16, 0, 11)
+        KB_ST2(16)
+        "addvl x5, x5, #2\n"
+        KB_SEAL_ONE("z16", "51")
+        KB_SEAL_ONE("z17", "52")
+        "60:\n"
+        "add x8, x8, x7\n"
+        "cmp x8, x0\n"
+        "b.lo 1b\n"
+        "uaddv d0, p0, z8.d\n"
+        "uaddv d1, p0, z9.d\n"
+        "ptrue p2.d, vl1\n"
+        "add x23, %x[g], %[o_sums]\n"
+        "add x24, x23, #8\n"
+        "st1d {z0.d}, p2, [x23]\n"                /* lane 0: the sums       */
+        "st1d {z1.d}, p2, [x24]\n"
+        "smstop sm\n"
+        :
+        : [g] "r"(g), [o_data] "I"(offsetof(sealed_args, data)),
+          [o_rb] "I"(offsetof(sealed_args, row_bytes)), [o_bias] "I"(offsetof(sealed_args, bias)),
+          [o_n] "I"(offsetof(sealed_args, n)), [o_pairs] "I"(offsetof(sealed_args, pairs)),
+          [o_lone] "I"(offsetof(sealed_args, lone)), [o_out] "I"(offsetof(sealed_args, out)),
+          [o_sums] "I"(offsetof(sealed_args, sums))
+        : "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
+          "x14", "x15", "x16", "x17", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
+          "x28", "p1", "p2", "p8", KB_SME_CLOBBER_VEC);
+}
+
+uint64_t kb_sme2_rhs_pack_sealed(size_t n, size_t k, const kb_f16 *b, size_t ldb, const kb_f16 *bias,
+                                 void *rhs_packed) {
+    sealed_args g = {
+        .data = b, .row_bytes = ldb * sizeof(kb_f16), .bias = bias, .n = n,
+        .pairs = k / KB_SME_KR, .lone = k % KB_SME_KR, .out = (kb_f16 *)rhs_packed, .sums = {0, 0},
+    };
+    rhs_pack_sealed_core(&g);
+    return kb_seal_checksum(g.sums[0], g.sums[1],
+                            kb_rhs_pack_kxn_x16p2vlx2b_x16_x16_sme_get_rhs_packed_size(n, k));
+}
+
+
 /* Functions kbench's own drivers never call (kbench run --coverage lists them
  * apart, with the reason). */
 #define KB_WHY "the public packer interface: kbench's SME driver packs a block at a time (its *_pack_block and *_pack_view helpers); examples/plugins/sme_ukernel runs it through the plugin ABI"
