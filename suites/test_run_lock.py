@@ -137,3 +137,37 @@ def test_a_run_whose_folder_vanished_records_no_history_row(tmp_path: Path, monk
     assert "history: run #" not in res.output and not db.exists()
     if how == "replaced":  # the other run's folder is left as it is
         assert json.loads((folder / "run.json").read_text())["run_id"] == "someone-else"
+
+
+@pytest.mark.parametrize("command", [
+    ["ab", "--base", "worker:host", "--cand", "worker:host", "--shapes", "smoke",
+     "--backend", "scalar", "-k", "m1_n17", "--rounds", "2"],
+    ["mutate", "--no-baseline", "--mutant", "*", "--sample", "1"],
+])
+def test_ab_and_a_mutation_campaign_refuse_a_folder_another_process_writes(
+        live_run, command: list[str]) -> None:
+    """`kbench ab --out X` and `kbench mutate --out X` write into a folder they
+    may resume: a second process into the same folder would mix their files,
+    so each locks it as a run does and is refused, naming the holder, with
+    nothing in it touched."""
+    folder, proc = live_run
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    res = CliRunner().invoke(main, [*command, "--out", str(folder)])
+    assert res.exit_code == 1, res.output
+    assert (f"--out: {folder} is in use by a run that is still running (pid {proc.pid}"
+            in res.output), res.output
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_lock_folder_creates_the_folder_and_a_second_lock_is_refused(tmp_path: Path) -> None:
+    from kbench.results.runlock import lock_folder
+    folder = tmp_path / "new" / "ab"
+    lock = lock_folder(folder)
+    assert (folder / LOCK_NAME).is_file()
+    proc = subprocess.run([sys.executable, "-c", HOLDER, str(folder)], input="",
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "in use by a run that is still running" in proc.stderr
+    lock.release()
+    proc = subprocess.run([sys.executable, "-c", HOLDER, str(folder)], input="",
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "locked"

@@ -184,7 +184,12 @@ def ab(base_spec: str, cand_spec: str, shapes: tuple[str, ...], backends: tuple[
                                     gate_limits=gate_limits if budget_s else (),
                                     settle=settle)
         run_dir = Path(out) if out else Path(str(default_run_dir(Path.cwd() / "runs")) + "-ab")
-        run_dir.mkdir(parents=True, exist_ok=True)
+        from kbench.results.runlock import lock_folder
+        from kbench.results.store import RunDirError
+        try:  # held until this process exits: a second `kbench ab --out` here is refused
+            lock = lock_folder(run_dir)  # noqa: F841
+        except RunDirError as exc:
+            raise click.ClickException(f"--out: {exc}") from None
         state = machine_state()
         pinned = None if cpu == -1 else proto.pin_together([base, cand], cpu)
         meta: dict[str, Any] = {"kind": "ab", **machine_metadata(), "complete": False,

@@ -290,6 +290,13 @@ class Campaign:
         """The mutants to run: the selection from the plan of the campaign being
         resumed, or from a plan made afresh after the baseline."""
         settings = self.opts.settings(sha)
+        from kbench.results.runlock import lock_folder
+        from kbench.results.store import LOCK_NAME, RunDirError
+        fresh = not self.out.exists() or not any(self.out.iterdir())
+        try:  # held until this process exits: a second campaign into the folder is refused
+            self._lock = lock_folder(self.out)
+        except RunDirError as exc:
+            raise CampaignError(f"mutate: --out: {exc}", "out") from None
         meta_path = self.out / "run.json"
         if meta_path.exists():
             try:
@@ -311,7 +318,7 @@ class Campaign:
                 self.meta = meta
                 self.seconds = float(meta.get("seconds", 0.0))
                 return self._choose(self._resume())
-        elif self.out.exists() and any(self.out.iterdir()):
+        elif not fresh and any(p.name != LOCK_NAME for p in self.out.iterdir()):
             raise CampaignError(f"mutate: {self.out} exists and is not a campaign's folder; "
                                 "use another --out", "out")
         self.out.mkdir(parents=True, exist_ok=True)

@@ -313,7 +313,13 @@ class Campaign:
 
     def run(self, catalog: list[mut.Mutant]) -> dict[str, Any]:
         chosen = select(catalog, self.opts)
-        self.out.mkdir(parents=True, exist_ok=True)
+        from kbench.errors import KbenchError
+        from kbench.results.runlock import lock_folder
+        from kbench.results.store import RunDirError
+        try:  # held until this process exits: a second campaign into the folder is refused
+            self._lock = lock_folder(self.out)
+        except RunDirError as exc:
+            raise KbenchError(f"--out: {exc}", "out") from None
         meta = {"kind": "mutation-campaign", **machine_metadata(),
                 "catalog": str(self.opts.catalog), "mutants_in_catalog": len(catalog),
                 "selected": [m.id for m in chosen], "quick": self.opts.quick,

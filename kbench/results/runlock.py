@@ -80,6 +80,19 @@ class RunLock:
             self.fd = -1
 
 
+def lock_folder(folder: str | Path) -> RunLock:
+    """Creates the folder if need be and locks it (RunDirError naming the
+    process that holds it): for commands that write into a folder they may
+    resume (kbench ab, kbench mutate), where two at once would mix their
+    files."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    return RunLock.take(folder)
+
+
 def claim_locked(out: str | Path | None, force: bool, runs: Path, suffix: str = ""
                  ) -> tuple[Path, RunLock]:
     """The run folder and its lock: --out (a folder holding a run is refused
@@ -101,4 +114,4 @@ def claim_locked(out: str | Path | None, force: bool, runs: Path, suffix: str = 
     return folder, RunLock.take(folder)
 
 
-__all__ = ["LOCK_NAME", "RunLock", "claim_locked"]
+__all__ = ["LOCK_NAME", "RunLock", "claim_locked", "lock_folder"]
