@@ -87,7 +87,9 @@ def faulty(run: Path, report: Path, targets: list[str]) -> list[str]:
         wrong = probes[(probes["target"] == target) & (probes["finding"] == "silently wrong")]
         if wrong.empty:
             problems.append(f"{target}: no silently wrong probe finding")
-        if info.get("sme_vector_bits") and not (wrong["probe"] == "other_svl").any():
+        # the vector-length probes: B packed at a lower or higher SVL than the call's, and a
+        # call at a lower or higher SVL than the packing's (svl_pack_lo ... svl_call_hi)
+        if info.get("sme_vector_bits") and not wrong["probe"].str.startswith("svl_").any():
             problems.append(f"{target}: B packed at another SVL was not found silently wrong")
         row = plugins[(plugins["target"] == target) & (plugins["plugin"] == FAULTY)]
         if row.empty or int(row["failed"].iloc[0]) != len(failed) \
