@@ -106,8 +106,9 @@ def faulty(run: Path, report: Path, targets: list[str]) -> list[str]:
 # the functions each path of the runtime example runs, and the prefixes of every path's
 # functions (its SME2 path is kbench's SME2 kernel and packers compiled in: kb_*)
 RUNTIME = "exrt"
-PATH_UNITS = {"sme2": {"exrt_sme2_gemm", "kb_sme2_mopa_core"}, "sve2p1": {"exrt_sve2p1_gemm"},
-              "neon": {"exrt_neon_gemm"}}
+PATH_UNITS = {"sme2": {"exrt_sme2_gemm",
+                       "kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul"},
+              "sve2p1": {"exrt_sve2p1_gemm"}, "neon": {"exrt_neon_gemm"}}
 PATH_PREFIXES = {"sme2": ("exrt_sme2_", "kb_matmul", "kb_lhs_", "kb_rhs_", "kb_sme"),
                  "sve2p1": ("exrt_sve2p1_",), "neon": ("exrt_neon_",)}
 OVERREAD = re.compile(

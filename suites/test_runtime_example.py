@@ -195,7 +195,9 @@ def test_the_clean_example_passes_every_suite_and_runs_the_path_of_each_target(t
     assert not other, other
     for svl in (128, 512):
         units = ran[f"qemu:cpu=max:svl={svl}"]
-        assert {"exrt_sme2_gemm", "kb_sme2_mopa_core", "kb_lhs_pack_x16p2vlx2_x16_sme_run"} <= units
+        assert {"exrt_sme2_gemm",
+                "kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul",
+                "kb_lhs_pack_x16p2vlx2_x16_sme_run"} <= units
         assert not {u for u in units if u.startswith(("exrt_neon_", "exrt_sve2p1_"))}, units
     units = ran["qemu:cpu=neoverse-n1"]
     assert "exrt_neon_gemm" in units

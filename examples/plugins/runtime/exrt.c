@@ -352,7 +352,7 @@ static kb_status gemm(void *ctx, const kb_plugin_gemm_args *a) {
 
 /* the functions each path does its work in, by ISA class in the dispatcher's
  * order (the SME2 path's work is in kbench's SME2 kernel and packers compiled
- * in: kb_..._sme2_mopa_*, kb_sme2_mopa_core, kb_*_sme_*); the portable path
+ * in: kb_..._sme2_mopa_run_matmul, kb_*_sme_*); the portable path
  * where none of the classes applies */
 static const char *const exrt_expect[] = {
     "sme2:exrt_sme2_*", "sme2:kb_*sme*", "sve2p1:exrt_sve2p1_*", "neon:exrt_neon_*", "exrt_portable_*", NULL,

@@ -90,11 +90,7 @@ uint64_t kb_sve_pack_native(size_t n, size_t k, const kb_f16 *b, size_t ldb, con
     kb_bview v = {.data = b, .panel_cols = n, .panel_stride = 0, .row_stride = ldb, .bias = bias,
                   .bias_panel_stride = n};
     kb_sve_rhs_pack_view(&v, n, k, kb_sve_block(), dst);
-    size_t bytes = 0;
-    if (!kb_layout_payload_size(KB_LAYOUT_SVE_X16P4VLX2B, n, k, kb_backend_vector_bits(KB_BACKEND_SVE),
-                                &bytes))
-        return 0;
-    return kb_payload_checksum(dst, bytes);
+    return kb_payload_checksum(dst, kb_rhs_pack_kxn_x16p4vlx2b_x16_x16_sve_get_rhs_packed_size(n, k));
 }
 
 #endif /* __aarch64__ */

@@ -665,6 +665,8 @@ void kb_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa_run_matmul(
         "mov z6.s, #0\n"                          /* +0: -0 + +0 is +0      */
         "mov w14, #0x80000000\n"                  /* clamp_max -0: x15 bit 1 */
         "cmp w15, w14\n"
+        "mov x14, #2\n"
+        "csel x15, x14, x15, eq\n"               /* (x15 held its bits)    */
         "b.eq 90f\n"
         "mov w14, #0x7f800000\n"                  /* bounds -inf and +inf:  */
         "cmp w15, w14\n"                          /* no clamp, x15 bit 0    */
