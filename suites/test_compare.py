@@ -195,7 +195,14 @@ def test_a_two_run_slowdown_is_a_first_look_never_a_failure(tmp_path: Path) -> N
                                    "--min-effect 5%")
     assert "--settle --out runs/settle/gemm_scalar_f32acc-synthetic-k" in found.settle
     assert first_look_word(case, result.comparison) == POSSIBLE_SLOWDOWN
-    assert gate(base, cand, alpha=0.01, max_slowdown=0.25).first_look == []
+    # gate --json: the comparison's statistical word and the gate's own, side by side
+    from kbench.results.json_out import gate_doc
+    (doc_case,) = gate_doc(result)["cases"]
+    assert (doc_case["verdict"], doc_case["gate_verdict"]) == (SLOWER, POSSIBLE_SLOWDOWN)
+    within = gate(base, cand, alpha=0.01, max_slowdown=0.25)
+    assert within.first_look == []
+    (doc_case,) = gate_doc(within)["cases"]  # slower, but within the limit: not "same"
+    assert doc_case["gate_verdict"] == "speed not gated (first look)"
 
 
 def test_gate_passes_a_significant_slowdown_below_the_limit(tmp_path: Path) -> None:

@@ -205,9 +205,19 @@ def test_text_markdown_and_json(tmp_path: Path) -> None:
     assert doc["interleaved"]["path"] == str(ab) and len(doc["interleaved"]["cases"]) == 28
     assert {x["verdict"] for x in doc["interleaved"]["cases"]} == {"same", "slower",
                                                                   "inconclusive"}
+    # each case's gate_verdict is the gate's word: the interleaved verdict with --ab ...
+    judged = {x["case"]: x["verdict"] for x in doc["interleaved"]["cases"]}
+    assert {f"{x['realization']} {x['catalog']}/{x['case']}": x["gate_verdict"]
+            for x in doc["cases"]} == judged
     plain = gate_doc(gate(b, c))
     assert plain["interleaved"] is None
     jsonschema.validate(plain, json.loads(SCHEMA.read_text()))
+    # ... and without it a first look, never "same" and never a failure, whatever the
+    # comparison's own statistical word (kept as "verdict", as compare --json has it)
+    words = {x["gate_verdict"] for x in plain["cases"]}
+    assert words and words <= {"speed not gated (first look)", "possible slowdown",
+                                "possible speedup", "not-comparable", "missing", "new",
+                                "untimed"}, words
     assert "Speed, interleaved" not in markdown(gate(b, c))
 
 

@@ -18,6 +18,7 @@ from kbench.results.compare import (
     GateResult,
     RealizationComparison,
     RunInfo,
+    first_look_word,
 )
 from kbench.results.count_compare import CountDelta
 from kbench.results.counts import COLUMNS as COUNT_COLUMNS
@@ -107,6 +108,13 @@ def gate_doc(result: GateResult, ids: tuple[int | None, int | None] = (None, Non
     """`kbench gate --json`: the comparison, the failures and the verdict."""
     doc = comparison_doc(result.comparison, ids)
     doc["schema"] = schema_id("gate")
+    comp = result.comparison
+    # the interleaved verdicts by their label, "realization catalog/case" (kbench.results.abgate)
+    judged = {v.label: v.verdict for v in result.interleaved}
+    for case, c in zip(doc["cases"], comp.cases, strict=True):  # the gate's own word per case
+        ab_label = f"{case['realization']} {case['catalog']}/{case['case']}"
+        case["gate_verdict"] = (judged.get(ab_label) if result.ab_paths
+                                else first_look_word(c, comp))
     doc["failures"] = [{"reason": f.reason, "case": f.case, "detail": f.detail}
                        for f in result.failures]
     doc["interleaved"] = None if not result.ab_paths else {
