@@ -156,3 +156,30 @@ def test_every_conv_clamps_like_the_scalar_store(target: Target) -> None:
                     case.stride, case.pad, case.dilation, case.groups, bounds))
                 want = fp.simulate_conv(x, w, bias, desc, "fp16_fma_chain_bias_first@hwc")
             assert _same_bits(out, want).all(), (r.name, bounds)
+
+
+@pytest.mark.parametrize("spec", ["qemu:cpu=max:svl=512", "qemu:cpu=max:svl=128"])
+def test_a_k_of_several_chunks_clamps_like_the_scalar_store(spec: str) -> None:
+    """A K the SME drivers split into chunks (543 pairs: two chunks of the
+    default 512 at SVL 512; five of the blocked realizations' 128 at any SVL):
+    the last chunk stores from the FP32 partial sums through another kernel
+    than a one-pass call (kb_sme2_mopa_acc_core), clamp_max -0's
+    compare/select store included. Small integers: every sum exact in FP32, so
+    the bits are the scalar store's whatever the chunking."""
+    t = parse_target(spec)
+    try:
+        reals = [r for r in t.info().realizations
+                 if r.op == "gemm" and r.backend == "sme" and r.accum == "fp32"
+                 and not r.peer and not r.max_m]
+        assert any(r.name.startswith("gemm_sme2_mopa_f32acc_mb") for r in reals), reals
+        case = GemmCase("clamp_chunked", 13, 37, 1086, clamp=True, ldc_pad=1)
+        for bounds in BOUNDS:
+            inp = _inputs(case, bounds)
+            ref = t.run_gemm(case, inp, "gemm_scalar_f32acc").outputs[0]
+            for r in reals:
+                got = t.run_gemm(case, inp, r.name)
+                assert got.error is None and not got.guard_detail, (r.name, got.error)
+                same = _same_bits(got.outputs[0], ref)
+                assert same.all(), (r.name, bounds, np.argwhere(~same)[:4].tolist())
+    finally:
+        t.close()
