@@ -27,7 +27,7 @@ from kbench.targets.pyroot import PyRoot
 
 REQUIRED = os.environ.get("KBENCH_REQUIRE_QEMU_PYTHON") == "1"
 SHAPE = (7, 19, 33)  # M, N, K: off every tile size
-BACKENDS = ("scalar", "neon", "sme")
+BACKENDS = ("scalar", "neon", "sme", "sve")  # the backends of the aarch64 module (-cpu max)
 
 
 # ---- unit tests: no network, no guest ------------------------------------------------

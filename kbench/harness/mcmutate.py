@@ -543,6 +543,11 @@ class Campaign:
             self.procs.stop()
             self._finish([], interrupted=True)
             raise Interrupted("interrupted during the baseline", "interrupt") from None
+        except CampaignError:  # refused: the folder is not this campaign's to write
+            lock = getattr(self, "_lock", None)
+            if lock is not None:
+                lock.release()
+            raise
 
     def plan_only(self) -> list[mcsites.Planned]:
         """The baseline and the plan (or the plan of the folder being resumed),
