@@ -66,7 +66,10 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
               "sr": first("*sme2_dot_get_sr+*/imm+1")}  # a query nothing uses
     cmd = [sys.executable, "-m", "kbench.cli",
            *_args(folder, *[a for i in chosen.values() for a in ("--mutant", i)])]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal delivers it: a CI job may start its commands with SIGINT
+    # ignored (a background job), which a child inherits and kbench then leaves alone
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 600
     while not _journal(folder) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
